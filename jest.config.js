@@ -1,0 +1,21 @@
+/** Tests run as ES modules straight from TypeScript sources (swc), against real gRPC, HTTP,
+ * PostgreSQL and Redis; see libs/testing for how backends are chosen. */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    '^.+\\.ts$': [
+      '@swc/jest',
+      { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'es6' } },
+    ],
+  },
+  moduleNameMapper: {
+    '^@agenthub/(proto|runtime|testing)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@agenthub/(gateway|identity|workspace|hub)$': '<rootDir>/services/$1/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  testMatch: ['<rootDir>/libs/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
+  globalSetup: '<rootDir>/libs/testing/global-setup.js',
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

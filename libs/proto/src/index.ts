@@ -1,0 +1,9 @@
+/**
+ * Generated protobuf-es code for every contract under `proto/`, one namespace per package.
+ * Generated files live in `gen/` and are never edited by hand: change the `.proto`, then
+ * `npm run generate`.
+ */
+export * as commonv1 from './gen/agenthub/common/v1/error_pb.js';
+export * as identityv1 from './gen/agenthub/identity/v1/identity_pb.js';
+export * as workspacev1 from './gen/agenthub/workspace/v1/workspace_pb.js';
+export * as healthv1 from './gen/grpc/health/v1/health_pb.js';

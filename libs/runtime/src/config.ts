@@ -1,0 +1,55 @@
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const url = (protocols: string[]) =>
+  z.string().refine((value) => {
+    try {
+      return protocols.includes(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+
+/**
+ * Every setting of every AgentHub process, read from the environment once at start.
+ * The README's configuration reference lists the same variables; keep the two together.
+ */
+const schema = z.object({
+  HUB_HOST: z.string().min(1).default('127.0.0.1'),
+  HUB_PORT: port.default(8080),
+  HUB_DATA_DIR: z.string().min(1).default('./.agenthub'),
+  HUB_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  DATABASE_POOL_SIZE: positiveInt.default(10),
+  REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  REDIS_PREFIX: z.string().default('agenthub:'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  GRPC_HOST: z.string().min(1).default('127.0.0.1'),
+  GRPC_PORT: port.default(50051),
+  IDENTITY_ADDR: z.string().min(1).optional(),
+  WORKSPACE_ADDR: z.string().min(1).optional(),
+  HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
+  HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
+  HUB_MAX_BATCH: positiveInt.default(50),
+  HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).default(30_000),
+  HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
+  HUB_METRICS: bool.default(true),
+});
+
+export type HubConfig = z.infer<typeof schema>;
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Parses the environment, reporting every bad variable at once by name. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): HubConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(present);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+  throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+}

@@ -1,0 +1,36 @@
+/** A result the same whichever engine ran the statement. */
+export interface QueryResult<R> {
+  rows: R[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+/**
+ * The relational store one service owns. Statements are plain PostgreSQL; every table lives in
+ * the service's own schema, which is first on the search path.
+ */
+export interface Db extends Queryable {
+  readonly engine: 'postgres' | 'pglite';
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs `work` holding a session-level advisory lock, for one-at-a-time jobs such as migrations. */
+  withAdvisoryLock<T>(name: string, work: (db: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+export function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === UNIQUE_VIOLATION;
+}
+
+/** Schema names are interpolated into SQL, so only plain identifiers are accepted. */
+export function assertIdentifier(name: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`Not a plain SQL identifier: ${name}`);
+  return name;
+}

@@ -1,0 +1,58 @@
+import { mkdir } from 'node:fs/promises';
+import { PGlite, types } from '@electric-sql/pglite';
+import type { Db, Queryable, QueryResult } from './db.js';
+import { assertIdentifier } from './db.js';
+
+/**
+ * Embedded PostgreSQL (PGlite, WASM) in a data directory: the same SQL as production with
+ * nothing installed. One connection, so statements and transactions are serialised.
+ */
+export class PgliteDb implements Db {
+  readonly engine = 'pglite' as const;
+
+  private constructor(private readonly pg: PGlite) {}
+
+  /** `dataDir` undefined keeps everything in memory (tests). */
+  static async open(options: { dataDir?: string; schema: string }): Promise<PgliteDb> {
+    const schema = assertIdentifier(options.schema);
+    if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
+    const pg = await PGlite.create({
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      parsers: { [types.INT8]: (value: string) => Number(value) },
+    });
+    await pg.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path = ${schema}, public;`);
+    return new PgliteDb(pg);
+  }
+
+  async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+    const result = await this.pg.query<R>(sql, params as unknown[]);
+    return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pg.exec(sql);
+  }
+
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.pg.transaction((tx) =>
+      work({
+        async query<R>(sql: string, params: readonly unknown[] = []) {
+          const result = await tx.query<R>(sql, params as unknown[]);
+          return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+        },
+        async exec(sql: string) {
+          await tx.exec(sql);
+        },
+      }),
+    );
+  }
+
+  async withAdvisoryLock<T>(_name: string, work: (db: Queryable) => Promise<T>): Promise<T> {
+    // A data directory has exactly one owner process (PGlite holds it), so nothing can race.
+    return work(this);
+  }
+
+  close(): Promise<void> {
+    return this.pg.close();
+  }
+}

@@ -1,0 +1,88 @@
+import pg from 'pg';
+import type { Db, Queryable, QueryResult } from './db.js';
+import { assertIdentifier } from './db.js';
+
+const INT8_OID = 20;
+
+export interface PostgresDbOptions {
+  url: string;
+  schema: string;
+  maxConnections?: number;
+  /** Server-side limit for one statement, so a stuck query cannot hold a connection forever. */
+  statementTimeoutMs?: number;
+}
+
+/** PostgreSQL through a `pg` pool. int8 columns come back as numbers (epoch milliseconds fit). */
+export class PostgresDb implements Db {
+  readonly engine = 'postgres' as const;
+  private readonly pool: pg.Pool;
+
+  constructor(options: PostgresDbOptions) {
+    const schema = assertIdentifier(options.schema);
+    this.pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.maxConnections ?? 10,
+      options: `-c search_path=${schema},public -c statement_timeout=${options.statementTimeoutMs ?? 30_000}`,
+      types: {
+        getTypeParser: ((oid: number, format?: string) =>
+          oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format as never)) as typeof pg.types.getTypeParser,
+      },
+    });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    this.pool.on('error', () => undefined);
+  }
+
+  async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+    const result = await this.pool.query(sql, params as unknown[]);
+    return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pool.query(sql);
+  }
+
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(clientQueryable(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async withAdvisoryLock<T>(name: string, work: (db: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
+      try {
+        return await work(clientQueryable(client));
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+function clientQueryable(client: pg.PoolClient): Queryable {
+  return {
+    async query<R>(sql: string, params: readonly unknown[] = []) {
+      const result = await client.query(sql, params as unknown[]);
+      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+    },
+    async exec(sql: string) {
+      await client.query(sql);
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import { commonv1 } from '@agenthub/proto';
+
+export const Reason = commonv1.ErrorReason;
+export type Reason = commonv1.ErrorReason;
+
+/**
+ * The only error a service throws on purpose: a reason from the closed set in
+ * `proto/agenthub/common/v1/error.proto` plus a message safe to show to the caller.
+ * Anything else that escapes a handler is turned into an INTERNAL error by `HubError.from`,
+ * which keeps the cause for the log and shows nothing of it on the wire.
+ */
+export class HubError extends Error {
+  override readonly name = 'HubError';
+  readonly reason: Reason;
+  /** The parameter at fault, as a dotted path, when there is one. */
+  readonly field: string;
+
+  constructor(reason: Reason, message: string, options: { field?: string; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.reason = reason;
+    this.field = options.field ?? '';
+  }
+
+  static from(err: unknown): HubError {
+    if (err instanceof HubError) return err;
+    return new HubError(Reason.INTERNAL, 'Internal error', { cause: err });
+  }
+
+  static invalidParams(field: string, problem: string): HubError {
+    return new HubError(Reason.INVALID_PARAMS, `Invalid params: ${field} ${problem}`, { field });
+  }
+
+  static notFound(message = 'Workspace not found'): HubError {
+    return new HubError(Reason.NOT_FOUND, message);
+  }
+
+  static accessDenied(): HubError {
+    return new HubError(Reason.ACCESS_DENIED, 'Access denied');
+  }
+
+  static permissionRequired(message: 'Admin access required' | 'Write access required' | 'Owner access required'): HubError {
+    return new HubError(Reason.PERMISSION_REQUIRED, message);
+  }
+
+  static invalidOperation(message: string): HubError {
+    return new HubError(Reason.INVALID_OPERATION, message);
+  }
+
+  static grantRequired(): HubError {
+    return new HubError(
+      Reason.GRANT_REQUIRED,
+      'No access grant to target agent. Request access first with x-hub/grants.request.',
+    );
+  }
+
+  static unauthenticated(message = 'Missing or invalid API key'): HubError {
+    return new HubError(Reason.UNAUTHENTICATED, message);
+  }
+}

@@ -1,0 +1,136 @@
+import * as grpc from '@grpc/grpc-js';
+import { create, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { HubError, Reason } from '../errors.js';
+import type { Metrics } from '../metrics.js';
+import { writePrincipal, type Principal } from './principal.js';
+import { INTERNAL_TOKEN, methodDefinition, type CallContext } from './server.js';
+import { fromStatus } from './status.js';
+
+export interface CallOptions {
+  /** The principal to act for. Taken from `parent` when absent. */
+  principal?: Principal;
+  /** The incoming call this one serves: its principal and deadline carry over. */
+  parent?: CallContext;
+  /** Overrides the client's default timeout for this call. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+type UnaryMethod<M extends DescMethod> = (
+  request: MessageInitShape<M['input']>,
+  options?: CallOptions,
+) => Promise<MessageShape<M['output']>>;
+
+type ServerStreamMethod<M extends DescMethod> = (
+  request: MessageInitShape<M['input']>,
+  options?: CallOptions,
+) => AsyncIterable<MessageShape<M['output']>>;
+
+/** A promise-returning client with one method per RPC, named by the RPC's local name. */
+export type Client<S extends GenServiceMethods> = {
+  [K in keyof S]: S[K] extends { methodKind: 'unary' }
+    ? UnaryMethod<S[K] & DescMethod>
+    : S[K] extends { methodKind: 'server_streaming' }
+      ? ServerStreamMethod<S[K] & DescMethod>
+      : never;
+};
+
+export interface ClientOptions {
+  metrics?: Metrics;
+  /** Deadline for calls that set none and have no parent; every call gets one. */
+  defaultTimeoutMs: number;
+  internalToken?: string;
+  maxMessageBytes?: number;
+}
+
+/**
+ * Builds a typed client for `service` at `address` (host:port). Every call carries a deadline
+ * (the parent call's when it has one, else the default), the principal as metadata, and fails
+ * with a HubError reproducing the service's reason and message exactly.
+ */
+export function createClient<S extends GenServiceMethods>(
+  service: GenService<S>,
+  address: string,
+  options: ClientOptions,
+): Client<S> & { close(): void } {
+  const max = options.maxMessageBytes ?? 8 * 1024 * 1024;
+  const channel = new grpc.Client(address, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': max,
+    'grpc.max_send_message_length': max,
+    'grpc.keepalive_time_ms': 30_000,
+  });
+  const client: Record<string, unknown> = { close: () => channel.close() };
+
+  const prepare = (callOptions: CallOptions = {}) => {
+    const metadata = new grpc.Metadata();
+    const principal = callOptions.principal ?? callOptions.parent?.principal;
+    if (principal) writePrincipal(principal, metadata);
+    if (options.internalToken) metadata.set(INTERNAL_TOKEN, options.internalToken);
+    const ownDeadline = Date.now() + (callOptions.timeoutMs ?? options.defaultTimeoutMs);
+    const parentDeadline = callOptions.parent?.deadline?.getTime() ?? Infinity;
+    const deadline = new Date(Math.min(ownDeadline, parentDeadline));
+    const signal = callOptions.signal ?? callOptions.parent?.signal;
+    return { metadata, deadline, signal };
+  };
+
+  for (const method of service.methods) {
+    const def = methodDefinition(method);
+    const labels = { service: service.typeName, method: method.name };
+    if (method.methodKind === 'unary') {
+      client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
+        const { metadata, deadline, signal } = prepare(callOptions);
+        if (signal?.aborted) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The call was cancelled'));
+        const started = process.hrtime.bigint();
+        return new Promise((resolve, reject) => {
+          const call = channel.makeUnaryRequest(
+            def.path,
+            def.requestSerialize,
+            def.responseDeserialize,
+            create(method.input, request as never),
+            metadata,
+            { deadline },
+            (err, response) => {
+              signal?.removeEventListener('abort', cancel);
+              options.metrics?.grpcClientCalls.observe(
+                { ...labels, code: grpc.status[err ? err.code : grpc.status.OK] },
+                Number(process.hrtime.bigint() - started) / 1e9,
+              );
+              if (err) reject(fromStatus(err));
+              else resolve(response);
+            },
+          );
+          const cancel = () => call.cancel();
+          signal?.addEventListener('abort', cancel, { once: true });
+        });
+      };
+    } else if (method.methodKind === 'server_streaming') {
+      client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
+        const { metadata, deadline, signal } = prepare(callOptions);
+        return streamOf(channel, def, create(method.input, request as never), metadata, deadline, signal);
+      };
+    }
+  }
+  return client as Client<S> & { close(): void };
+}
+
+async function* streamOf(
+  channel: grpc.Client,
+  def: grpc.MethodDefinition<unknown, unknown>,
+  request: unknown,
+  metadata: grpc.Metadata,
+  deadline: Date,
+  signal: AbortSignal | undefined,
+): AsyncIterable<never> {
+  const call = channel.makeServerStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, request, metadata, { deadline });
+  const cancel = () => call.cancel();
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    for await (const message of call) yield message as never;
+  } catch (err) {
+    throw fromStatus(err as grpc.ServiceError);
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+    call.cancel();
+  }
+}

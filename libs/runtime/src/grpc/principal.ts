@@ -1,0 +1,33 @@
+import type { Metadata } from '@grpc/grpc-js';
+
+/**
+ * Who a call acts for. The gateway authenticates the caller and every service trusts the
+ * principal it receives in metadata; split deployments restrict who may reach the services
+ * (NetworkPolicy, and optionally the shared internal token).
+ */
+export type Principal =
+  | { kind: 'agent'; agentId: string; tenantId: string }
+  | { kind: 'operator' };
+
+const AGENT_ID = 'x-hub-agent-id';
+const TENANT_ID = 'x-hub-tenant-id';
+const OPERATOR = 'x-hub-operator';
+
+export function writePrincipal(principal: Principal, metadata: Metadata): void {
+  if (principal.kind === 'operator') {
+    metadata.set(OPERATOR, '1');
+    return;
+  }
+  metadata.set(AGENT_ID, principal.agentId);
+  metadata.set(TENANT_ID, principal.tenantId);
+}
+
+export function readPrincipal(metadata: Metadata): Principal | undefined {
+  if (metadata.get(OPERATOR)[0] === '1') return { kind: 'operator' };
+  const agentId = metadata.get(AGENT_ID)[0];
+  const tenantId = metadata.get(TENANT_ID)[0];
+  if (typeof agentId === 'string' && agentId && typeof tenantId === 'string' && tenantId) {
+    return { kind: 'agent', agentId, tenantId };
+  }
+  return undefined;
+}

@@ -1,0 +1,242 @@
+import * as grpc from '@grpc/grpc-js';
+import { create, fromBinary, toBinary, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { healthv1 } from '@agenthub/proto';
+import { HubError, Reason } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { readPrincipal, type Principal } from './principal.js';
+import { toStatus } from './status.js';
+
+const INTERNAL_TOKEN = 'x-hub-internal-token';
+
+/** What a handler knows about the call besides its request. */
+export interface CallContext {
+  /** The authenticated caller, when the gateway sent one. */
+  readonly principal: Principal | undefined;
+  /** When the caller stops waiting; pass it on to every call this one makes. */
+  readonly deadline: Date | undefined;
+  /** Aborted when the caller cancels or the deadline passes. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+}
+
+type UnaryHandler<M extends DescMethod> = (
+  request: MessageShape<M['input']>,
+  ctx: CallContext,
+) => Promise<MessageInitShape<M['output']>>;
+
+type ServerStreamHandler<M extends DescMethod> = (
+  request: MessageShape<M['input']>,
+  ctx: CallContext,
+) => AsyncIterable<MessageInitShape<M['output']>>;
+
+/** One handler per RPC of the service; the compiler rejects a server that misses one. */
+export type ServiceHandlers<S extends GenServiceMethods> = {
+  [K in keyof S]: S[K] extends { methodKind: 'unary' }
+    ? UnaryHandler<S[K] & DescMethod>
+    : S[K] extends { methodKind: 'server_streaming' }
+      ? ServerStreamHandler<S[K] & DescMethod>
+      : never;
+};
+
+export interface GrpcServerOptions {
+  log: Logger;
+  metrics: Metrics;
+  /** When set, calls without this token in `x-hub-internal-token` are refused. */
+  internalToken?: string;
+  /** Largest message accepted, in bytes. */
+  maxMessageBytes?: number;
+}
+
+/**
+ * A grpc-js server whose services are described by protobuf-es descriptors. It answers the
+ * standard `grpc.health.v1.Health` protocol for every service added, and turns every error
+ * that escapes a handler into a status carrying the hub's error detail.
+ */
+export class GrpcServer {
+  private readonly server: grpc.Server;
+  private readonly health = new Map<string, boolean>([['', true]]);
+  private readonly active = new Set<AbortController>();
+
+  constructor(private readonly options: GrpcServerOptions) {
+    const max = options.maxMessageBytes ?? 8 * 1024 * 1024;
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': max,
+      'grpc.max_send_message_length': max,
+    });
+    this.addHealth();
+  }
+
+  add<S extends GenServiceMethods>(service: GenService<S>, handlers: ServiceHandlers<S>): this {
+    const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+    const implementation: grpc.UntypedServiceImplementation = {};
+    for (const method of service.methods) {
+      const handler = (handlers as Record<string, unknown>)[method.localName];
+      if (typeof handler !== 'function') {
+        throw new Error(`${service.typeName}.${method.name} has no handler`);
+      }
+      definition[method.localName] = methodDefinition(method);
+      implementation[method.localName] =
+        method.methodKind === 'server_streaming'
+          ? this.wrapServerStream(service.typeName, method, handler as ServerStreamHandler<DescMethod>)
+          : this.wrapUnary(service.typeName, method, handler as UnaryHandler<DescMethod>);
+    }
+    this.server.addService(definition, implementation);
+    this.health.set(service.typeName, true);
+    return this;
+  }
+
+  /** Binds and starts serving; returns the port (useful with port 0). */
+  listen(address: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) =>
+        err ? reject(err) : resolve(port),
+      );
+    });
+  }
+
+  setServing(serving: boolean): void {
+    for (const name of this.health.keys()) this.health.set(name, serving);
+  }
+
+  /** Stops taking calls, lets running ones finish for up to `graceMs`, then cancels the rest. */
+  async shutdown(graceMs = 10_000): Promise<void> {
+    this.setServing(false);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        for (const controller of this.active) controller.abort();
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      timer.unref();
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private context(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, controller: AbortController): CallContext {
+    const deadline = call.getDeadline();
+    const deadlineDate = deadline instanceof Date ? deadline : Number.isFinite(deadline) ? new Date(deadline) : undefined;
+    const principal = readPrincipal(call.metadata);
+    return {
+      principal,
+      deadline: deadlineDate,
+      signal: controller.signal,
+      log: this.options.log,
+    };
+  }
+
+  private checkToken(metadata: grpc.Metadata): void {
+    const expected = this.options.internalToken;
+    if (expected && metadata.get(INTERNAL_TOKEN)[0] !== expected) {
+      throw new HubError(Reason.UNAUTHENTICATED, 'Internal calls need the internal token');
+    }
+  }
+
+  private wrapUnary(serviceName: string, method: DescMethod, handler: UnaryHandler<DescMethod>): grpc.handleUnaryCall<unknown, unknown> {
+    return (call, callback) => {
+      const started = process.hrtime.bigint();
+      const controller = new AbortController();
+      this.active.add(controller);
+      call.on('cancelled', () => controller.abort());
+      const finish = (code: grpc.status) => {
+        this.active.delete(controller);
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        this.options.metrics.grpcServerCalls.observe({ service: serviceName, method: method.name, code: grpc.status[code] }, seconds);
+      };
+      let ctx: CallContext;
+      try {
+        this.checkToken(call.metadata);
+        ctx = this.context(call, controller);
+      } catch (err) {
+        const hubError = HubError.from(err);
+        finish(toStatus(hubError).code ?? grpc.status.UNKNOWN);
+        callback(toStatus(hubError) as grpc.ServiceError);
+        return;
+      }
+      handler(call.request as never, ctx).then(
+        (response) => {
+          finish(grpc.status.OK);
+          callback(null, create(method.output, response as never));
+        },
+        (err: unknown) => {
+          const hubError = HubError.from(err);
+          this.logFailure(serviceName, method, hubError);
+          const status = toStatus(hubError);
+          finish(status.code ?? grpc.status.UNKNOWN);
+          callback(status as grpc.ServiceError);
+        },
+      );
+    };
+  }
+
+  private wrapServerStream(serviceName: string, method: DescMethod, handler: ServerStreamHandler<DescMethod>): grpc.handleServerStreamingCall<unknown, unknown> {
+    return async (call) => {
+      const controller = new AbortController();
+      this.active.add(controller);
+      call.on('cancelled', () => controller.abort());
+      try {
+        this.checkToken(call.metadata);
+        for await (const item of handler(call.request as never, this.context(call, controller))) {
+          if (controller.signal.aborted) break;
+          if (!call.write(create(method.output, item as never))) {
+            await new Promise((resolve) => call.once('drain', resolve));
+          }
+        }
+        call.end();
+      } catch (err) {
+        const hubError = HubError.from(err);
+        this.logFailure(serviceName, method, hubError);
+        call.destroy(Object.assign(new Error(hubError.message), toStatus(hubError)));
+      } finally {
+        this.active.delete(controller);
+      }
+    };
+  }
+
+  private logFailure(serviceName: string, method: DescMethod, err: HubError): void {
+    if (err.reason === Reason.INTERNAL) {
+      this.options.log.error({ err: err.cause ?? err, rpc: `${serviceName}/${method.name}` }, 'rpc failed');
+    } else {
+      this.options.log.debug({ rpc: `${serviceName}/${method.name}`, reason: Reason[err.reason] }, 'rpc refused');
+    }
+  }
+
+  private addHealth(): void {
+    const method = healthv1.Health.method.check;
+    this.server.addService(
+      { check: methodDefinition(method) },
+      {
+        check: (call: grpc.ServerUnaryCall<healthv1.HealthCheckRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+          const serving = this.health.get(call.request.service);
+          const status =
+            serving === undefined
+              ? healthv1.HealthCheckResponse_ServingStatus.SERVICE_UNKNOWN
+              : serving
+                ? healthv1.HealthCheckResponse_ServingStatus.SERVING
+                : healthv1.HealthCheckResponse_ServingStatus.NOT_SERVING;
+          callback(null, create(healthv1.HealthCheckResponseSchema, { status }));
+        },
+      },
+    );
+  }
+}
+
+/** The grpc-js method definition for a protobuf-es method descriptor. */
+export function methodDefinition(method: DescMethod): grpc.MethodDefinition<unknown, unknown> {
+  return {
+    path: `/${method.parent.typeName}/${method.name}`,
+    requestStream: method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming',
+    responseStream: method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming',
+    requestSerialize: (message) => Buffer.from(toBinary(method.input, message as never)),
+    requestDeserialize: (bytes) => fromBinary(method.input, bytes),
+    responseSerialize: (message) => Buffer.from(toBinary(method.output, message as never)),
+    responseDeserialize: (bytes) => fromBinary(method.output, bytes),
+    originalName: method.localName,
+  };
+}
+
+export { INTERNAL_TOKEN };

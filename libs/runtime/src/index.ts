@@ -1,0 +1,13 @@
+/**
+ * Shared runtime of every AgentHub process: errors, the gRPC bridge, configuration, logging,
+ * metrics, and the adapters for the relational store and the key-value/pub-sub backend.
+ */
+export { HubError, Reason } from './errors.js';
+export * from './grpc/index.js';
+export { loadConfig, ConfigError, type HubConfig } from './config.js';
+export { createLogger, REDACTED_PATHS, type Logger, type LoggerOptions } from './logger.js';
+export { Metrics } from './metrics.js';
+export * from './db/index.js';
+export * from './kv/index.js';
+export { newId, newSecret, sha256Hex } from './ids.js';
+export { serveGrpc, openBackends, type ServiceDeps, type RunningService } from './service.js';

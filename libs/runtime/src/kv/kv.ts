@@ -1,0 +1,16 @@
+/**
+ * Shared short-lived state and cross-replica notifications: Redis in production, a map and an
+ * event emitter in one process otherwise.
+ */
+export interface Kv {
+  get(key: string): Promise<string | undefined>;
+  /** `ttlMs` bounds how long the value lives; without it, it lives until deleted. */
+  set(key: string, value: string, ttlMs?: number): Promise<void>;
+  del(key: string): Promise<void>;
+  /** Delivers `message` to every subscriber of `channel` in every process sharing the backend. */
+  publish(channel: string, message: string): Promise<void>;
+  /** Returns a function that ends the subscription. */
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

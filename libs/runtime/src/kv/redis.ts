@@ -1,0 +1,60 @@
+import { createClient, type RedisClientType } from 'redis';
+import type { Kv } from './kv.js';
+
+/** Redis: one connection for commands, a second one opened on first subscribe. */
+export class RedisKv implements Kv {
+  private subscriber: RedisClientType | undefined;
+
+  private constructor(private readonly client: RedisClientType, private readonly prefix: string) {}
+
+  /** `prefix` namespaces every key and channel, so several hubs (or tests) can share a server. */
+  static async connect(options: { url: string; prefix?: string }): Promise<RedisKv> {
+    const client: RedisClientType = createClient({
+      url: options.url,
+      socket: { reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 5_000) },
+    });
+    // Reconnection is automatic; an error event without a listener would crash the process.
+    client.on('error', () => undefined);
+    await client.connect();
+    return new RedisKv(client, options.prefix ?? 'agenthub:');
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    return (await this.client.get(this.prefix + key)) ?? undefined;
+  }
+
+  async set(key: string, value: string, ttlMs?: number): Promise<void> {
+    await this.client.set(this.prefix + key, value, ttlMs === undefined ? undefined : { PX: Math.max(1, Math.round(ttlMs)) });
+  }
+
+  async del(key: string): Promise<void> {
+    await this.client.del(this.prefix + key);
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.client.publish(this.prefix + channel, message);
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>> {
+    if (!this.subscriber) {
+      this.subscriber = this.client.duplicate();
+      this.subscriber.on('error', () => undefined);
+      await this.subscriber.connect();
+    }
+    const subscriber = this.subscriber;
+    const listener = (message: string) => onMessage(message);
+    await subscriber.subscribe(this.prefix + channel, listener);
+    return async () => {
+      await subscriber.unsubscribe(this.prefix + channel, listener);
+    };
+  }
+
+  async ping(): Promise<void> {
+    await this.client.ping();
+  }
+
+  async close(): Promise<void> {
+    await this.subscriber?.quit().catch(() => undefined);
+    await this.client.quit().catch(() => undefined);
+  }
+}

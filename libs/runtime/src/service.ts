@@ -1,0 +1,64 @@
+import { join } from 'node:path';
+import type { HubConfig } from './config.js';
+import { migrate, openDb, type Db } from './db/index.js';
+import { GrpcServer } from './grpc/server.js';
+import { openKv, type Kv } from './kv/index.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
+
+/** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
+export interface ServiceDeps {
+  db: Db;
+  kv: Kv;
+  log: Logger;
+  metrics: Metrics;
+  /** `host:port` to bind; port 0 picks a free one. */
+  listen: string;
+  internalToken?: string;
+  /** Default deadline of calls this service makes to others. */
+  grpcTimeoutMs: number;
+}
+
+export interface RunningService {
+  readonly name: string;
+  /** `host:port` the gRPC server listens on. */
+  readonly address: string;
+  /** Stops serving (draining calls for up to `graceMs`); closes nothing it was given. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Applies the service's migrations, starts its gRPC server, and marks it serving. */
+export async function serveGrpc(
+  name: string,
+  deps: ServiceDeps,
+  options: { schema: string; migrations: URL },
+  register: (server: GrpcServer) => void,
+): Promise<RunningService> {
+  await migrate(deps.db, { schema: options.schema, dir: options.migrations, log: deps.log });
+  const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalToken: deps.internalToken });
+  register(server);
+  const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
+  const port = await server.listen(deps.listen);
+  const address = `${host}:${port}`;
+  deps.log.info({ service: name, address }, 'gRPC service listening');
+  return {
+    name,
+    address,
+    stop: (graceMs) => server.shutdown(graceMs),
+  };
+}
+
+/**
+ * The one place a service's backends are chosen from configuration: PostgreSQL and Redis when
+ * their URLs are set, else PGlite under `HUB_DATA_DIR/<service>` and an in-process Kv.
+ */
+export async function openBackends(config: HubConfig, service: string, options: { kv?: Kv } = {}): Promise<{ db: Db; kv: Kv }> {
+  const db = await openDb({
+    url: config.DATABASE_URL,
+    dataDir: config.DATABASE_URL ? undefined : join(config.HUB_DATA_DIR, service, 'pgdata'),
+    schema: service,
+    maxConnections: config.DATABASE_POOL_SIZE,
+  });
+  const kv = options.kv ?? (await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX }));
+  return { db, kv };
+}
