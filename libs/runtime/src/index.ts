@@ -11,3 +11,4 @@ export * from './db/index.js';
 export * from './kv/index.js';
 export { newId, newSecret, sha256Hex } from './ids.js';
 export { serveGrpc, openBackends, type ServiceDeps, type RunningService } from './service.js';
+export { authCacheKey } from './auth-cache.js';
