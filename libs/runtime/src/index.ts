@@ -12,3 +12,4 @@ export * from './kv/index.js';
 export { newId, newSecret, sha256Hex } from './ids.js';
 export { serveGrpc, openBackends, type ServiceDeps, type RunningService } from './service.js';
 export { authCacheKey } from './auth-cache.js';
+export { runProcess, type Stop } from './process.js';

@@ -134,3 +134,6 @@ async function* streamOf(
     call.cancel();
   }
 }
+
+/** The client type of a generated service constant: `ClientOf<typeof IdentityService>`. */
+export type ClientOf<T> = T extends GenService<infer S> ? Client<S> & { close(): void } : never;

@@ -1,0 +1,52 @@
+import { ConfigError, loadConfig, type HubConfig } from './config.js';
+import { createLogger, type Logger } from './logger.js';
+
+/** Stops what a process started, in reverse order of starting. */
+export type Stop = () => Promise<void>;
+
+/**
+ * Runs one process entry: parses configuration (a bad variable exits with status 2 and a
+ * message naming it), starts, and on SIGTERM/SIGINT stops gracefully before exiting.
+ */
+export async function runProcess(name: string, start: (config: HubConfig, log: Logger) => Promise<Stop>): Promise<void> {
+  let config: HubConfig;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger({ level: config.LOG_LEVEL, service: name });
+  let stop: Stop;
+  try {
+    stop = await start(config, log);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    log.fatal({ err }, 'failed to start');
+    process.exitCode = 1;
+    // Give pino a moment to flush before the process ends.
+    setTimeout(() => process.exit(1), 100).unref();
+    return;
+  }
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'unclean stop');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}

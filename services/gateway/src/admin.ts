@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { identityv1 } from '@agenthub/proto';
+import { route, type Clients, type Route } from './route.js';
+import { field } from './params.js';
+import { agentView, keyView, tenantView } from './views.js';
+
+/**
+ * Operator methods of `POST /admin`, authorised by the operator token instead of an API key.
+ * The `agenthub` command is their client.
+ */
+export function adminMethods(clients: Clients): Map<string, Route> {
+  const id = identityv1.IdentityService;
+  return new Map<string, Route>([
+    ['tenants.create', route(clients, id, 'createTenant', {
+      params: z.object({ tenant_id: z.string().min(1).max(63), name: z.string().max(200).optional() }),
+      request: (p) => ({ tenantId: p.tenant_id, name: p.name ?? '' }),
+      result: (r) => ({ tenant: tenantView(r.tenant), created: r.created }),
+    })],
+    ['tenants.list', route(clients, id, 'listTenants', {
+      params: z.object({}),
+      request: () => ({}),
+      result: (r) => ({ tenants: r.tenants.map(tenantView) }),
+    })],
+    ['agents.create', route(clients, id, 'createAgent', {
+      params: z.object({
+        tenant_id: z.string().min(1).max(63),
+        name: z.string().trim().min(1).max(200),
+        agent_id: field.agentId.optional(),
+        endpoint_url: z.string().max(2048).optional(),
+        output_modes: z.array(z.string().max(255)).max(32).optional(),
+        create_tenant: z.boolean().optional(),
+      }),
+      request: (p) => ({
+        tenantId: p.tenant_id,
+        name: p.name,
+        agentId: p.agent_id ?? '',
+        endpointUrl: p.endpoint_url ?? '',
+        outputModes: p.output_modes ?? [],
+        createTenant: p.create_tenant ?? false,
+      }),
+      result: (r) => ({ agent: agentView(r.agent), key: keyView(r.key), api_key: r.apiKey, tenant_created: r.tenantCreated }),
+    })],
+    ['agents.get', route(clients, id, 'getAgent', {
+      params: z.object({ agent_id: field.agentId }),
+      request: (p) => ({ agentId: p.agent_id }),
+      result: (r) => ({ agent: agentView(r.agent) }),
+    })],
+    ['agents.list', route(clients, id, 'listAgents', {
+      params: z.object({ tenant_id: z.string().max(63).optional() }),
+      request: (p) => ({ tenantId: p.tenant_id ?? '' }),
+      result: (r) => ({ agents: r.agents.map(agentView) }),
+    })],
+    ['keys.create', route(clients, id, 'createApiKey', {
+      params: z.object({ agent_id: field.agentId }),
+      request: (p) => ({ agentId: p.agent_id }),
+      result: (r) => ({ key: keyView(r.key), api_key: r.apiKey }),
+    })],
+    ['keys.revoke', route(clients, id, 'revokeApiKey', {
+      params: z.object({ key_id: field.id }),
+      request: (p) => ({ keyId: p.key_id }),
+      result: (r) => ({ key: keyView(r.key) }),
+    })],
+    ['keys.list', route(clients, id, 'listApiKeys', {
+      params: z.object({ agent_id: field.agentId }),
+      request: (p) => ({ agentId: p.agent_id }),
+      result: (r) => ({ keys: r.keys.map(keyView) }),
+    })],
+  ]);
+}

@@ -1,0 +1,176 @@
+import Koa from 'koa';
+import type { IncomingMessage } from 'node:http';
+import { HubError, Reason, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
+import { isOperator, type Authenticator } from './auth.js';
+import { protocolError, RpcCode, toRpcError } from './errors.js';
+import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, string>;
+}
+
+export interface GatewayAppOptions {
+  agentRpc: JsonRpcHandler;
+  adminRpc: JsonRpcHandler;
+  authenticator: Authenticator;
+  adminToken: string;
+  maxBodyBytes: number;
+  readiness: () => Promise<Readiness>;
+  metrics: Metrics;
+  log: Logger;
+}
+
+const AGENT_PATH = /^\/agents\/([^/]+)\/a2a$/;
+
+class BodyTooLarge extends Error {}
+
+/**
+ * The HTTP face of the hub: JSON-RPC endpoints (`/a2a`, `/agents/{id}/a2a`, `/admin`) and the
+ * operational ones (`/healthz`, `/readyz`, `/metrics`). JSON-RPC itself lives in JsonRpcHandler.
+ */
+export function createApp(options: GatewayAppOptions): Koa {
+  const app = new Koa();
+  app.silent = true;
+  app.on('error', (err: unknown) => options.log.warn({ err }, 'http error'));
+
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      options.log.error({ err, path: ctx.path }, 'request failed');
+      ctx.status = 500;
+      ctx.body = { jsonrpc: '2.0', id: null, error: protocolError(RpcCode.INTERNAL_ERROR, 'Internal error') };
+    }
+    const routeLabel = ctx.path === '/a2a' || ctx.path === '/admin' || ctx.path.startsWith('/health') || ctx.path === '/readyz' || ctx.path === '/metrics'
+      ? ctx.path
+      : AGENT_PATH.test(ctx.path) ? '/agents/:id/a2a' : 'other';
+    options.metrics.httpRequests.inc({ route: routeLabel, status: String(ctx.status) });
+  });
+
+  app.use(async (ctx) => {
+    const agentPath = AGENT_PATH.exec(ctx.path);
+    const rpcPath = ctx.path === '/a2a' || ctx.path === '/admin' || agentPath;
+    if (rpcPath && ctx.method !== 'POST') {
+      ctx.set('Allow', 'POST');
+      ctx.status = 405;
+      ctx.body = { error: 'Use POST for JSON-RPC requests' };
+      return;
+    }
+    if (ctx.method === 'GET' && ctx.path === '/healthz') {
+      ctx.body = { status: 'ok' };
+      return;
+    }
+    if (ctx.method === 'GET' && ctx.path === '/readyz') {
+      const readiness = await options.readiness();
+      ctx.status = readiness.ready ? 200 : 503;
+      ctx.body = { status: readiness.ready ? 'ready' : 'not ready', checks: readiness.checks };
+      return;
+    }
+    if (ctx.method === 'GET' && ctx.path === '/metrics') {
+      ctx.type = options.metrics.registry.contentType;
+      ctx.body = await options.metrics.registry.metrics();
+      return;
+    }
+    if (!rpcPath) {
+      ctx.status = 404;
+      ctx.body = { error: `No route for ${ctx.method} ${ctx.path}` };
+      return;
+    }
+
+    let raw: Buffer;
+    try {
+      raw = await readBody(ctx.req, options.maxBodyBytes);
+    } catch (err) {
+      if (!(err instanceof BodyTooLarge)) throw err;
+      ctx.status = 413;
+      ctx.set('Connection', 'close');
+      ctx.body = rpcError(null, RpcCode.INVALID_REQUEST, `Invalid Request: the body exceeds ${options.maxBodyBytes} bytes`);
+      return;
+    }
+    let body: unknown;
+    let parsed = true;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      parsed = false;
+    }
+
+    const authorization = ctx.get('Authorization') || undefined;
+    let principal: Principal;
+    if (ctx.path === '/admin') {
+      if (!isOperator(authorization, options.adminToken)) {
+        unauthorized(ctx, idOf(body), 'Operator token required');
+        return;
+      }
+      principal = { kind: 'operator' };
+    } else {
+      try {
+        principal = await options.authenticator.agent(authorization);
+      } catch (err) {
+        const hubError = HubError.from(err);
+        if (hubError.reason === Reason.UNAUTHENTICATED) {
+          unauthorized(ctx, idOf(body), 'Missing or invalid API key');
+        } else {
+          ctx.body = { jsonrpc: '2.0', id: idOf(body), error: toRpcError(hubError) };
+        }
+        return;
+      }
+    }
+
+    const handler = ctx.path === '/admin' ? options.adminRpc : options.agentRpc;
+    if (!parsed) {
+      ctx.body = handler.parseError();
+      return;
+    }
+    const abort = new AbortController();
+    ctx.req.once('close', () => {
+      if (!ctx.res.writableEnded) abort.abort();
+    });
+    const rpcContext: RpcContext = {
+      principal,
+      targetAgentId: agentPath ? decodeURIComponent(agentPath[1]!) : undefined,
+      a2aVersion: ctx.get('A2A-Version') || undefined,
+      signal: abort.signal,
+    };
+    const response = await handler.handle(body, rpcContext);
+    if (response === undefined) {
+      ctx.status = 204;
+      return;
+    }
+    ctx.body = response;
+  });
+  return app;
+}
+
+function unauthorized(ctx: Koa.Context, id: RpcId, message: string): void {
+  ctx.status = 401;
+  ctx.set('WWW-Authenticate', 'Bearer');
+  ctx.body = rpcError(id, RpcCode.UNAUTHENTICATED, `Unauthorized: ${message}`);
+}
+
+function rpcError(id: RpcId, code: number, message: string) {
+  return { jsonrpc: '2.0', id, error: protocolError(code, message) };
+}
+
+/** The id of a single request, so even a refused call can be matched by the caller. */
+function idOf(body: unknown): RpcId {
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    const id = (body as { id?: unknown }).id;
+    if (typeof id === 'string' || typeof id === 'number') return id;
+  }
+  return null;
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge();
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of req) {
+    total += (chunk as Buffer).length;
+    if (total > limit) throw new BodyTooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,52 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { identityv1 } from '@agenthub/proto';
+import { authCacheKey, HubError, sha256Hex, type ClientOf, type Kv, type Principal } from '@agenthub/runtime';
+
+/** API keys are `ahk_` and 43 base64url characters; anything else fails without a lookup. */
+const API_KEY_SHAPE = /^ahk_[A-Za-z0-9_-]{43}$/;
+
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/**
+ * Resolves `Authorization: Bearer <API key>` to an agent principal: from the shared Kv cache
+ * when the key was seen within HUB_AUTH_CACHE_MS, else from the identity service.
+ */
+export class Authenticator {
+  constructor(
+    private readonly identity: ClientOf<typeof identityv1.IdentityService>,
+    private readonly kv: Kv,
+    private readonly cacheMs: number,
+  ) {}
+
+  async agent(authorization: string | undefined, signal?: AbortSignal): Promise<Principal> {
+    const key = bearerToken(authorization);
+    if (!key || !API_KEY_SHAPE.test(key)) throw HubError.unauthenticated();
+    const cacheKey = authCacheKey(sha256Hex(key));
+    if (this.cacheMs > 0) {
+      const cached = await this.kv.get(cacheKey);
+      if (cached) {
+        const { agentId, tenantId } = JSON.parse(cached) as { agentId: string; tenantId: string };
+        return { kind: 'agent', agentId, tenantId };
+      }
+    }
+    const { principal } = await this.identity.authenticate({ apiKey: key }, { signal });
+    if (!principal) throw HubError.unauthenticated();
+    if (this.cacheMs > 0) {
+      await this.kv.set(cacheKey, JSON.stringify({ agentId: principal.agentId, tenantId: principal.tenantId }), this.cacheMs);
+    }
+    return { kind: 'agent', agentId: principal.agentId, tenantId: principal.tenantId };
+  }
+}
+
+/** Constant-time comparison of the presented operator token with the configured one. */
+export function isOperator(authorization: string | undefined, adminToken: string): boolean {
+  const presented = bearerToken(authorization);
+  if (!presented) return false;
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(adminToken).digest();
+  return timingSafeEqual(a, b);
+}

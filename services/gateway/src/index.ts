@@ -1,0 +1,125 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { healthv1, identityv1, workspacev1 } from '@agenthub/proto';
+import { createClient, type Kv, type Logger, type Metrics } from '@agenthub/runtime';
+import { adminMethods } from './admin.js';
+import { createApp, type Readiness } from './app.js';
+import { Authenticator } from './auth.js';
+import { protocolError, RpcCode } from './errors.js';
+import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
+import { agentMethods } from './methods.js';
+import { asClientEntry, type Clients } from './route.js';
+
+export { agentMethods } from './methods.js';
+export { adminMethods } from './admin.js';
+export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
+export { RpcCode, toRpcError } from './errors.js';
+export type { Route, Clients } from './route.js';
+
+/** The A2A protocol versions the interface's endpoints accept; absent means 1.0. */
+const SUPPORTED_A2A_VERSIONS = new Set(['1.0']);
+
+export interface GatewayDeps {
+  log: Logger;
+  metrics: Metrics;
+  kv: Kv;
+  identityAddr: string;
+  workspaceAddr: string;
+  adminToken: string;
+  host: string;
+  port: number;
+  maxBodyBytes: number;
+  maxBatch: number;
+  authCacheMs: number;
+  grpcTimeoutMs: number;
+  internalToken?: string;
+}
+
+export interface RunningGateway {
+  /** Base URL, e.g. `http://127.0.0.1:8080`. */
+  readonly url: string;
+  readonly port: number;
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts the HTTP gateway in front of the identity and workspace services. */
+export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
+  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken };
+  const identity = createClient(identityv1.IdentityService, deps.identityAddr, clientOptions);
+  const workspace = createClient(workspacev1.WorkspaceService, deps.workspaceAddr, clientOptions);
+  const upstreams = {
+    identity: createClient(healthv1.Health, deps.identityAddr, { ...clientOptions, defaultTimeoutMs: 2_000 }),
+    workspace: createClient(healthv1.Health, deps.workspaceAddr, { ...clientOptions, defaultTimeoutMs: 2_000 }),
+  };
+  const clients: Clients = new Map([
+    asClientEntry(identityv1.IdentityService, identity),
+    asClientEntry(workspacev1.WorkspaceService, workspace),
+  ]);
+
+  const checkVersion = (ctx: RpcContext) =>
+    ctx.a2aVersion === undefined || SUPPORTED_A2A_VERSIONS.has(ctx.a2aVersion)
+      ? undefined
+      : protocolError(RpcCode.VERSION_NOT_SUPPORTED, `A2A version ${ctx.a2aVersion} is not supported; use 1.0`, {
+          supported: [...SUPPORTED_A2A_VERSIONS],
+        });
+
+  const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
+  const app = createApp({
+    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
+    adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
+    authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
+    adminToken: deps.adminToken,
+    maxBodyBytes: deps.maxBodyBytes,
+    readiness: () => readiness(upstreams, deps.kv),
+    metrics: deps.metrics,
+    log: deps.log,
+  });
+
+  const server: Server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(deps.port, deps.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = deps.host.includes(':') ? `[${deps.host}]` : deps.host;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    async stop(graceMs = 5_000) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      for (const client of [identity, workspace, upstreams.identity, upstreams.workspace]) client.close();
+    },
+  };
+}
+
+async function readiness(
+  upstreams: Record<string, { check(request: { service: string }): Promise<healthv1.HealthCheckResponse> }>,
+  kv: Kv,
+): Promise<Readiness> {
+  const checks: Record<string, string> = {};
+  await Promise.all([
+    ...Object.entries(upstreams).map(async ([name, health]) => {
+      try {
+        const { status } = await health.check({ service: '' });
+        checks[name] = healthv1.HealthCheckResponse_ServingStatus[status]?.toLowerCase() ?? 'unknown';
+      } catch {
+        checks[name] = 'unreachable';
+      }
+    }),
+    kv.ping().then(
+      () => (checks.kv = 'serving'),
+      () => (checks.kv = 'unreachable'),
+    ),
+  ]);
+  return { ready: Object.values(checks).every((c) => c === 'serving'), checks };
+}

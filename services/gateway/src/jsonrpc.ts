@@ -1,0 +1,118 @@
+import { HubError, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
+import { protocolError, RpcCode, toRpcError, type RpcError } from './errors.js';
+
+export type RpcId = string | number | null;
+
+export interface RpcResponse {
+  jsonrpc: '2.0';
+  id: RpcId;
+  result?: unknown;
+  error?: RpcError;
+}
+
+/** What one HTTP request knows about its caller, shared by every call of a batch. */
+export interface RpcContext {
+  readonly principal: Principal;
+  /** Path-selected target agent on `/agents/{agentId}/a2a`. */
+  readonly targetAgentId?: string;
+  /** The `A2A-Version` header as sent, if any. */
+  readonly a2aVersion?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** One JSON-RPC method: validates its params, then performs the call. */
+export interface RpcMethod {
+  invoke(params: Record<string, unknown>, ctx: RpcContext): Promise<unknown>;
+}
+
+export interface JsonRpcHandlerOptions {
+  methods: ReadonlyMap<string, RpcMethod>;
+  maxBatch: number;
+  log: Logger;
+  metrics: Metrics;
+  /** Checked before dispatch of each call; an error here answers the call instead. */
+  precheck?: (ctx: RpcContext) => RpcError | undefined;
+}
+
+/**
+ * JSON-RPC 2.0 over any transport: envelope validation, batches, notifications, dispatch and
+ * error mapping. It knows nothing of HTTP; the Koa app only feeds it parsed bodies.
+ */
+export class JsonRpcHandler {
+  constructor(private readonly options: JsonRpcHandlerOptions) {}
+
+  /** Handles a body that failed to parse as JSON. */
+  parseError(): RpcResponse {
+    return { jsonrpc: '2.0', id: null, error: protocolError(RpcCode.PARSE_ERROR, 'Parse error: the body is not valid JSON') };
+  }
+
+  /** Returns the response(s) to send, or undefined when everything was a notification. */
+  async handle(body: unknown, ctx: RpcContext): Promise<RpcResponse | RpcResponse[] | undefined> {
+    if (Array.isArray(body)) {
+      if (body.length === 0) return invalid(null, 'Invalid Request: a batch must hold at least one request');
+      if (body.length > this.options.maxBatch) {
+        return invalid(null, `Invalid Request: a batch may hold at most ${this.options.maxBatch} requests`);
+      }
+      const responses = await Promise.all(body.map((call) => this.handleOne(call, ctx)));
+      const sent = responses.filter((r): r is RpcResponse => r !== undefined);
+      return sent.length ? sent : undefined;
+    }
+    return this.handleOne(body, ctx);
+  }
+
+  private async handleOne(call: unknown, ctx: RpcContext): Promise<RpcResponse | undefined> {
+    if (call === null || typeof call !== 'object' || Array.isArray(call)) {
+      return invalid(null, 'Invalid Request: expected a JSON-RPC request object');
+    }
+    const request = call as Record<string, unknown>;
+    const hasId = Object.hasOwn(request, 'id');
+    const id = request.id;
+    if (hasId && !(typeof id === 'string' || typeof id === 'number' || id === null)) {
+      return invalid(null, 'Invalid Request: id must be a string, a number or null');
+    }
+    const replyId = (hasId ? id : null) as RpcId;
+    if (request.jsonrpc !== '2.0') return invalid(replyId, 'Invalid Request: jsonrpc must be "2.0"');
+    if (typeof request.method !== 'string' || request.method === '') {
+      return invalid(replyId, 'Invalid Request: method must be a non-empty string');
+    }
+    const params = request.params ?? {};
+    const response = await this.dispatch(request.method, params, ctx, replyId);
+    return hasId ? response : undefined;
+  }
+
+  private async dispatch(name: string, params: unknown, ctx: RpcContext, id: RpcId): Promise<RpcResponse> {
+    const started = process.hrtime.bigint();
+    const method = this.options.methods.get(name);
+    const label = method ? name : 'unknown';
+    let response: RpcResponse;
+    const refused = this.options.precheck?.(ctx);
+    if (refused) {
+      response = { jsonrpc: '2.0', id, error: refused };
+    } else if (!method) {
+      response = { jsonrpc: '2.0', id, error: protocolError(RpcCode.METHOD_NOT_FOUND, `Method not found: ${name}`) };
+    } else if (params === null || typeof params !== 'object' || Array.isArray(params)) {
+      response = {
+        jsonrpc: '2.0',
+        id,
+        error: protocolError(RpcCode.INVALID_PARAMS, 'Invalid params: params must be an object', { field: 'params' }),
+      };
+    } else {
+      try {
+        response = { jsonrpc: '2.0', id, result: await method.invoke(params as Record<string, unknown>, ctx) };
+      } catch (err) {
+        const hubError = HubError.from(err);
+        if (hubError.cause && !(err instanceof HubError)) {
+          this.options.log.error({ err: hubError.cause, method: name }, 'method failed');
+        }
+        response = { jsonrpc: '2.0', id, error: toRpcError(hubError) };
+      }
+    }
+    this.options.metrics.rpcRequests.inc({ method: label, code: String(response.error?.code ?? 0) });
+    this.options.metrics.rpcDuration.observe({ method: label }, Number(process.hrtime.bigint() - started) / 1e9);
+    return response;
+  }
+}
+
+function invalid(id: RpcId, message: string): RpcResponse {
+  return { jsonrpc: '2.0', id, error: protocolError(RpcCode.INVALID_REQUEST, message) };
+}

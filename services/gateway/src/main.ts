@@ -1,0 +1,34 @@
+import { ConfigError, Metrics, openKv, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { startGateway } from './index.js';
+
+/**
+ * The gateway as its own process (split mode): HTTP on HUB_HOST:HUB_PORT, forwarding to
+ * IDENTITY_ADDR and WORKSPACE_ADDR. The operator token must be given (HUB_ADMIN_TOKEN): a
+ * replicated gateway has no data directory of its own to keep a generated one in.
+ */
+export async function main(config: HubConfig, log: Logger): Promise<Stop> {
+  const missing = (['IDENTITY_ADDR', 'WORKSPACE_ADDR', 'HUB_ADMIN_TOKEN'] as const).filter((name) => !config[name]);
+  if (missing.length) throw new ConfigError(`The gateway needs ${missing.join(', ')} in split mode`);
+  const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
+  const kv = await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX });
+  const gateway = await startGateway({
+    log,
+    metrics,
+    kv,
+    identityAddr: config.IDENTITY_ADDR!,
+    workspaceAddr: config.WORKSPACE_ADDR!,
+    adminToken: config.HUB_ADMIN_TOKEN!,
+    host: config.HUB_HOST,
+    port: config.HUB_PORT,
+    maxBodyBytes: config.HUB_MAX_BODY_BYTES,
+    maxBatch: config.HUB_MAX_BATCH,
+    authCacheMs: config.HUB_AUTH_CACHE_MS,
+    grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+    internalToken: config.HUB_INTERNAL_TOKEN,
+  });
+  log.info({ url: gateway.url }, 'gateway listening');
+  return async () => {
+    await gateway.stop(config.HUB_SHUTDOWN_GRACE_MS);
+    await kv.close();
+  };
+}

@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { main as gatewayMain } from '@agenthub/gateway/main';
+import { main as identityMain } from '@agenthub/identity/main';
+import { main as workspaceMain } from '@agenthub/workspace/main';
+import { runProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { AdminClient, AdminError } from './admin-client.js';
+import { readAdminToken } from './admin-token.js';
+import { startHub } from './index.js';
+
+const USAGE = `agenthub — run and administer an AgentHub
+
+Run:
+  agenthub serve [all|gateway|identity|workspace]   all services in one process (default), or one
+
+Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/admin-token):
+  agenthub tenants create <tenant-id> [--name <name>]
+  agenthub tenants list
+  agenthub agents create --tenant <tenant-id> --name <name> [--id <agent-id>] [--endpoint <url>]
+                         [--output-modes <mime,mime>]      (creates the tenant when missing)
+  agenthub agents list [--tenant <tenant-id>]
+  agenthub agents get <agent-id>
+  agenthub keys create --agent <agent-id>
+  agenthub keys revoke <key-id>
+  agenthub keys list --agent <agent-id>
+
+Options: --json (print the result as JSON), --url <hub url> (default HUB_URL or
+http://127.0.0.1:<HUB_PORT|8080>), --token <operator token>.`;
+
+type Flags = Record<string, string | boolean | undefined>;
+
+const services: Record<string, (config: HubConfig, log: Logger) => Promise<Stop>> = {
+  all: async (config, log) => {
+    const hub = await startHub(config, log);
+    process.stdout.write(`AgentHub is listening on ${hub.url} (data in ${config.HUB_DATA_DIR}; database ${config.DATABASE_URL ? 'PostgreSQL' : 'embedded PGlite'}; kv ${config.REDIS_URL ? 'Redis' : 'in-process'})\n`);
+    return hub.stop;
+  },
+  gateway: gatewayMain,
+  identity: identityMain,
+  workspace: workspaceMain,
+};
+
+async function run(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean' },
+      url: { type: 'string' },
+      token: { type: 'string' },
+      tenant: { type: 'string' },
+      name: { type: 'string' },
+      id: { type: 'string' },
+      endpoint: { type: 'string' },
+      'output-modes': { type: 'string' },
+      agent: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [group, action, arg] = positionals;
+  if (values.help || !group) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (group === 'serve') {
+    const start = services[action ?? 'all'];
+    if (!start) throw new AdminError(`Unknown service "${action}"; choose all, gateway, identity or workspace`);
+    await runProcess(action ?? 'all', start);
+    return;
+  }
+  const admin = new AdminClient(hubUrl(values), await operatorToken(values));
+  const print = (result: unknown, human: string) =>
+    process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${human}\n`);
+
+  switch (`${group} ${action}`) {
+    case 'tenants create': {
+      const result = await admin.call<{ tenant: { id: string }; created: boolean }>('tenants.create', {
+        tenant_id: need(arg, 'tenant id'),
+        ...(values.name ? { name: values.name } : {}),
+      });
+      print(result, `${result.created ? 'Created' : 'Exists'}: tenant ${result.tenant.id}`);
+      return;
+    }
+    case 'tenants list': {
+      const result = await admin.call<{ tenants: { id: string; name: string }[] }>('tenants.list');
+      print(result, result.tenants.map((t) => `${t.id}\t${t.name}`).join('\n'));
+      return;
+    }
+    case 'agents create': {
+      const result = await admin.call<{ agent: { id: string; tenant_id: string; name: string }; key: { id: string }; api_key: string; tenant_created: boolean }>(
+        'agents.create',
+        {
+          tenant_id: need(values.tenant, '--tenant'),
+          name: need(values.name, '--name'),
+          create_tenant: true,
+          ...(values.id ? { agent_id: values.id } : {}),
+          ...(values.endpoint ? { endpoint_url: values.endpoint } : {}),
+          ...(values['output-modes'] ? { output_modes: String(values['output-modes']).split(',').map((m) => m.trim()).filter(Boolean) } : {}),
+        },
+      );
+      const flat = {
+        agent_id: result.agent.id,
+        tenant_id: result.agent.tenant_id,
+        name: result.agent.name,
+        api_key: result.api_key,
+        key_id: result.key.id,
+        tenant_created: result.tenant_created,
+      };
+      if (values.json) process.stdout.write(`${JSON.stringify(flat)}\n`);
+      else {
+        process.stdout.write(`Agent ${flat.agent_id} in tenant ${flat.tenant_id}${flat.tenant_created ? ' (tenant created)' : ''}\nAPI key: ${flat.api_key}\n`);
+        process.stderr.write('Store the API key now: the hub keeps only its hash and cannot show it again.\n');
+      }
+      return;
+    }
+    case 'agents list': {
+      const result = await admin.call<{ agents: { id: string; tenant_id: string; name: string }[] }>('agents.list', values.tenant ? { tenant_id: values.tenant } : {});
+      print(result, result.agents.map((a) => `${a.id}\t${a.tenant_id}\t${a.name}`).join('\n'));
+      return;
+    }
+    case 'agents get': {
+      const result = await admin.call('agents.get', { agent_id: need(arg, 'agent id') });
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      return;
+    }
+    case 'keys create': {
+      const result = await admin.call<{ key: { id: string }; api_key: string }>('keys.create', { agent_id: need(values.agent, '--agent') });
+      print(result, `Key ${result.key.id}\nAPI key: ${result.api_key}`);
+      return;
+    }
+    case 'keys revoke': {
+      const result = await admin.call<{ key: { id: string } }>('keys.revoke', { key_id: need(arg, 'key id') });
+      print(result, `Revoked ${result.key.id}`);
+      return;
+    }
+    case 'keys list': {
+      const result = await admin.call<{ keys: { id: string; prefix: string; revoked_at: number | null }[] }>('keys.list', { agent_id: need(values.agent, '--agent') });
+      print(result, result.keys.map((k) => `${k.id}\t${k.prefix}…\t${k.revoked_at ? 'revoked' : 'active'}`).join('\n'));
+      return;
+    }
+    default:
+      throw new AdminError(`Unknown command "${positionals.join(' ')}". Run agenthub --help.`);
+  }
+}
+
+function need(value: string | boolean | undefined, what: string): string {
+  if (typeof value !== 'string' || value === '') throw new AdminError(`Missing ${what}`);
+  return value;
+}
+
+function hubUrl(values: Flags): string {
+  if (typeof values.url === 'string') return values.url;
+  return process.env.HUB_URL ?? `http://127.0.0.1:${process.env.HUB_PORT ?? 8080}`;
+}
+
+async function operatorToken(values: Flags): Promise<string> {
+  if (typeof values.token === 'string') return values.token;
+  if (process.env.HUB_ADMIN_TOKEN) return process.env.HUB_ADMIN_TOKEN;
+  const dataDir = process.env.HUB_DATA_DIR ?? './.agenthub';
+  const token = await readAdminToken(dataDir);
+  if (!token) {
+    throw new AdminError(`No operator token: set HUB_ADMIN_TOKEN, or run from the folder where the hub keeps ${dataDir}/admin-token`);
+  }
+  return token;
+}
+
+run(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof AdminError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`agenthub: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  throw err;
+});

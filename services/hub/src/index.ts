@@ -1,0 +1,69 @@
+import { startGateway } from '@agenthub/gateway';
+import { startIdentity } from '@agenthub/identity';
+import { Metrics, openBackends, openKv, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { startWorkspace } from '@agenthub/workspace';
+import { loadOrCreateAdminToken } from './admin-token.js';
+
+export { loadOrCreateAdminToken, readAdminToken } from './admin-token.js';
+
+export interface RunningHub {
+  /** Base URL of the gateway. */
+  readonly url: string;
+  readonly adminToken: string;
+  stop: Stop;
+}
+
+/**
+ * The whole hub in one process: every service on its own loopback gRPC port (so the embedded
+ * mode runs the same gRPC path as production) and the gateway on HUB_HOST:HUB_PORT. Backends
+ * follow the configuration: PostgreSQL/Redis when their URLs are set, PGlite/in-process else.
+ */
+export async function startHub(config: HubConfig, log: Logger): Promise<RunningHub> {
+  const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
+  const kv = await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX });
+  const stops: Stop[] = [() => kv.close()];
+  const stopAll: Stop = async () => {
+    for (const stop of [...stops].reverse()) await stop();
+  };
+  try {
+    const listen = `${config.GRPC_HOST}:0`;
+    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalToken: config.HUB_INTERNAL_TOKEN };
+
+    const identityDb = (await openBackends(config, 'identity', { kv })).db;
+    stops.push(() => identityDb.close());
+    const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }) });
+    stops.push(() => identity.stop(config.HUB_SHUTDOWN_GRACE_MS));
+
+    const workspaceDb = (await openBackends(config, 'workspace', { kv })).db;
+    stops.push(() => workspaceDb.close());
+    const workspace = await startWorkspace({
+      ...common,
+      db: workspaceDb,
+      log: log.child({ service: 'workspace' }),
+      identityAddr: identity.address,
+    });
+    stops.push(() => workspace.stop(config.HUB_SHUTDOWN_GRACE_MS));
+
+    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
+    const gateway = await startGateway({
+      log: log.child({ service: 'gateway' }),
+      metrics,
+      kv,
+      identityAddr: identity.address,
+      workspaceAddr: workspace.address,
+      adminToken,
+      host: config.HUB_HOST,
+      port: config.HUB_PORT,
+      maxBodyBytes: config.HUB_MAX_BODY_BYTES,
+      maxBatch: config.HUB_MAX_BATCH,
+      authCacheMs: config.HUB_AUTH_CACHE_MS,
+      grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+      internalToken: config.HUB_INTERNAL_TOKEN,
+    });
+    stops.push(() => gateway.stop(config.HUB_SHUTDOWN_GRACE_MS));
+    return { url: gateway.url, adminToken, stop: stopAll };
+  } catch (err) {
+    await stopAll().catch(() => undefined);
+    throw err;
+  }
+}
