@@ -1,0 +1,63 @@
+import { HubError, isUniqueViolation, newId, Reason } from '@agenthub/runtime';
+import { issueKey, type IssuedKey } from './keys.js';
+import type { AgentRecord, IdentityStore } from './store.js';
+
+/** A validated CreateAgent request. */
+export interface NewAgent {
+  tenantId: string;
+  name: string;
+  /** Generated when undefined. */
+  agentId: string | undefined;
+  endpointUrl: string;
+  outputModes: string[];
+  /** Create the tenant (named after its id) when it does not exist. */
+  createTenant: boolean;
+}
+
+export interface CreatedAgent extends IssuedKey {
+  agent: AgentRecord;
+  tenantCreated: boolean;
+}
+
+/** Registers the agent and issues its first key in one transaction: no agent without a key. */
+export function createAgent(store: IdentityStore, input: NewAgent): Promise<CreatedAgent> {
+  return store.transaction(async (tx) => {
+    const now = Date.now();
+    let tenantCreated = false;
+    if (!(await tx.tenant(input.tenantId))) {
+      if (!input.createTenant) throw new HubError(Reason.NOT_FOUND, 'Tenant not found');
+      // A concurrent request may create it first; either way it exists afterwards.
+      tenantCreated = (await tx.insertTenant({ id: input.tenantId, name: input.tenantId, at: now })) !== undefined;
+    }
+    const id = input.agentId ?? newId('agt');
+    let agent: AgentRecord;
+    try {
+      agent = await tx.insertAgent({
+        id,
+        tenantId: input.tenantId,
+        name: input.name,
+        endpointUrl: input.endpointUrl,
+        outputModes: input.outputModes,
+        at: now,
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new HubError(Reason.ALREADY_EXISTS, `Agent ${id} already exists`);
+      throw err;
+    }
+    const issued = await issueKey(tx, agent.id);
+    if (!issued) throw new Error(`Agent ${agent.id} missing right after its insert`);
+    return { agent, tenantCreated, ...issued };
+  });
+}
+
+export async function getAgent(store: IdentityStore, agentId: string): Promise<AgentRecord> {
+  const agent = await store.agent(agentId);
+  if (!agent) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
+  return agent;
+}
+
+/** Every tenant's agents when `tenantId` is undefined. */
+export async function listAgents(store: IdentityStore, tenantId: string | undefined): Promise<AgentRecord[]> {
+  if (tenantId !== undefined && !(await store.tenant(tenantId))) throw new HubError(Reason.NOT_FOUND, 'Tenant not found');
+  return store.agents(tenantId);
+}

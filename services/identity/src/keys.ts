@@ -1,0 +1,57 @@
+import { authCacheKey, HubError, newId, newSecret, Reason, sha256Hex, type Kv } from '@agenthub/runtime';
+import type { ApiKeyRecord, IdentityStore, KeyOwner } from './store.js';
+
+const KEY_PREFIX = 'ahk';
+// Enough to recognise a key in a listing (`ahk_` and 8 random characters), far too little to guess it.
+const SHOWN_PREFIX_LENGTH = 12;
+// Anything else cannot be a key this service issued, so it is refused without a lookup.
+const KEY_SHAPE = /^ahk_[A-Za-z0-9_-]{16,256}$/;
+
+export interface IssuedKey {
+  key: ApiKeyRecord;
+  /** The secret itself: returned once, never stored. */
+  apiKey: string;
+}
+
+/** Issues a key for an existing agent; undefined when the agent does not exist. */
+export async function issueKey(store: IdentityStore, agentId: string): Promise<IssuedKey | undefined> {
+  const apiKey = newSecret(KEY_PREFIX);
+  const key = await store.insertKey({
+    id: newId('key'),
+    agentId,
+    keyHash: sha256Hex(apiKey),
+    prefix: apiKey.slice(0, SHOWN_PREFIX_LENGTH),
+    at: Date.now(),
+  });
+  return key && { key, apiKey };
+}
+
+export async function createApiKey(store: IdentityStore, agentId: string): Promise<IssuedKey> {
+  const issued = await issueKey(store, agentId);
+  if (!issued) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
+  return issued;
+}
+
+/**
+ * Revokes the key (a no-op when it already is) and drops the gateway's cached lookup of it
+ * before answering, so the key fails on the very next request. The cache entry is dropped on
+ * every call, so retrying a revocation whose cache deletion failed completes it.
+ */
+export async function revokeApiKey(store: IdentityStore, kv: Kv, keyId: string): Promise<ApiKeyRecord> {
+  const revoked = await store.revokeKey(keyId, Date.now());
+  if (!revoked) throw new HubError(Reason.NOT_FOUND, 'API key not found');
+  await kv.del(authCacheKey(revoked.keyHash));
+  return revoked.key;
+}
+
+export async function listApiKeys(store: IdentityStore, agentId: string): Promise<ApiKeyRecord[]> {
+  if (!(await store.agent(agentId))) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
+  return store.keys(agentId);
+}
+
+/** The agent an active key belongs to. One answer for every failure, so callers learn nothing. */
+export async function authenticate(store: IdentityStore, apiKey: string): Promise<KeyOwner> {
+  const owner = KEY_SHAPE.test(apiKey) ? await store.ownerOfKey(sha256Hex(apiKey)) : undefined;
+  if (!owner) throw HubError.unauthenticated();
+  return owner;
+}

@@ -1,0 +1,110 @@
+import { identityv1 } from '@agenthub/proto';
+import { HubError, Reason, type CallContext, type Db, type Kv, type Principal, type ServiceHandlers } from '@agenthub/runtime';
+import { createAgent, getAgent, listAgents } from './agents.js';
+import { approveGrant, checkGrant, listGrants, requestGrant, revokeGrant } from './grants.js';
+import { authenticate, createApiKey, listApiKeys, revokeApiKey } from './keys.js';
+import { IdentityStore } from './store.js';
+import { createTenant, listTenants } from './tenants.js';
+import * as valid from './validate.js';
+
+/** One handler per IdentityService RPC; a missing one fails compilation. */
+export type IdentityHandlers = ServiceHandlers<(typeof identityv1.IdentityService)['method']>;
+
+function requireOperator(ctx: CallContext): void {
+  if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.ACCESS_DENIED, 'Operator access required');
+}
+
+function requireAgent(ctx: CallContext): Extract<Principal, { kind: 'agent' }> {
+  if (ctx.principal?.kind !== 'agent') throw new HubError(Reason.ACCESS_DENIED, 'Agent credentials required');
+  return ctx.principal;
+}
+
+/** Other services ask on an agent's behalf, operators for themselves; nobody asks anonymously. */
+function requirePrincipal(ctx: CallContext): void {
+  if (!ctx.principal) throw HubError.unauthenticated();
+}
+
+/** Builds the IdentityService handlers over the service's database and the shared Kv. */
+export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandlers {
+  const store = new IdentityStore(deps.db);
+  return {
+    async createTenant(req, ctx) {
+      requireOperator(ctx);
+      const id = valid.tenantId(req.tenantId);
+      return createTenant(store, id, valid.tenantName(req.name, id));
+    },
+
+    async listTenants(_req, ctx) {
+      requireOperator(ctx);
+      return { tenants: await listTenants(store) };
+    },
+
+    async createAgent(req, ctx) {
+      requireOperator(ctx);
+      return createAgent(store, {
+        tenantId: valid.tenantId(req.tenantId),
+        name: valid.agentName(req.name),
+        agentId: req.agentId === '' ? undefined : valid.agentId(req.agentId),
+        endpointUrl: valid.endpointUrl(req.endpointUrl),
+        outputModes: valid.outputModes(req.outputModes),
+        createTenant: req.createTenant,
+      });
+    },
+
+    async getAgent(req, ctx) {
+      requirePrincipal(ctx);
+      return { agent: await getAgent(store, valid.agentId(req.agentId)) };
+    },
+
+    async listAgents(req, ctx) {
+      requireOperator(ctx);
+      const tenantId = req.tenantId === '' ? undefined : valid.tenantId(req.tenantId);
+      return { agents: await listAgents(store, tenantId) };
+    },
+
+    async createApiKey(req, ctx) {
+      requireOperator(ctx);
+      return createApiKey(store, valid.agentId(req.agentId));
+    },
+
+    async revokeApiKey(req, ctx) {
+      requireOperator(ctx);
+      return { key: await revokeApiKey(store, deps.kv, valid.generatedId(req.keyId, 'key_id')) };
+    },
+
+    async listApiKeys(req, ctx) {
+      requireOperator(ctx);
+      return { keys: await listApiKeys(store, valid.agentId(req.agentId)) };
+    },
+
+    // The gateway calls this before it knows who the caller is, so no principal is needed.
+    async authenticate(req) {
+      return { principal: await authenticate(store, req.apiKey) };
+    },
+
+    async requestGrant(req, ctx) {
+      const caller = requireAgent(ctx);
+      return requestGrant(store, caller, valid.agentId(req.agentId));
+    },
+
+    async approveGrant(req, ctx) {
+      const caller = requireAgent(ctx);
+      return { grant: await approveGrant(store, caller.agentId, valid.generatedId(req.grantId, 'grant_id')) };
+    },
+
+    async revokeGrant(req, ctx) {
+      const caller = requireAgent(ctx);
+      return { grant: await revokeGrant(store, caller.agentId, valid.generatedId(req.grantId, 'grant_id')) };
+    },
+
+    async listGrants(req, ctx) {
+      const caller = requireAgent(ctx);
+      return { grants: await listGrants(store, caller.agentId, valid.grantStatusFilter(req.status)) };
+    },
+
+    async checkGrant(req, ctx) {
+      requirePrincipal(ctx);
+      return checkGrant(store, valid.agentId(req.agentId), valid.agentId(req.otherAgentId, 'other_agent_id'));
+    },
+  };
+}

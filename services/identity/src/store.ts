@@ -1,0 +1,280 @@
+import { identityv1 } from '@agenthub/proto';
+import type { Db, Queryable } from '@agenthub/runtime';
+
+const GrantStatus = identityv1.GrantStatus;
+type GrantStatus = identityv1.GrantStatus;
+
+/** A grant status other than UNSPECIFIED: what a stored grant can be. */
+export type StoredGrantStatus = Exclude<identityv1.GrantStatus, identityv1.GrantStatus.UNSPECIFIED>;
+
+/**
+ * The records below are shaped like their proto messages so handlers can return them as is;
+ * timestamps are epoch milliseconds, as bigint because protobuf-es maps every int64 to bigint.
+ */
+export interface TenantRecord {
+  id: string;
+  name: string;
+  createdAt: bigint;
+}
+
+export interface AgentRecord {
+  id: string;
+  tenantId: string;
+  name: string;
+  endpointUrl: string;
+  outputModes: string[];
+  createdAt: bigint;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  agentId: string;
+  prefix: string;
+  createdAt: bigint;
+  /** 0 while the key is active. */
+  revokedAt: bigint;
+}
+
+export interface GrantRecord {
+  id: string;
+  requesterAgentId: string;
+  targetAgentId: string;
+  status: GrantStatus;
+  createdAt: bigint;
+  updatedAt: bigint;
+}
+
+export interface KeyOwner {
+  agentId: string;
+  tenantId: string;
+}
+
+const statusText: Record<StoredGrantStatus, string> = {
+  [GrantStatus.PENDING]: 'pending',
+  [GrantStatus.APPROVED]: 'approved',
+  [GrantStatus.REVOKED]: 'revoked',
+};
+
+const statusOfText: Record<string, GrantStatus> = {
+  pending: GrantStatus.PENDING,
+  approved: GrantStatus.APPROVED,
+  revoked: GrantStatus.REVOKED,
+};
+
+interface TenantRow {
+  id: string;
+  name: string;
+  created_at: number;
+}
+
+interface AgentRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  endpoint_url: string;
+  output_modes: string[];
+  created_at: number;
+}
+
+interface ApiKeyRow {
+  id: string;
+  agent_id: string;
+  key_hash: string;
+  prefix: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+interface GrantRow {
+  id: string;
+  requester_agent_id: string;
+  target_agent_id: string;
+  status: string;
+  created_at: number;
+  updated_at: number;
+}
+
+const tenantOf = (r: TenantRow): TenantRecord => ({ id: r.id, name: r.name, createdAt: BigInt(r.created_at) });
+
+const agentOf = (r: AgentRow): AgentRecord => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  name: r.name,
+  endpointUrl: r.endpoint_url,
+  outputModes: r.output_modes,
+  createdAt: BigInt(r.created_at),
+});
+
+const keyOf = (r: ApiKeyRow): ApiKeyRecord => ({
+  id: r.id,
+  agentId: r.agent_id,
+  prefix: r.prefix,
+  createdAt: BigInt(r.created_at),
+  revokedAt: BigInt(r.revoked_at ?? 0),
+});
+
+const grantOf = (r: GrantRow): GrantRecord => ({
+  id: r.id,
+  requesterAgentId: r.requester_agent_id,
+  targetAgentId: r.target_agent_id,
+  status: statusOfText[r.status] ?? GrantStatus.UNSPECIFIED,
+  createdAt: BigInt(r.created_at),
+  updatedAt: BigInt(r.updated_at),
+});
+
+const KEY_COLUMNS = 'id, agent_id, key_hash, prefix, created_at, revoked_at';
+const GRANT_COLUMNS = 'id, requester_agent_id, target_agent_id, status, created_at, updated_at';
+// Matches the expressions of grants_live_pair_idx, so pair lookups use that index.
+const PAIR = `LEAST(requester_agent_id, target_agent_id) = LEAST($1, $2)
+  AND GREATEST(requester_agent_id, target_agent_id) = GREATEST($1, $2)`;
+
+/** Every statement the identity service runs. Bound to the pool, or to one transaction. */
+export class IdentityStore {
+  constructor(
+    private readonly db: Db,
+    private readonly q: Queryable = db,
+  ) {}
+
+  /** Runs `work` with a store whose statements all belong to one transaction. */
+  transaction<T>(work: (store: IdentityStore) => Promise<T>): Promise<T> {
+    return this.db.transaction((tx) => work(new IdentityStore(this.db, tx)));
+  }
+
+  /** Undefined when the tenant already exists. */
+  async insertTenant(tenant: { id: string; name: string; at: number }): Promise<TenantRecord | undefined> {
+    const { rows } = await this.q.query<TenantRow>(
+      `INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)
+       ON CONFLICT (id) DO NOTHING RETURNING id, name, created_at`,
+      [tenant.id, tenant.name, tenant.at],
+    );
+    return rows[0] && tenantOf(rows[0]);
+  }
+
+  async tenant(id: string): Promise<TenantRecord | undefined> {
+    const { rows } = await this.q.query<TenantRow>('SELECT id, name, created_at FROM tenants WHERE id = $1', [id]);
+    return rows[0] && tenantOf(rows[0]);
+  }
+
+  async tenants(): Promise<TenantRecord[]> {
+    const { rows } = await this.q.query<TenantRow>('SELECT id, name, created_at FROM tenants ORDER BY id');
+    return rows.map(tenantOf);
+  }
+
+  /** Throws a unique violation when the id is taken. */
+  async insertAgent(agent: Omit<AgentRecord, 'createdAt'> & { at: number }): Promise<AgentRecord> {
+    const { rows } = await this.q.query<AgentRow>(
+      `INSERT INTO agents (id, tenant_id, name, endpoint_url, output_modes, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+      [agent.id, agent.tenantId, agent.name, agent.endpointUrl, agent.outputModes, agent.at],
+    );
+    return agentOf(rows[0] as AgentRow);
+  }
+
+  async agent(id: string): Promise<AgentRecord | undefined> {
+    const { rows } = await this.q.query<AgentRow>('SELECT * FROM agents WHERE id = $1', [id]);
+    return rows[0] && agentOf(rows[0]);
+  }
+
+  /** Every tenant's agents when `tenantId` is undefined. */
+  async agents(tenantId: string | undefined): Promise<AgentRecord[]> {
+    const { rows } = await this.q.query<AgentRow>(
+      `SELECT * FROM agents WHERE $1::text IS NULL OR tenant_id = $1 ORDER BY tenant_id, created_at, id`,
+      [tenantId ?? null],
+    );
+    return rows.map(agentOf);
+  }
+
+  /** Undefined when the agent does not exist. */
+  async insertKey(key: { id: string; agentId: string; keyHash: string; prefix: string; at: number }): Promise<ApiKeyRecord | undefined> {
+    const { rows } = await this.q.query<ApiKeyRow>(
+      `INSERT INTO api_keys (id, agent_id, key_hash, prefix, created_at)
+       SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM agents WHERE id = $2)
+       RETURNING ${KEY_COLUMNS}`,
+      [key.id, key.agentId, key.keyHash, key.prefix, key.at],
+    );
+    return rows[0] && keyOf(rows[0]);
+  }
+
+  /** Marks the key revoked unless it already is; undefined when there is no such key. */
+  async revokeKey(id: string, at: number): Promise<{ key: ApiKeyRecord; keyHash: string } | undefined> {
+    const { rows } = await this.q.query<ApiKeyRow>(
+      `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1 RETURNING ${KEY_COLUMNS}`,
+      [id, at],
+    );
+    return rows[0] && { key: keyOf(rows[0]), keyHash: rows[0].key_hash };
+  }
+
+  async keys(agentId: string): Promise<ApiKeyRecord[]> {
+    const { rows } = await this.q.query<ApiKeyRow>(
+      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE agent_id = $1 ORDER BY created_at, id`,
+      [agentId],
+    );
+    return rows.map(keyOf);
+  }
+
+  /** The agent an active key belongs to. */
+  async ownerOfKey(keyHash: string): Promise<KeyOwner | undefined> {
+    const { rows } = await this.q.query<{ agent_id: string; tenant_id: string }>(
+      `SELECT k.agent_id, a.tenant_id FROM api_keys k JOIN agents a ON a.id = k.agent_id
+       WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+      [keyHash],
+    );
+    return rows[0] && { agentId: rows[0].agent_id, tenantId: rows[0].tenant_id };
+  }
+
+  /** The pending or approved grant between two agents, whichever asked. */
+  async liveGrantBetween(a: string, b: string): Promise<GrantRecord | undefined> {
+    const { rows } = await this.q.query<GrantRow>(
+      `SELECT ${GRANT_COLUMNS} FROM grants WHERE ${PAIR} AND status IN ('pending', 'approved')`,
+      [a, b],
+    );
+    return rows[0] && grantOf(rows[0]);
+  }
+
+  async approvedGrantBetween(a: string, b: string): Promise<GrantRecord | undefined> {
+    const { rows } = await this.q.query<GrantRow>(
+      `SELECT ${GRANT_COLUMNS} FROM grants WHERE ${PAIR} AND status = 'approved'`,
+      [a, b],
+    );
+    return rows[0] && grantOf(rows[0]);
+  }
+
+  /** Inserts a pending grant; undefined when a live grant already links the pair. */
+  async insertPendingGrant(grant: { id: string; requesterAgentId: string; targetAgentId: string; at: number }): Promise<GrantRecord | undefined> {
+    const { rows } = await this.q.query<GrantRow>(
+      `INSERT INTO grants (id, requester_agent_id, target_agent_id, status, created_at, updated_at)
+       VALUES ($1, $2, $3, 'pending', $4, $4)
+       ON CONFLICT ((LEAST(requester_agent_id, target_agent_id)), (GREATEST(requester_agent_id, target_agent_id)))
+         WHERE status IN ('pending', 'approved') DO NOTHING
+       RETURNING ${GRANT_COLUMNS}`,
+      [grant.id, grant.requesterAgentId, grant.targetAgentId, grant.at],
+    );
+    return rows[0] && grantOf(rows[0]);
+  }
+
+  /** Reads a grant and locks it until the transaction ends; use inside `transaction`. */
+  async grantForUpdate(id: string): Promise<GrantRecord | undefined> {
+    const { rows } = await this.q.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM grants WHERE id = $1 FOR UPDATE`, [id]);
+    return rows[0] && grantOf(rows[0]);
+  }
+
+  async setGrantStatus(id: string, status: StoredGrantStatus, at: number): Promise<GrantRecord> {
+    const { rows } = await this.q.query<GrantRow>(
+      `UPDATE grants SET status = $2, updated_at = $3 WHERE id = $1 RETURNING ${GRANT_COLUMNS}`,
+      [id, statusText[status], at],
+    );
+    if (!rows[0]) throw new Error(`Grant ${id} vanished while locked`);
+    return grantOf(rows[0]);
+  }
+
+  /** Grants the agent is part of, either side, newest first; every status when undefined. */
+  async grantsOf(agentId: string, status: StoredGrantStatus | undefined): Promise<GrantRecord[]> {
+    const { rows } = await this.q.query<GrantRow>(
+      `SELECT ${GRANT_COLUMNS} FROM grants
+       WHERE (requester_agent_id = $1 OR target_agent_id = $1) AND ($2::text IS NULL OR status = $2)
+       ORDER BY created_at DESC, seq DESC`,
+      [agentId, status === undefined ? null : statusText[status]],
+    );
+    return rows.map(grantOf);
+  }
+}

@@ -1,0 +1,102 @@
+import { identityv1 } from '@agenthub/proto';
+import { HubError } from '@agenthub/runtime';
+import type { StoredGrantStatus } from './store.js';
+
+const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+// Agent ids appear in URL paths (`/agents/{agentId}/a2a`), so only path-safe characters.
+const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+// Ids this service generates (`key_…`, `grt_…`); anything else cannot name a row.
+const GENERATED_ID = /^[a-z]+_[a-z0-9]{1,64}$/;
+// RFC 6838 restricted names, plus `*` wildcards as used in content negotiation.
+const MIME_NAME = '[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}';
+const MIME_TYPE = new RegExp(`^(\\*/\\*|${MIME_NAME}/(\\*|${MIME_NAME}))$`);
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+const NAME_MAX = 200;
+const URL_MAX = 2048;
+const OUTPUT_MODES_MAX = 32;
+
+function required(value: string, field: string): string {
+  if (value === '') throw HubError.invalidParams(field, 'is required');
+  return value;
+}
+
+export function tenantId(value: string, field = 'tenant_id'): string {
+  if (!TENANT_ID.test(required(value, field))) {
+    throw HubError.invalidParams(field, 'must be 1-63 lowercase letters, digits or hyphens, starting with a letter or digit');
+  }
+  return value;
+}
+
+export function agentId(value: string, field = 'agent_id'): string {
+  if (!AGENT_ID.test(required(value, field))) {
+    throw HubError.invalidParams(field, 'must be 1-128 letters, digits, dots, underscores or hyphens, starting with a letter or digit');
+  }
+  return value;
+}
+
+/** Ids of keys and grants, which only this service mints. */
+export function generatedId(value: string, field: string): string {
+  if (!GENERATED_ID.test(required(value, field))) throw HubError.invalidParams(field, 'is not a valid id');
+  return value;
+}
+
+function displayName(value: string, field: string): string {
+  const name = value.trim();
+  if (name.length > NAME_MAX) throw HubError.invalidParams(field, `must be at most ${NAME_MAX} characters`);
+  if (CONTROL.test(name)) throw HubError.invalidParams(field, 'must not contain control characters');
+  return name;
+}
+
+/** Optional; the tenant id stands in when it is blank. */
+export function tenantName(value: string, id: string): string {
+  return displayName(value, 'name') || id;
+}
+
+export function agentName(value: string): string {
+  return required(displayName(value, 'name'), 'name');
+}
+
+/** Optional: empty means the agent connects to the hub rather than being pushed to. */
+export function endpointUrl(value: string): string {
+  const url = value.trim();
+  if (url === '') return '';
+  if (url.length > URL_MAX) throw HubError.invalidParams('endpoint_url', `must be at most ${URL_MAX} characters`);
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    throw HubError.invalidParams('endpoint_url', 'must be an absolute http or https URL');
+  }
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw HubError.invalidParams('endpoint_url', 'must be an absolute http or https URL');
+  }
+  return url;
+}
+
+/** MIME types, lowercased (they are case-insensitive) and deduplicated in order. */
+export function outputModes(values: readonly string[]): string[] {
+  if (values.length > OUTPUT_MODES_MAX) {
+    throw HubError.invalidParams('output_modes', `must hold at most ${OUTPUT_MODES_MAX} entries`);
+  }
+  const modes = new Set<string>();
+  values.forEach((value, i) => {
+    if (!MIME_TYPE.test(value)) throw HubError.invalidParams(`output_modes.${i}`, 'must be a MIME type such as text/plain');
+    modes.add(value.toLowerCase());
+  });
+  return [...modes];
+}
+
+/** A status filter; undefined means every status. */
+export function grantStatusFilter(value: identityv1.GrantStatus): StoredGrantStatus | undefined {
+  switch (value) {
+    case identityv1.GrantStatus.UNSPECIFIED:
+      return undefined;
+    case identityv1.GrantStatus.PENDING:
+    case identityv1.GrantStatus.APPROVED:
+    case identityv1.GrantStatus.REVOKED:
+      return value;
+    default:
+      throw HubError.invalidParams('status', 'must be PENDING, APPROVED or REVOKED');
+  }
+}

@@ -1,0 +1,78 @@
+import { identityv1 } from '@agenthub/proto';
+import { createClient, HubError, Metrics, openDb, openKv, type CallOptions, type Client, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import type { Backend, ProvisionedBackend } from '@agenthub/testing';
+import { testLogger } from '@agenthub/testing';
+import { startIdentity } from '@agenthub/identity';
+
+type IdentityClient = Client<(typeof identityv1.IdentityService)['method']> & { close(): void };
+
+/** A running identity service on one backend, with a client and direct access to its stores. */
+export interface Harness {
+  client: IdentityClient;
+  db: Db;
+  kv: Kv;
+  /** Stops the service and starts it again on the same database (migrations run again). */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(backend: Backend): Promise<Harness> {
+  const provisioned: ProvisionedBackend = await backend.provision();
+  const db = await openDb({ url: provisioned.databaseUrl, schema: 'identity' });
+  const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
+  const start = () =>
+    startIdentity({ db, kv, log: testLogger(), metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 });
+  let service: RunningService = await start();
+  let client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000 });
+  return {
+    get client() {
+      return client;
+    },
+    db,
+    kv,
+    async restart() {
+      client.close();
+      await service.stop(1000);
+      service = await start();
+      client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000 });
+    },
+    async close() {
+      client.close();
+      await service.stop(1000);
+      await kv.close();
+      await db.close();
+      await provisioned.dispose();
+    },
+  };
+}
+
+export const operator: CallOptions = { principal: { kind: 'operator' } };
+
+export function asAgent(agent: { id: string; tenantId: string }): CallOptions {
+  return { principal: { kind: 'agent', agentId: agent.id, tenantId: agent.tenantId } };
+}
+
+/** The HubError a call failed with; fails the test when the call succeeded. */
+export async function failure(call: Promise<unknown>): Promise<HubError> {
+  try {
+    await call;
+  } catch (err) {
+    if (err instanceof HubError) return err;
+    throw err;
+  }
+  throw new Error('Expected the call to fail, but it succeeded');
+}
+
+let counter = 0;
+
+/** A name no other test in this process uses, so tests can share one database. */
+export function unique(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${process.pid}-${counter}`;
+}
+
+/** Creates an agent (and its tenant if needed) as the operator. */
+export async function newAgent(h: Harness, tenantId: string, name = 'Agent'): Promise<{ id: string; tenantId: string; apiKey: string }> {
+  const res = await h.client.createAgent({ tenantId, name, createTenant: true }, operator);
+  return { id: res.agent!.id, tenantId, apiKey: res.apiKey };
+}

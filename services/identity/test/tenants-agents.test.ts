@@ -1,0 +1,207 @@
+import { Reason } from '@agenthub/runtime';
+import { backends, type Backend } from '@agenthub/testing';
+import { failure, operator, startHarness, unique, asAgent, type Harness } from './harness.js';
+
+describe.each(backends().map((b) => [b.name, b] as const))('identity tenants and agents (%s)', (_name, backend: Backend) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(backend);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  describe('CreateTenant and ListTenants', () => {
+    it('creates a tenant, then returns it unchanged on a repeat', async () => {
+      const id = unique('acme');
+      const first = await h.client.createTenant({ tenantId: id, name: '  Acme Corp ' }, operator);
+      expect(first.created).toBe(true);
+      expect(first.tenant).toMatchObject({ id, name: 'Acme Corp' });
+      expect(Number(first.tenant!.createdAt)).toBeGreaterThan(Date.now() - 60_000);
+
+      const again = await h.client.createTenant({ tenantId: id, name: 'Other name' }, operator);
+      expect(again.created).toBe(false);
+      expect(again.tenant).toEqual(first.tenant);
+
+      const { tenants } = await h.client.listTenants({}, operator);
+      expect(tenants.filter((t) => t.id === id)).toEqual([first.tenant]);
+    });
+
+    it('names a tenant after its id when no name is given', async () => {
+      const id = unique('noname');
+      const { tenant } = await h.client.createTenant({ tenantId: id }, operator);
+      expect(tenant!.name).toBe(id);
+    });
+
+    it.each([
+      ['empty', ''],
+      ['uppercase', 'Acme'],
+      ['leading hyphen', '-acme'],
+      ['64 characters', 'a'.repeat(64)],
+      ['underscore', 'acme_corp'],
+    ])('refuses a tenant id (%s)', async (_label, tenantId) => {
+      const err = await failure(h.client.createTenant({ tenantId }, operator));
+      expect(err).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'tenant_id' });
+    });
+
+    it('refuses a name over 200 characters', async () => {
+      const err = await failure(h.client.createTenant({ tenantId: unique('long'), name: 'x'.repeat(201) }, operator));
+      expect(err).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'name' });
+    });
+  });
+
+  describe('CreateAgent', () => {
+    it('registers an agent with every field and issues its first key', async () => {
+      const tenantId = unique('t');
+      await h.client.createTenant({ tenantId }, operator);
+      const res = await h.client.createAgent(
+        {
+          tenantId,
+          name: ' Summariser ',
+          agentId: 'summariser.v2_' + tenantId,
+          endpointUrl: 'https://agents.example.com/a2a',
+          outputModes: ['text/plain', 'application/json', 'TEXT/PLAIN', '*/*', 'image/*'],
+        },
+        operator,
+      );
+      expect(res.tenantCreated).toBe(false);
+      expect(res.agent).toMatchObject({
+        id: 'summariser.v2_' + tenantId,
+        tenantId,
+        name: 'Summariser',
+        endpointUrl: 'https://agents.example.com/a2a',
+        outputModes: ['text/plain', 'application/json', '*/*', 'image/*'],
+      });
+      expect(res.apiKey).toMatch(/^ahk_/);
+      expect(res.key).toMatchObject({ agentId: res.agent!.id, prefix: res.apiKey.slice(0, 12), revokedAt: 0n });
+      expect(res.key!.id).toMatch(/^key_/);
+    });
+
+    it('generates an id when none is given', async () => {
+      const tenantId = unique('t');
+      const res = await h.client.createAgent({ tenantId, name: 'Anon', createTenant: true }, operator);
+      expect(res.agent!.id).toMatch(/^agt_[a-z0-9]{20}$/);
+      expect(res.agent!.endpointUrl).toBe('');
+      expect(res.agent!.outputModes).toEqual([]);
+    });
+
+    it('creates the tenant when asked, and only then', async () => {
+      const tenantId = unique('fresh');
+      const missing = await failure(h.client.createAgent({ tenantId, name: 'A' }, operator));
+      expect(missing).toMatchObject({ reason: Reason.NOT_FOUND, message: 'Tenant not found' });
+
+      const res = await h.client.createAgent({ tenantId, name: 'A', createTenant: true }, operator);
+      expect(res.tenantCreated).toBe(true);
+      const second = await h.client.createAgent({ tenantId, name: 'B', createTenant: true }, operator);
+      expect(second.tenantCreated).toBe(false);
+      const { tenants } = await h.client.listTenants({}, operator);
+      expect(tenants.find((t) => t.id === tenantId)).toMatchObject({ name: tenantId });
+    });
+
+    it('refuses a duplicate agent id and leaves no trace of the attempt', async () => {
+      const tenantId = unique('t');
+      const agentId = unique('dup');
+      await h.client.createAgent({ tenantId, name: 'First', agentId, createTenant: true }, operator);
+      const err = await failure(h.client.createAgent({ tenantId, name: 'Second', agentId }, operator));
+      expect(err).toMatchObject({ reason: Reason.ALREADY_EXISTS, message: `Agent ${agentId} already exists` });
+      const { keys } = await h.client.listApiKeys({ agentId }, operator);
+      expect(keys).toHaveLength(1);
+      const { agent } = await h.client.getAgent({ agentId }, operator);
+      expect(agent!.name).toBe('First');
+    });
+
+    it.each([
+      ['a malformed tenant id', { tenantId: 'Bad!' }, 'tenant_id'],
+      ['an empty name', { name: '' }, 'name'],
+      ['a blank name', { name: '   ' }, 'name'],
+      ['a 201-character name', { name: 'n'.repeat(201) }, 'name'],
+      ['a name with a control character', { name: 'tab\there' }, 'name'],
+      ['an agent id starting with a dot', { agentId: '.hidden' }, 'agent_id'],
+      ['an agent id with a slash', { agentId: 'a/b' }, 'agent_id'],
+      ['a 129-character agent id', { agentId: 'a'.repeat(129) }, 'agent_id'],
+      ['an ftp endpoint', { endpointUrl: 'ftp://example.com' }, 'endpoint_url'],
+      ['an endpoint that is no URL', { endpointUrl: 'not a url' }, 'endpoint_url'],
+      ['an endpoint over 2048 characters', { endpointUrl: 'https://example.com/' + 'p'.repeat(2040) }, 'endpoint_url'],
+      ['an output mode without subtype', { outputModes: ['text/plain', 'plain'] }, 'output_modes.1'],
+      ['an output mode with parameters', { outputModes: ['text/plain; charset=utf-8'] }, 'output_modes.0'],
+      ['33 output modes', { outputModes: Array.from({ length: 33 }, (_, i) => `text/x-${i}`) }, 'output_modes'],
+    ])('refuses %s, naming the field', async (_label, override, field) => {
+      const request = { tenantId: unique('t'), name: 'Valid', createTenant: true, ...override };
+      const err = await failure(h.client.createAgent(request, operator));
+      expect(err).toMatchObject({ reason: Reason.INVALID_PARAMS, field });
+    });
+  });
+
+  describe('GetAgent and ListAgents', () => {
+    it('returns an agent to any principal, never to an anonymous caller', async () => {
+      const tenantId = unique('t');
+      const { agent } = await h.client.createAgent({ tenantId, name: 'Seen', createTenant: true }, operator);
+      expect((await h.client.getAgent({ agentId: agent!.id }, operator)).agent).toEqual(agent);
+      const other = { id: 'someone', tenantId: 'elsewhere' };
+      expect((await h.client.getAgent({ agentId: agent!.id }, asAgent(other))).agent).toEqual(agent);
+
+      const anonymous = await failure(h.client.getAgent({ agentId: agent!.id }));
+      expect(anonymous).toMatchObject({ reason: Reason.UNAUTHENTICATED });
+    });
+
+    it('reports unknown and malformed ids', async () => {
+      expect(await failure(h.client.getAgent({ agentId: 'nobody-here' }, operator))).toMatchObject({
+        reason: Reason.NOT_FOUND,
+        message: 'Agent not found',
+      });
+      expect(await failure(h.client.getAgent({ agentId: '' }, operator))).toMatchObject({
+        reason: Reason.INVALID_PARAMS,
+        field: 'agent_id',
+      });
+    });
+
+    it('lists one tenant or all', async () => {
+      const t1 = unique('t');
+      const t2 = unique('t');
+      const a = (await h.client.createAgent({ tenantId: t1, name: 'A', createTenant: true }, operator)).agent!;
+      const b = (await h.client.createAgent({ tenantId: t1, name: 'B' }, operator)).agent!;
+      const c = (await h.client.createAgent({ tenantId: t2, name: 'C', createTenant: true }, operator)).agent!;
+
+      const { agents } = await h.client.listAgents({ tenantId: t1 }, operator);
+      expect(agents.map((x) => x.id).sort()).toEqual([a.id, b.id].sort());
+      const all = (await h.client.listAgents({}, operator)).agents.map((x) => x.id);
+      expect(all).toEqual(expect.arrayContaining([a.id, b.id, c.id]));
+
+      expect(await failure(h.client.listAgents({ tenantId: unique('ghost') }, operator))).toMatchObject({
+        reason: Reason.NOT_FOUND,
+        message: 'Tenant not found',
+      });
+      expect(await failure(h.client.listAgents({ tenantId: 'UPPER' }, operator))).toMatchObject({
+        reason: Reason.INVALID_PARAMS,
+        field: 'tenant_id',
+      });
+    });
+  });
+
+  describe('operator-only RPCs', () => {
+    const agent = asAgent({ id: 'agent-1', tenantId: 'acme' });
+    const calls: Array<[string, (opts: typeof agent | undefined) => Promise<unknown>]> = [
+      ['CreateTenant', (o) => h.client.createTenant({ tenantId: 'acme' }, o)],
+      ['ListTenants', (o) => h.client.listTenants({}, o)],
+      ['CreateAgent', (o) => h.client.createAgent({ tenantId: 'acme', name: 'x', createTenant: true }, o)],
+      ['ListAgents', (o) => h.client.listAgents({}, o)],
+      ['CreateApiKey', (o) => h.client.createApiKey({ agentId: 'agent-1' }, o)],
+      ['RevokeApiKey', (o) => h.client.revokeApiKey({ keyId: 'key_abc' }, o)],
+      ['ListApiKeys', (o) => h.client.listApiKeys({ agentId: 'agent-1' }, o)],
+    ];
+
+    it.each(calls)('%s refuses agents and anonymous callers', async (_rpc, call) => {
+      for (const options of [agent, undefined]) {
+        expect(await failure(call(options))).toMatchObject({
+          reason: Reason.ACCESS_DENIED,
+          message: 'Operator access required',
+        });
+      }
+    });
+
+    it('an agent cannot create tenants even with invalid input (access is checked first)', async () => {
+      const err = await failure(h.client.createTenant({ tenantId: 'BAD!' }, agent));
+      expect(err.reason).toBe(Reason.ACCESS_DENIED);
+    });
+  });
+});
