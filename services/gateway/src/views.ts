@@ -2,6 +2,11 @@ import { identityv1, workspacev1 } from '@agenthub/proto';
 
 /** Proto messages as the interface's JSON: snake_case fields, lowercase enum words, epoch ms. */
 
+/** int64 timestamps arrive as bigint; epoch milliseconds fit a JSON number exactly. */
+function ms(value: bigint): number {
+  return Number(value);
+}
+
 const roleNames: Record<workspacev1.Role, string | undefined> = {
   [workspacev1.Role.UNSPECIFIED]: undefined,
   [workspacev1.Role.READ]: 'read',
@@ -26,13 +31,13 @@ export function workspaceView(ws: workspacev1.Workspace | undefined) {
     name: ws.name,
     description: ws.description,
     owner_agent_id: ws.ownerAgentId,
-    created_at: ws.createdAt,
+    created_at: ms(ws.createdAt),
   };
 }
 
 export function memberView(m: workspacev1.Member | undefined) {
   if (!m) return undefined;
-  return { agent_id: m.agentId, agent_name: m.agentName, role: roleName(m.role), added_at: m.addedAt };
+  return { agent_id: m.agentId, agent_name: m.agentName, role: roleName(m.role), added_at: ms(m.addedAt) };
 }
 
 const grantStatusNames: Record<identityv1.GrantStatus, string> = {
@@ -55,14 +60,14 @@ export function grantView(g: identityv1.Grant | undefined) {
     requester_agent_id: g.requesterAgentId,
     target_agent_id: g.targetAgentId,
     status: grantStatusNames[g.status],
-    created_at: g.createdAt,
-    updated_at: g.updatedAt,
+    created_at: ms(g.createdAt),
+    updated_at: ms(g.updatedAt),
   };
 }
 
 export function tenantView(t: identityv1.Tenant | undefined) {
   if (!t) return undefined;
-  return { id: t.id, name: t.name, created_at: t.createdAt };
+  return { id: t.id, name: t.name, created_at: ms(t.createdAt) };
 }
 
 export function agentView(a: identityv1.Agent | undefined) {
@@ -73,7 +78,7 @@ export function agentView(a: identityv1.Agent | undefined) {
     name: a.name,
     endpoint_url: a.endpointUrl || null,
     output_modes: a.outputModes,
-    created_at: a.createdAt,
+    created_at: ms(a.createdAt),
   };
 }
 
@@ -83,7 +88,7 @@ export function keyView(k: identityv1.ApiKey | undefined) {
     id: k.id,
     agent_id: k.agentId,
     prefix: k.prefix,
-    created_at: k.createdAt,
-    revoked_at: k.revokedAt || null,
+    created_at: ms(k.createdAt),
+    revoked_at: k.revokedAt ? ms(k.revokedAt) : null,
   };
 }

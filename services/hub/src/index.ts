@@ -1,5 +1,6 @@
 import { startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
+import { identityv1, workspacev1 } from '@agenthub/proto';
 import { Metrics, openBackends, openKv, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { startWorkspace } from '@agenthub/workspace';
 import { loadOrCreateAdminToken } from './admin-token.js';
@@ -10,6 +11,8 @@ export interface RunningHub {
   /** Base URL of the gateway. */
   readonly url: string;
   readonly adminToken: string;
+  /** gRPC address of each service, by proto service name (for probes and contract tests). */
+  readonly services: Readonly<Record<string, string>>;
   stop: Stop;
 }
 
@@ -61,7 +64,11 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       internalToken: config.HUB_INTERNAL_TOKEN,
     });
     stops.push(() => gateway.stop(config.HUB_SHUTDOWN_GRACE_MS));
-    return { url: gateway.url, adminToken, stop: stopAll };
+    const services = {
+      [identityv1.IdentityService.typeName]: identity.address,
+      [workspacev1.WorkspaceService.typeName]: workspace.address,
+    };
+    return { url: gateway.url, adminToken, services, stop: stopAll };
   } catch (err) {
     await stopAll().catch(() => undefined);
     throw err;

@@ -1,0 +1,84 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '@agenthub/runtime';
+import { testLogger, type Backend } from '@agenthub/testing';
+import { startHub, type RunningHub } from '@agenthub/hub';
+
+export interface RpcReply {
+  status: number;
+  body: { jsonrpc: string; id: unknown; result?: any; error?: { code: number; message: string; data?: any } };
+}
+
+export interface Agent {
+  agent_id: string;
+  tenant_id: string;
+  api_key: string;
+  key_id: string;
+}
+
+/** A whole hub on real HTTP and gRPC over the given backend, plus helpers to call it. */
+export interface TestHub extends RunningHub {
+  dataDir: string;
+  /** One JSON-RPC call as an agent (`key`) on `path` (default `/a2a`). */
+  call(key: string | undefined, method: string, params?: unknown, options?: { path?: string; headers?: Record<string, string> }): Promise<RpcReply>;
+  /** Like `call` but fails the test unless the call succeeded; returns the result. */
+  ok(key: string, method: string, params?: unknown): Promise<any>;
+  admin(method: string, params?: unknown): Promise<any>;
+  agent(tenant: string, name: string, id?: string): Promise<Agent>;
+}
+
+let nextId = 1;
+
+export async function startTestHub(backend: Backend, env: Record<string, string> = {}): Promise<TestHub> {
+  const provisioned = await backend.provision();
+  const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-test-'));
+  const config = loadConfig({
+    HUB_PORT: '0',
+    HUB_DATA_DIR: dataDir,
+    HUB_METRICS: 'false',
+    DATABASE_URL: provisioned.databaseUrl,
+    REDIS_URL: provisioned.redisUrl,
+    REDIS_PREFIX: provisioned.redisPrefix,
+    ...env,
+  });
+  const hub = await startHub(config, testLogger());
+
+  const call: TestHub['call'] = async (key, method, params = {}, options = {}) => {
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', ...options.headers };
+    if (key !== undefined) headers.Authorization = `Bearer ${key}`;
+    const response = await fetch(`${hub.url}${options.path ?? '/a2a'}`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }),
+    });
+    return { status: response.status, body: (await response.json()) as RpcReply['body'] };
+  };
+
+  const admin: TestHub['admin'] = async (method, params = {}) => {
+    const reply = await call(hub.adminToken, method, params, { path: '/admin' });
+    if (reply.body.error) throw new Error(`${method} failed: ${JSON.stringify(reply.body.error)}`);
+    return reply.body.result;
+  };
+
+  return {
+    ...hub,
+    dataDir,
+    call,
+    admin,
+    async ok(key, method, params) {
+      const reply = await call(key, method, params);
+      if (reply.body.error) throw new Error(`${method} failed: ${JSON.stringify(reply.body.error)}`);
+      return reply.body.result;
+    },
+    async agent(tenant, name, id) {
+      const result = await admin('agents.create', { tenant_id: tenant, name, create_tenant: true, ...(id ? { agent_id: id } : {}) });
+      return { agent_id: result.agent.id, tenant_id: result.agent.tenant_id, api_key: result.api_key, key_id: result.key.id };
+    },
+    async stop() {
+      await hub.stop();
+      await provisioned.dispose();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
