@@ -1,0 +1,71 @@
+import { workspacev1 } from '@agenthub/proto';
+import { HubError, type CallContext } from '@agenthub/runtime';
+import { requireRole, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
+import type { MemberRecord } from './store.js';
+import * as validate from './validate.js';
+
+const { Role } = workspacev1;
+
+/** The wire shape of a member. */
+export function memberMessage(member: MemberRecord) {
+  return {
+    agentId: member.agentId,
+    agentName: member.agentName,
+    role: member.role,
+    addedAt: BigInt(member.addedAt),
+    tenantId: member.tenantId,
+    addedBy: member.addedBy,
+  };
+}
+
+/**
+ * Admin only. Adds the agent with the role, or changes the role of an existing member (its
+ * added_by stays). An agent of another tenant than the owner's needs an approved grant with
+ * the caller; the owner stays admin.
+ */
+export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.AddMemberRequest) {
+  const workspaceId = validate.workspaceId(request.workspaceId);
+  const agentId = validate.agentId(request.agentId);
+  const role = validate.role(request.role);
+  const access = await resolveAccess(env, ctx, caller, workspaceId);
+  requireRole(access, Role.ADMIN);
+  const { agent } = await env.identity.getAgent({ agentId }, { parent: ctx });
+  const tenantId = agent?.tenantId ?? '';
+  if (agentId === access.workspace.ownerAgentId && role !== Role.ADMIN) {
+    throw HubError.invalidOperation("Cannot change the workspace owner's role");
+  }
+  // The caller changing its own role needs no grant with itself: resolveAccess just vouched for it.
+  if (tenantId !== access.workspace.ownerTenantId && agentId !== caller.agentId) {
+    const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agentId }, { parent: ctx });
+    if (!grant.approved) throw HubError.grantRequired();
+  }
+  const stored = await env.store.upsertMember({
+    workspaceId,
+    agentId,
+    agentName: agent?.name ?? '',
+    tenantId,
+    role,
+    addedBy: caller.agentId,
+    addedAt: Date.now(),
+  });
+  if (!stored) throw HubError.notFound();
+  return { member: memberMessage(stored.member), created: stored.created };
+}
+
+/** Admin only; the owner cannot be removed. */
+export async function removeMember(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.RemoveMemberRequest) {
+  const workspaceId = validate.workspaceId(request.workspaceId);
+  const agentId = validate.agentId(request.agentId);
+  const access = await resolveAccess(env, ctx, caller, workspaceId);
+  requireRole(access, Role.ADMIN);
+  if (agentId === access.workspace.ownerAgentId) throw HubError.invalidOperation('Cannot remove workspace owner');
+  if (!(await env.store.removeMember(workspaceId, agentId))) throw HubError.notFound('Member not found');
+  return { workspaceId, agentId };
+}
+
+/** Any member; ordered by added_at, then agent_id. Members whose grant lapsed are listed too. */
+export async function listMembers(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.ListMembersRequest) {
+  const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
+  const members = await env.store.listMembers(access.workspace.id);
+  return { members: members.map(memberMessage) };
+}

@@ -1,0 +1,188 @@
+import { workspacev1 } from '@agenthub/proto';
+import type { Db } from '@agenthub/runtime';
+
+const { Role } = workspacev1;
+type Role = workspacev1.Role;
+
+export interface WorkspaceRecord {
+  id: string;
+  name: string;
+  description: string;
+  ownerAgentId: string;
+  ownerTenantId: string;
+  createdAt: number;
+}
+
+export interface MemberRecord {
+  workspaceId: string;
+  agentId: string;
+  agentName: string;
+  tenantId: string;
+  role: Role;
+  addedBy: string;
+  addedAt: number;
+}
+
+/** A membership together with its workspace, as ListWorkspaces needs them. */
+export interface MembershipRecord {
+  workspace: WorkspaceRecord;
+  member: MemberRecord;
+}
+
+interface WorkspaceRow {
+  id: string;
+  name: string;
+  description: string;
+  owner_agent_id: string;
+  owner_tenant_id: string;
+  created_at: number;
+}
+
+interface MemberRow {
+  workspace_id: string;
+  agent_id: string;
+  agent_name: string;
+  tenant_id: string;
+  role: string;
+  added_by: string;
+  added_at: number;
+}
+
+const ROLE_TEXT = new Map<Role, string>([
+  [Role.READ, 'read'],
+  [Role.WRITE, 'write'],
+  [Role.ADMIN, 'admin'],
+]);
+const ROLE_OF_TEXT = new Map([...ROLE_TEXT].map(([role, text]) => [text, role]));
+
+function roleText(role: Role): string {
+  const text = ROLE_TEXT.get(role);
+  if (!text) throw new Error(`Role ${role} cannot be stored`);
+  return text;
+}
+
+function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    ownerAgentId: row.owner_agent_id,
+    ownerTenantId: row.owner_tenant_id,
+    createdAt: row.created_at,
+  };
+}
+
+function toMember(row: MemberRow): MemberRecord {
+  return {
+    workspaceId: row.workspace_id,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    tenantId: row.tenant_id,
+    // The column's CHECK constraint admits only the three known roles.
+    role: ROLE_OF_TEXT.get(row.role) as Role,
+    addedBy: row.added_by,
+    addedAt: row.added_at,
+  };
+}
+
+const MEMBER_COLUMNS = 'workspace_id, agent_id, agent_name, tenant_id, role, added_by, added_at';
+
+/** Values in MEMBER_COLUMNS order. */
+function memberValues(member: MemberRecord): unknown[] {
+  return [member.workspaceId, member.agentId, member.agentName, member.tenantId, roleText(member.role), member.addedBy, member.addedAt];
+}
+
+/** All SQL of the workspace service: workspaces and members in the service's own schema. */
+export class WorkspaceStore {
+  constructor(private readonly db: Db) {}
+
+  /** Inserts the workspace and its owner's admin membership together. */
+  async createWorkspace(workspace: WorkspaceRecord, owner: MemberRecord): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO workspaces (id, name, description, owner_agent_id, owner_tenant_id, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)`,
+        [workspace.id, workspace.name, workspace.description, workspace.ownerAgentId, workspace.ownerTenantId, workspace.createdAt],
+      );
+      await tx.query(`INSERT INTO members (${MEMBER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, memberValues(owner));
+    });
+  }
+
+  async getWorkspace(id: string): Promise<WorkspaceRecord | undefined> {
+    const { rows } = await this.db.query<WorkspaceRow>('SELECT * FROM workspaces WHERE id = $1', [id]);
+    return rows[0] && toWorkspace(rows[0]);
+  }
+
+  /** Deletes the workspace and, by cascade, its members; false when it was already gone. */
+  async deleteWorkspace(id: string): Promise<boolean> {
+    const { rowCount } = await this.db.query('DELETE FROM workspaces WHERE id = $1', [id]);
+    return rowCount > 0;
+  }
+
+  async getMember(workspaceId: string, agentId: string): Promise<MemberRecord | undefined> {
+    const { rows } = await this.db.query<MemberRow>(
+      `SELECT ${MEMBER_COLUMNS} FROM members WHERE workspace_id = $1 AND agent_id = $2`,
+      [workspaceId, agentId],
+    );
+    return rows[0] && toMember(rows[0]);
+  }
+
+  /** Members ordered by added_at, then agent_id. */
+  async listMembers(workspaceId: string): Promise<MemberRecord[]> {
+    const { rows } = await this.db.query<MemberRow>(
+      `SELECT ${MEMBER_COLUMNS} FROM members WHERE workspace_id = $1 ORDER BY added_at, agent_id`,
+      [workspaceId],
+    );
+    return rows.map(toMember);
+  }
+
+  async countMembers(workspaceId: string): Promise<number> {
+    const { rows } = await this.db.query<{ count: number }>(
+      'SELECT count(*)::int AS count FROM members WHERE workspace_id = $1',
+      [workspaceId],
+    );
+    return rows[0]?.count ?? 0;
+  }
+
+  /** Every membership of the agent with its workspace, ordered by workspace created_at, then id. */
+  async listMemberships(agentId: string): Promise<MembershipRecord[]> {
+    const { rows } = await this.db.query<WorkspaceRow & MemberRow>(
+      `SELECT w.id, w.name, w.description, w.owner_agent_id, w.owner_tenant_id, w.created_at,
+              m.workspace_id, m.agent_id, m.agent_name, m.tenant_id, m.role, m.added_by, m.added_at
+         FROM members m JOIN workspaces w ON w.id = m.workspace_id
+        WHERE m.agent_id = $1
+        ORDER BY w.created_at, w.id`,
+      [agentId],
+    );
+    return rows.map((row) => ({ workspace: toWorkspace(row), member: toMember(row) }));
+  }
+
+  /**
+   * Adds the member, or for an existing one updates its role and cached name (added_by and
+   * added_at stay). Returns the stored member and whether it was new, or undefined when the
+   * workspace no longer exists.
+   */
+  async upsertMember(member: MemberRecord): Promise<{ member: MemberRecord; created: boolean } | undefined> {
+    return this.db.transaction(async (tx) => {
+      // Holding the workspace row keeps a concurrent delete from slipping in between.
+      const workspace = await tx.query('SELECT id FROM workspaces WHERE id = $1 FOR SHARE', [member.workspaceId]);
+      if (workspace.rows.length === 0) return undefined;
+      // xmax is 0 only on a freshly inserted row version: the one way to tell insert from
+      // update in a single race-free statement.
+      const { rows } = await tx.query<MemberRow & { created: boolean }>(
+        `INSERT INTO members (${MEMBER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (workspace_id, agent_id) DO UPDATE SET role = EXCLUDED.role, agent_name = EXCLUDED.agent_name
+         RETURNING ${MEMBER_COLUMNS}, (xmax = 0) AS created`,
+        memberValues(member),
+      );
+      const row = rows[0] as MemberRow & { created: boolean };
+      return { member: toMember(row), created: row.created };
+    });
+  }
+
+  /** False when the agent was not a member. */
+  async removeMember(workspaceId: string, agentId: string): Promise<boolean> {
+    const { rowCount } = await this.db.query('DELETE FROM members WHERE workspace_id = $1 AND agent_id = $2', [workspaceId, agentId]);
+    return rowCount > 0;
+  }
+}

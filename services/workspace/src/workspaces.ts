@@ -1,0 +1,74 @@
+import { workspacev1 } from '@agenthub/proto';
+import { HubError, newId, type CallContext } from '@agenthub/runtime';
+import { membershipCounts, requireOwner, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
+import type { WorkspaceRecord } from './store.js';
+import * as validate from './validate.js';
+
+const { Role } = workspacev1;
+
+/** The wire shape of a workspace. */
+export function workspaceMessage(workspace: WorkspaceRecord) {
+  return {
+    id: workspace.id,
+    name: workspace.name,
+    description: workspace.description,
+    ownerAgentId: workspace.ownerAgentId,
+    createdAt: BigInt(workspace.createdAt),
+  };
+}
+
+/** Creates a workspace owned by the caller, who becomes its first member, with role admin. */
+export async function createWorkspace(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.CreateWorkspaceRequest) {
+  const name = validate.workspaceName(request.name);
+  const description = validate.workspaceDescription(request.description);
+  const { agent } = await env.identity.getAgent({ agentId: caller.agentId }, { parent: ctx });
+  const now = Date.now();
+  const workspace: WorkspaceRecord = {
+    id: newId('ws'),
+    name,
+    description,
+    ownerAgentId: caller.agentId,
+    ownerTenantId: caller.tenantId,
+    createdAt: now,
+  };
+  await env.store.createWorkspace(workspace, {
+    workspaceId: workspace.id,
+    agentId: caller.agentId,
+    agentName: agent?.name ?? '',
+    tenantId: caller.tenantId,
+    role: Role.ADMIN,
+    addedBy: caller.agentId,
+    addedAt: now,
+  });
+  return { workspace: workspaceMessage(workspace) };
+}
+
+/** Any member: the workspace, the caller's role and how many members it has. */
+export async function getWorkspace(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.GetWorkspaceRequest) {
+  const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
+  const memberCount = await env.store.countMembers(access.workspace.id);
+  return { workspace: workspaceMessage(access.workspace), role: access.role, memberCount };
+}
+
+/**
+ * The workspaces the caller can access now, ordered by creation time then id. Cross-tenant
+ * memberships whose grant was revoked are left out, as every other call would deny them.
+ */
+export async function listWorkspaces(env: WorkspaceEnv, ctx: CallContext, caller: Caller) {
+  const memberships = await env.store.listMemberships(caller.agentId);
+  const counts = await Promise.all(memberships.map(({ workspace, member }) => membershipCounts(env, ctx, workspace, member)));
+  return {
+    workspaces: memberships
+      .filter((_, i) => counts[i])
+      .map(({ workspace, member }) => ({ workspace: workspaceMessage(workspace), role: member.role })),
+  };
+}
+
+/** Owner only; members go with the workspace. */
+export async function deleteWorkspace(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.DeleteWorkspaceRequest) {
+  const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
+  requireOwner(access);
+  // A concurrent delete may have won since the access check; the loser sees what a later call would.
+  if (!(await env.store.deleteWorkspace(access.workspace.id))) throw HubError.notFound();
+  return { workspaceId: access.workspace.id };
+}
