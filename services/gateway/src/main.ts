@@ -22,7 +22,9 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     port: config.HUB_PORT,
     maxBodyBytes: config.HUB_MAX_BODY_BYTES,
     maxBatch: config.HUB_MAX_BATCH,
-    authCacheMs: config.HUB_AUTH_CACHE_MS,
+    // Without Redis the identity service cannot reach this process's cache to drop a revoked
+    // key, so a separate gateway only caches when the cache is shared.
+    authCacheMs: config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
     internalToken: config.HUB_INTERNAL_TOKEN,
   });
