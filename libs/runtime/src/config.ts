@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_AUTH_CACHE_MS } from './auth-cache.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -34,7 +35,7 @@ const schema = z.object({
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
   HUB_MAX_BATCH: positiveInt.default(50),
-  HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).default(30_000),
+  HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
 });

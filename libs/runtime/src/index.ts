@@ -11,5 +11,5 @@ export * from './db/index.js';
 export * from './kv/index.js';
 export { newId, newSecret, sha256Hex } from './ids.js';
 export { serveGrpc, openBackends, type ServiceDeps, type RunningService } from './service.js';
-export { authCacheKey } from './auth-cache.js';
+export { authCacheKey, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
 export { runProcess, type Stop } from './process.js';

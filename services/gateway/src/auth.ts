@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { identityv1 } from '@agenthub/proto';
-import { authCacheKey, HubError, sha256Hex, type ClientOf, type Kv, type Principal } from '@agenthub/runtime';
+import { authCacheKey, HubError, REVOKED_KEY_TOMBSTONE, sha256Hex, type ClientOf, type Kv, type Principal } from '@agenthub/runtime';
 
 /** API keys are `ahk_` and 43 base64url characters; anything else fails without a lookup. */
 const API_KEY_SHAPE = /^ahk_[A-Za-z0-9_-]{43}$/;
@@ -28,6 +28,7 @@ export class Authenticator {
     const cacheKey = authCacheKey(sha256Hex(key));
     if (this.cacheMs > 0) {
       const cached = await this.kv.get(cacheKey);
+      if (cached === REVOKED_KEY_TOMBSTONE) throw HubError.unauthenticated();
       if (cached) {
         const { agentId, tenantId } = JSON.parse(cached) as { agentId: string; tenantId: string };
         return { kind: 'agent', agentId, tenantId };
@@ -36,7 +37,8 @@ export class Authenticator {
     const { principal } = await this.identity.authenticate({ apiKey: key }, { signal });
     if (!principal) throw HubError.unauthenticated();
     if (this.cacheMs > 0) {
-      await this.kv.set(cacheKey, JSON.stringify({ agentId: principal.agentId, tenantId: principal.tenantId }), this.cacheMs);
+      // Only fill an empty entry: a revocation's tombstone written meanwhile must win.
+      await this.kv.setIfAbsent(cacheKey, JSON.stringify({ agentId: principal.agentId, tenantId: principal.tenantId }), this.cacheMs);
     }
     return { kind: 'agent', agentId: principal.agentId, tenantId: principal.tenantId };
   }

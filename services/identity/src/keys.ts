@@ -1,4 +1,4 @@
-import { authCacheKey, HubError, newId, newSecret, Reason, sha256Hex, type Kv } from '@agenthub/runtime';
+import { authCacheKey, HubError, newId, newSecret, Reason, REVOKED_KEY_TOMBSTONE, sha256Hex, TOMBSTONE_TTL_MS, type Kv } from '@agenthub/runtime';
 import type { ApiKeyRecord, IdentityStore, KeyOwner } from './store.js';
 
 const KEY_PREFIX = 'ahk';
@@ -33,14 +33,15 @@ export async function createApiKey(store: IdentityStore, agentId: string): Promi
 }
 
 /**
- * Revokes the key (a no-op when it already is) and drops the gateway's cached lookup of it
- * before answering, so the key fails on the very next request. The cache entry is dropped on
- * every call, so retrying a revocation whose cache deletion failed completes it.
+ * Revokes the key (a no-op when it already is) and replaces the gateway's cached lookup of it
+ * with a tombstone before answering, so the key fails on the very next request (see
+ * auth-cache.ts). The tombstone is written on every call, so retrying a revocation whose cache
+ * write failed completes it.
  */
 export async function revokeApiKey(store: IdentityStore, kv: Kv, keyId: string): Promise<ApiKeyRecord> {
   const revoked = await store.revokeKey(keyId, Date.now());
   if (!revoked) throw new HubError(Reason.NOT_FOUND, 'API key not found');
-  await kv.del(authCacheKey(revoked.keyHash));
+  await kv.set(authCacheKey(revoked.keyHash), REVOKED_KEY_TOMBSTONE, TOMBSTONE_TTL_MS);
   return revoked.key;
 }
 

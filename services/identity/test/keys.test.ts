@@ -1,4 +1,4 @@
-import { authCacheKey, Reason, sha256Hex } from '@agenthub/runtime';
+import { authCacheKey, Reason, REVOKED_KEY_TOMBSTONE, sha256Hex } from '@agenthub/runtime';
 import { backends, type Backend } from '@agenthub/testing';
 import { asAgent, failure, newAgent, operator, startHarness, unique, type Harness } from './harness.js';
 
@@ -46,7 +46,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity API keys (%
     }
   });
 
-  it('revokes a key at once, drops the cached lookup, and is idempotent', async () => {
+  it('revokes a key at once, tombstones the cached lookup, and is idempotent', async () => {
     const agent = await newAgent(h, unique('t'));
     const spare = await h.client.createApiKey({ agentId: agent.id }, operator);
     const { keys } = await h.client.listApiKeys({ agentId: agent.id }, operator);
@@ -57,7 +57,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity API keys (%
 
     const { key } = await h.client.revokeApiKey({ keyId: first.id }, operator);
     expect(Number(key!.revokedAt)).toBeGreaterThan(0);
-    expect(await h.kv.get(cacheKey)).toBeUndefined();
+    expect(await h.kv.get(cacheKey)).toBe(REVOKED_KEY_TOMBSTONE);
     expect(await failure(h.client.authenticate({ apiKey: agent.apiKey }))).toMatchObject({ reason: Reason.UNAUTHENTICATED });
     expect((await h.client.authenticate({ apiKey: spare.apiKey })).principal!.agentId).toBe(agent.id);
 

@@ -157,7 +157,8 @@ export class GrpcServer {
         callback(toStatus(hubError) as grpc.ServiceError);
         return;
       }
-      handler(call.request as never, ctx).then(
+      // Through a promise, so a handler that throws before returning one is caught too.
+      Promise.resolve().then(() => handler(call.request as never, ctx)).then(
         (response) => {
           finish(grpc.status.OK);
           callback(null, create(method.output, response as never));

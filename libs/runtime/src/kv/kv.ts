@@ -6,6 +6,8 @@ export interface Kv {
   get(key: string): Promise<string | undefined>;
   /** `ttlMs` bounds how long the value lives; without it, it lives until deleted. */
   set(key: string, value: string, ttlMs?: number): Promise<void>;
+  /** Sets the value only when the key holds none; returns whether it did. */
+  setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
   del(key: string): Promise<void>;
   /** Delivers `message` to every subscriber of `channel` in every process sharing the backend. */
   publish(channel: string, message: string): Promise<void>;

@@ -20,6 +20,12 @@ export class MemoryKv implements Kv {
     this.values.set(key, { value, expiresAt: ttlMs === undefined ? Infinity : Date.now() + ttlMs });
   }
 
+  async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+    if ((await this.get(key)) !== undefined) return false;
+    await this.set(key, value, ttlMs);
+    return true;
+  }
+
   async del(key: string): Promise<void> {
     this.values.delete(key);
   }

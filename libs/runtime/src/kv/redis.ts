@@ -27,6 +27,11 @@ export class RedisKv implements Kv {
     await this.client.set(this.prefix + key, value, ttlMs === undefined ? undefined : { PX: Math.max(1, Math.round(ttlMs)) });
   }
 
+  async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+    const reply = await this.client.set(this.prefix + key, value, { NX: true, PX: Math.max(1, Math.round(ttlMs)) });
+    return reply === 'OK';
+  }
+
   async del(key: string): Promise<void> {
     await this.client.del(this.prefix + key);
   }
