@@ -5,7 +5,7 @@ import { createLogger, type Logger } from './logger.js';
 export type Stop = () => Promise<void>;
 
 /**
- * Runs one process entry: parses configuration (a bad variable exits with status 2 and a
+ * Runs one process entry (`name` labels its log lines; `all` leaves that to each service): parses configuration (a bad variable exits with status 2 and a
  * message naming it), starts, and on SIGTERM/SIGINT stops gracefully before exiting.
  */
 export async function runProcess(name: string, start: (config: HubConfig, log: Logger) => Promise<Stop>): Promise<void> {
@@ -19,7 +19,7 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
     }
     throw err;
   }
-  const log = createLogger({ level: config.LOG_LEVEL, service: name });
+  const log = createLogger({ level: config.LOG_LEVEL, service: name === 'all' ? undefined : name });
   let stop: Stop;
   try {
     stop = await start(config, log);

@@ -40,7 +40,7 @@ export async function serveGrpc(
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
   const port = await server.listen(deps.listen);
   const address = `${host}:${port}`;
-  deps.log.info({ service: name, address }, 'gRPC service listening');
+  deps.log.info({ address }, 'gRPC service listening');
   return {
     name,
     address,
