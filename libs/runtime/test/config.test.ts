@@ -1,0 +1,25 @@
+import { ConfigError, loadConfig } from '@agenthub/runtime';
+
+describe('loadConfig', () => {
+  it('applies documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ HUB_HOST: '127.0.0.1', HUB_PORT: 8080, HUB_DATA_DIR: './.agenthub', HUB_MAX_BODY_BYTES: 1048576, LOG_LEVEL: 'info' });
+    expect(config.DATABASE_URL).toBeUndefined();
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(loadConfig({ DATABASE_URL: '', HUB_PORT: '' }).HUB_PORT).toBe(8080);
+  });
+
+  it('names every bad variable at once', () => {
+    let message = '';
+    try {
+      loadConfig({ HUB_PORT: 'eighty', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', HUB_ADMIN_TOKEN: 'short' });
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      message = (err as Error).message;
+    }
+    for (const name of ['HUB_PORT', 'DATABASE_URL', 'LOG_LEVEL', 'HUB_ADMIN_TOKEN']) expect(message).toContain(name);
+    expect(message).not.toContain('short');
+  });
+});

@@ -1,0 +1,91 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { isUniqueViolation, migrate, openDb, type Db } from '@agenthub/runtime';
+import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
+
+async function migrationsDir(files: Record<string, string>): Promise<{ url: URL; dispose: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'agenthub-migrations-'));
+  for (const [name, sql] of Object.entries(files)) await writeFile(join(dir, name), sql);
+  return { url: pathToFileURL(`${dir}/`), dispose: () => rm(dir, { recursive: true, force: true }) };
+}
+
+describe.each(backends().map((b) => [b.name, b] as const))('Db adapter (%s)', (_name, backend) => {
+  let provisioned: ProvisionedBackend;
+  let db: Db;
+  const log = testLogger();
+
+  beforeAll(async () => {
+    provisioned = await backend.provision();
+    db = await openDb({ url: provisioned.databaseUrl, schema: 'dbtest' });
+    await db.exec('CREATE SCHEMA IF NOT EXISTS dbtest; CREATE TABLE dbtest.items (id text PRIMARY KEY, at bigint NOT NULL)');
+  });
+  afterAll(async () => {
+    await db?.close();
+    await provisioned?.dispose();
+  });
+
+  it('returns bigint columns as numbers and counts affected rows', async () => {
+    const at = 1_795_644_421_228;
+    const insert = await db.query('INSERT INTO items (id, at) VALUES ($1, $2)', ['a', at]);
+    expect(insert.rowCount).toBe(1);
+    const { rows } = await db.query<{ id: string; at: number }>('SELECT id, at FROM items WHERE id = $1', ['a']);
+    expect(rows).toEqual([{ id: 'a', at }]);
+  });
+
+  it('commits a transaction that resolves and rolls back one that throws', async () => {
+    await db.transaction(async (tx) => {
+      await tx.query('INSERT INTO items (id, at) VALUES ($1, 1)', ['kept']);
+    });
+    await expect(db.transaction(async (tx) => {
+      await tx.query('INSERT INTO items (id, at) VALUES ($1, 1)', ['dropped']);
+      throw new Error('changed my mind');
+    })).rejects.toThrow('changed my mind');
+    const { rows } = await db.query<{ id: string }>("SELECT id FROM items WHERE id IN ('kept', 'dropped')");
+    expect(rows.map((r) => r.id)).toEqual(['kept']);
+  });
+
+  it('recognises unique violations', async () => {
+    const err = await db.query('INSERT INTO items (id, at) VALUES ($1, 1)', ['a']).catch((e: unknown) => e);
+    expect(isUniqueViolation(err)).toBe(true);
+    expect(isUniqueViolation(new Error('other'))).toBe(false);
+  });
+
+  it('applies migrations once, in order, and reports a failing one by name without applying it', async () => {
+    const dir = await migrationsDir({
+      '001_first.sql': 'CREATE TABLE things (id int PRIMARY KEY);',
+      '002_second.sql': 'ALTER TABLE things ADD COLUMN name text; INSERT INTO things VALUES (1, $$one$$);',
+    });
+    try {
+      expect(await migrate(db, { schema: 'migtest', dir: dir.url, log })).toBe(2);
+      expect(await migrate(db, { schema: 'migtest', dir: dir.url, log })).toBe(0);
+      const { rows } = await db.query<{ name: string }>('SELECT name FROM migtest.things');
+      expect(rows).toEqual([{ name: 'one' }]);
+
+      await writeFile(new URL('003_broken.sql', dir.url), 'INSERT INTO things VALUES (2, $$two$$); SELECT * FROM nowhere;');
+      await expect(migrate(db, { schema: 'migtest', dir: dir.url, log })).rejects.toThrow(/migtest\/003_broken\.sql/);
+      const after = await db.query('SELECT 1 FROM migtest.things WHERE id = 2');
+      expect(after.rowCount).toBe(0);
+      const versions = await db.query<{ version: number }>('SELECT version FROM migtest.schema_migrations ORDER BY version');
+      expect(versions.rows.map((r) => r.version)).toEqual([1, 2]);
+    } finally {
+      await dir.dispose();
+    }
+  });
+
+  const concurrent = backend.name === 'embedded' ? it.skip : it;
+  const reason = backend.name === 'embedded' ? ' (skipped: a PGlite data directory has exactly one process)' : '';
+  concurrent(`lets replicas starting together apply each migration exactly once${reason}`, async () => {
+    const dir = await migrationsDir({ '001_once.sql': 'CREATE TABLE once (id int); INSERT INTO once VALUES (1);' });
+    const replicas = await Promise.all([1, 2, 3].map(() => openDb({ url: provisioned.databaseUrl, schema: 'racetest' })));
+    try {
+      const applied = await Promise.all(replicas.map((r) => migrate(r, { schema: 'racetest', dir: dir.url, log })));
+      expect(applied.reduce((a, b) => a + b, 0)).toBe(1);
+      expect((await db.query('SELECT * FROM racetest.once')).rowCount).toBe(1);
+    } finally {
+      await Promise.all(replicas.map((r) => r.close()));
+      await dir.dispose();
+    }
+  });
+});

@@ -1,0 +1,129 @@
+import { identityv1 } from '@agenthub/proto';
+import { createClient, GrpcServer, HubError, Metrics, Reason, type CallContext } from '@agenthub/runtime';
+import { testLogger } from '@agenthub/testing';
+
+type Impl = Partial<Record<string, (request: any, ctx: CallContext) => Promise<unknown>>>;
+
+/** A server for IdentityService whose handlers are the given ones; others answer UNAVAILABLE. */
+async function serve(impl: Impl, options: { internalToken?: string } = {}) {
+  const handlers = new Proxy({}, {
+    get: (_target, name: string) => impl[name] ?? (async () => { throw new HubError(Reason.UNAVAILABLE, 'not in this test'); }),
+  });
+  const server = new GrpcServer({ log: testLogger(), metrics: new Metrics(), ...options });
+  server.add(identityv1.IdentityService, handlers as never);
+  const port = await server.listen('127.0.0.1:0');
+  return { server, address: `127.0.0.1:${port}` };
+}
+
+async function failure(promise: Promise<unknown>): Promise<HubError> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as HubError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('gRPC bridge', () => {
+  const cleanup: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+  async function setup(impl: Impl, options: { internalToken?: string; clientToken?: string; timeoutMs?: number } = {}) {
+    const { server, address } = await serve(impl, { internalToken: options.internalToken });
+    const client = createClient(identityv1.IdentityService, address, { defaultTimeoutMs: options.timeoutMs ?? 2000, internalToken: options.clientToken });
+    cleanup.push(() => server.shutdown(100), () => client.close());
+    return { server, client };
+  }
+
+  it('carries request, response and the principal', async () => {
+    let seen: CallContext['principal'];
+    const { client } = await setup({
+      getAgent: async (req, ctx) => {
+        seen = ctx.principal;
+        return { agent: { id: req.agentId, name: 'n', createdAt: 5n } };
+      },
+    });
+    const response = await client.getAgent({ agentId: 'a1' }, { principal: { kind: 'agent', agentId: 'me', tenantId: 't' } });
+    expect(response.agent).toMatchObject({ id: 'a1', name: 'n', createdAt: 5n });
+    expect(seen).toEqual({ kind: 'agent', agentId: 'me', tenantId: 't' });
+    await client.getAgent({ agentId: 'a1' }, { principal: { kind: 'operator' } });
+    expect(seen).toEqual({ kind: 'operator' });
+  });
+
+  it('reproduces a HubError exactly on the client side', async () => {
+    const { client } = await setup({ getAgent: async () => { throw HubError.invalidParams('agent_id', 'must not be empty'); } });
+    const err = await failure(client.getAgent({ agentId: '' }));
+    expect(err).toBeInstanceOf(HubError);
+    expect({ reason: err.reason, message: err.message, field: err.field }).toEqual({
+      reason: Reason.INVALID_PARAMS, message: 'Invalid params: agent_id must not be empty', field: 'agent_id',
+    });
+  });
+
+  it('turns unexpected failures, thrown or rejected, into INTERNAL without their text', async () => {
+    const { client } = await setup({
+      getAgent: async () => { throw new Error('connection string postgres://secret@db'); },
+      listAgents: (() => { throw new Error('sync secret'); }) as never,
+    });
+    for (const call of [client.getAgent({ agentId: 'x' }), client.listAgents({})]) {
+      const err = await failure(call);
+      expect(err.reason).toBe(Reason.INTERNAL);
+      expect(err.message).toBe('Internal error');
+    }
+  });
+
+  it('gives every call a deadline and aborts the handler when it passes', async () => {
+    let aborted = false;
+    const { client } = await setup({
+      getAgent: (_req, ctx) => new Promise((resolve) => {
+        ctx.signal.addEventListener('abort', () => { aborted = true; resolve({}); });
+      }),
+    }, { timeoutMs: 150 });
+    const err = await failure(client.getAgent({ agentId: 'x' }));
+    expect(err.reason).toBe(Reason.DEADLINE_EXCEEDED);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(aborted).toBe(true);
+  });
+
+  it('passes the caller’s remaining deadline and principal on to nested calls', async () => {
+    let innerDeadline: Date | undefined;
+    let innerPrincipal: CallContext['principal'];
+    const inner = await setup({
+      checkGrant: async (_req, ctx) => {
+        innerDeadline = ctx.deadline;
+        innerPrincipal = ctx.principal;
+        return { approved: true };
+      },
+    }, { timeoutMs: 60_000 });
+    const outer = await setup({
+      getAgent: async (_req, ctx) => {
+        await inner.client.checkGrant({}, { parent: ctx });
+        return {};
+      },
+    });
+    const before = Date.now();
+    await outer.client.getAgent({}, { principal: { kind: 'agent', agentId: 'a', tenantId: 't' }, timeoutMs: 1500 });
+    expect(innerPrincipal).toEqual({ kind: 'agent', agentId: 'a', tenantId: 't' });
+    expect(innerDeadline!.getTime()).toBeLessThanOrEqual(before + 1500 + 50);
+  });
+
+  it('refuses calls without the internal token when one is configured', async () => {
+    const impl = { getAgent: async () => ({}) };
+    const { client: without } = await setup(impl, { internalToken: 'x'.repeat(20) });
+    expect((await failure(without.getAgent({}))).reason).toBe(Reason.UNAUTHENTICATED);
+    const { client: withToken } = await setup(impl, { internalToken: 'x'.repeat(20), clientToken: 'x'.repeat(20) });
+    await expect(withToken.getAgent({})).resolves.toBeDefined();
+  });
+
+  it('reports an unreachable service as UNAVAILABLE', async () => {
+    const client = createClient(identityv1.IdentityService, '127.0.0.1:1', { defaultTimeoutMs: 1000 });
+    cleanup.push(() => client.close());
+    const err = await failure(client.getAgent({}));
+    expect([Reason.UNAVAILABLE, Reason.DEADLINE_EXCEEDED]).toContain(err.reason);
+  });
+
+  it('refuses a server that misses a handler', () => {
+    const server = new GrpcServer({ log: testLogger(), metrics: new Metrics() });
+    expect(() => server.add(identityv1.IdentityService, { getAgent: async () => ({}) } as never)).toThrow(/has no handler/);
+  });
+});

@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto';
+import { MemoryKv, RedisKv, type Kv } from '@agenthub/runtime';
+
+/** One conformance suite for every Kv adapter: what callers rely on, whichever backs it. */
+const adapters: [string, () => Promise<Kv>][] = [['MemoryKv', async () => new MemoryKv()]];
+if (process.env.AGENTHUB_TEST_REDIS_URL) {
+  adapters.push(['RedisKv', () => RedisKv.connect({ url: process.env.AGENTHUB_TEST_REDIS_URL!, prefix: `kvtest:${randomBytes(4).toString('hex')}:` })]);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(adapters)('Kv conformance: %s', (_name, open) => {
+  let kv: Kv;
+  beforeEach(async () => { kv = await open(); });
+  afterEach(() => kv.close());
+
+  it('gets what was set and forgets what was deleted', async () => {
+    expect(await kv.get('a')).toBeUndefined();
+    await kv.set('a', '1');
+    expect(await kv.get('a')).toBe('1');
+    await kv.del('a');
+    expect(await kv.get('a')).toBeUndefined();
+  });
+
+  it('expires values after their ttl', async () => {
+    await kv.set('short', 'x', 50);
+    expect(await kv.get('short')).toBe('x');
+    await sleep(120);
+    expect(await kv.get('short')).toBeUndefined();
+  });
+
+  it('sets only absent keys with setIfAbsent', async () => {
+    expect(await kv.setIfAbsent('k', 'first', 1000)).toBe(true);
+    expect(await kv.setIfAbsent('k', 'second', 1000)).toBe(false);
+    expect(await kv.get('k')).toBe('first');
+  });
+
+  it('delivers published messages to subscribers until they unsubscribe', async () => {
+    const got: string[] = [];
+    const unsubscribe = await kv.subscribe('ch', (m) => got.push(m));
+    await kv.publish('ch', 'one');
+    await kv.publish('other', 'ignored');
+    for (let i = 0; i < 50 && got.length < 1; i++) await sleep(10);
+    expect(got).toEqual(['one']);
+    await unsubscribe();
+    await kv.publish('ch', 'two');
+    await sleep(50);
+    expect(got).toEqual(['one']);
+  });
+
+  it('answers ping', async () => {
+    await expect(kv.ping()).resolves.toBeUndefined();
+  });
+});
+
+describe('RedisKv isolation', () => {
+  const url = process.env.AGENTHUB_TEST_REDIS_URL;
+  (url ? it : it.skip)(`keeps prefixes apart${url ? '' : ' (skipped: no Redis reachable)'}`, async () => {
+    const a = await RedisKv.connect({ url: url!, prefix: 'iso-a:' });
+    const b = await RedisKv.connect({ url: url!, prefix: 'iso-b:' });
+    try {
+      await a.set('same', 'a', 1000);
+      expect(await b.get('same')).toBeUndefined();
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
