@@ -1,20 +1,23 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { healthv1, identityv1, workspacev1 } from '@agenthub/proto';
+import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { healthv1, identityv1 } from '@agenthub/proto';
 import { createClient, type Kv, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
 import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
-import { agentMethods } from './methods.js';
-import { asClientEntry, type Clients } from './route.js';
+import { agentMethods } from './methods/index.js';
+import type { Clients } from './route.js';
+import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 
-export { agentMethods } from './methods.js';
+export { agentMethods } from './methods/index.js';
 export { adminMethods } from './admin.js';
 export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
 export { RpcCode, toRpcError } from './errors.js';
 export type { Route, Clients } from './route.js';
+export { UPSTREAMS, type UpstreamName, type UpstreamAddresses } from './upstreams.js';
 
 /** The A2A protocol versions the interface's endpoints accept; absent means 1.0. */
 const SUPPORTED_A2A_VERSIONS = new Set(['1.0']);
@@ -23,8 +26,7 @@ export interface GatewayDeps {
   log: Logger;
   metrics: Metrics;
   kv: Kv;
-  identityAddr: string;
-  workspaceAddr: string;
+  upstreams: UpstreamAddresses;
   adminToken: string;
   host: string;
   port: number;
@@ -42,19 +44,20 @@ export interface RunningGateway {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Starts the HTTP gateway in front of the identity and workspace services. */
+/** Starts the HTTP gateway in front of the services of `UPSTREAMS`. */
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken };
-  const identity = createClient(identityv1.IdentityService, deps.identityAddr, clientOptions);
-  const workspace = createClient(workspacev1.WorkspaceService, deps.workspaceAddr, clientOptions);
-  const upstreams = {
-    identity: createClient(healthv1.Health, deps.identityAddr, { ...clientOptions, defaultTimeoutMs: 2_000 }),
-    workspace: createClient(healthv1.Health, deps.workspaceAddr, { ...clientOptions, defaultTimeoutMs: 2_000 }),
-  };
-  const clients: Clients = new Map([
-    asClientEntry(identityv1.IdentityService, identity),
-    asClientEntry(workspacev1.WorkspaceService, workspace),
-  ]);
+  const names = Object.keys(UPSTREAMS) as UpstreamName[];
+  const clients: Clients = new Map(
+    names.map((name) => {
+      const service: GenService<GenServiceMethods> = UPSTREAMS[name];
+      return [service.typeName, createClient(service, deps.upstreams[name], clientOptions) as never];
+    }),
+  );
+  const health = Object.fromEntries(
+    names.map((name) => [name, createClient(healthv1.Health, deps.upstreams[name], { ...clientOptions, defaultTimeoutMs: 2_000 })]),
+  );
+  const identity = createClient(identityv1.IdentityService, deps.upstreams.identity, clientOptions);
 
   const checkVersion = (ctx: RpcContext) =>
     ctx.a2aVersion === undefined || SUPPORTED_A2A_VERSIONS.has(ctx.a2aVersion)
@@ -70,7 +73,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,
-    readiness: () => readiness(upstreams, deps.kv),
+    readiness: () => readiness(health, deps.kv),
     metrics: deps.metrics,
     log: deps.log,
   });
@@ -97,7 +100,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         });
         server.closeIdleConnections();
       });
-      for (const client of [identity, workspace, upstreams.identity, upstreams.workspace]) client.close();
+      identity.close();
+      for (const client of [...clients.values(), ...Object.values(health)]) (client as unknown as { close(): void }).close();
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { MessageInitShape, MessageShape, DescMethod } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import type { z } from 'zod';
-import type { CallOptions, Client, Principal } from '@agenthub/runtime';
+import type { CallOptions, Principal } from '@agenthub/runtime';
 import type { RpcContext, RpcMethod } from './jsonrpc.js';
 import { parseParams } from './params.js';
 
@@ -43,9 +43,4 @@ export function route<S extends GenServiceMethods, K extends Unary<S>, P>(
       return spec.result(response as MessageShape<(S[K] & DescMethod)['output']>);
     },
   };
-}
-
-/** Narrows a typed client to the untyped shape `Clients` holds. */
-export function asClientEntry<S extends GenServiceMethods>(service: GenService<S>, client: Client<S>): [string, Clients extends ReadonlyMap<string, infer C> ? C : never] {
-  return [service.typeName, client as never];
 }

@@ -1,21 +1,16 @@
 import { z } from 'zod';
-import { identityv1, workspacev1 } from '@agenthub/proto';
-import { route, type Clients, type Route } from './route.js';
-import { field } from './params.js';
-import { agentView, grantStatusOf, grantView, memberView, roleName, roleOf, workspaceView } from './views.js';
+import { workspacev1 } from '@agenthub/proto';
+import { route, type Clients, type Route } from '../route.js';
+import { field } from '../params.js';
+import { memberView, roleName, roleOf, workspaceView } from '../views.js';
 
 const noParams = z.object({});
 const workspaceParams = z.object({ workspace_id: field.workspaceId });
 
-/**
- * The agent-facing JSON-RPC methods of `POST /a2a` and `POST /agents/{agentId}/a2a`, each
- * forwarded to one RPC. Names and result shapes follow the interface specification; where it
- * gives no shape, the README documents ours.
- */
-export function agentMethods(clients: Clients): Map<string, Route> {
+/** Workspaces and members (`x-hub/workspace.*`). */
+export function workspaceMethods(clients: Clients): [string, Route][] {
   const ws = workspacev1.WorkspaceService;
-  const id = identityv1.IdentityService;
-  return new Map<string, Route>([
+  return [
     ['x-hub/workspace.create', route(clients, ws, 'createWorkspace', {
       params: z.object({ name: z.string().trim().min(1).max(200), description: z.string().max(2000).optional() }),
       request: (p) => ({ name: p.name, description: p.description ?? '' }),
@@ -62,30 +57,5 @@ export function agentMethods(clients: Clients): Map<string, Route> {
         descriptions: Object.fromEntries(r.types.map((t) => [t.type, t.description])),
       }),
     })],
-    ['x-hub/grants.request', route(clients, id, 'requestGrant', {
-      params: z.object({ agent_id: field.agentId }),
-      request: (p) => ({ agentId: p.agent_id }),
-      result: (r) => ({ grant: grantView(r.grant), created: r.created }),
-    })],
-    ['x-hub/grants.approve', route(clients, id, 'approveGrant', {
-      params: z.object({ grant_id: field.id }),
-      request: (p) => ({ grantId: p.grant_id }),
-      result: (r) => ({ grant: grantView(r.grant) }),
-    })],
-    ['x-hub/grants.revoke', route(clients, id, 'revokeGrant', {
-      params: z.object({ grant_id: field.id }),
-      request: (p) => ({ grantId: p.grant_id }),
-      result: (r) => ({ grant: grantView(r.grant) }),
-    })],
-    ['x-hub/grants.list', route(clients, id, 'listGrants', {
-      params: z.object({ status: z.enum(['pending', 'approved', 'revoked']).optional() }),
-      request: (p) => ({ status: p.status ? grantStatusOf[p.status] : identityv1.GrantStatus.UNSPECIFIED }),
-      result: (r) => ({ grants: r.grants.map(grantView), count: r.grants.length }),
-    })],
-    ['x-hub/agents.get', route(clients, id, 'getAgent', {
-      params: z.object({ agent_id: field.agentId }),
-      request: (p) => ({ agentId: p.agent_id }),
-      result: (r) => ({ agent: agentView(r.agent) }),
-    })],
-  ]);
+  ];
 }

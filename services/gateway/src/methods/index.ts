@@ -1,0 +1,12 @@
+import type { Clients, Route } from '../route.js';
+import { grantMethods } from './grants.js';
+import { workspaceMethods } from './workspaces.js';
+
+/**
+ * The agent-facing JSON-RPC methods of `POST /a2a` and `POST /agents/{agentId}/a2a`, each
+ * forwarded to one RPC, one file per area. Names and result shapes follow the interface
+ * specification; where it gives no shape, the README documents ours.
+ */
+export function agentMethods(clients: Clients): Map<string, Route> {
+  return new Map<string, Route>([...workspaceMethods(clients), ...grantMethods(clients)]);
+}
