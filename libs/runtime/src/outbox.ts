@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from './db/index.js';
+
+/**
+ * The transactional outbox every service writes its events to, in the same transaction as the
+ * change they announce; a relay publishes the rows in order (the events issue). Each service's
+ * migrations create the table in its own schema with `OUTBOX_TABLE_SQL`'s shape.
+ */
+export const OUTBOX_TABLE_SQL = `
+CREATE TABLE outbox (
+  seq          bigserial PRIMARY KEY,
+  event_id     text NOT NULL UNIQUE,
+  topic        text NOT NULL,
+  partition_key text NOT NULL,
+  type         text NOT NULL,
+  payload      jsonb NOT NULL,
+  created_at   bigint NOT NULL,
+  published_at bigint
+);
+CREATE INDEX outbox_unpublished ON outbox (seq) WHERE published_at IS NULL;
+`;
+
+/** Topic of workspace events, keyed by workspace id so each workspace's events stay in order. */
+export const WORKSPACE_EVENTS_TOPIC = 'agenthub.workspace.events';
+
+export interface OutboxEvent {
+  topic: string;
+  /** Events with the same key are delivered in the order they were written. */
+  partitionKey: string;
+  /** e.g. `workspace.memory.stored`. */
+  type: string;
+  /** The event's `data`; must never hold a secret value. */
+  data: Record<string, unknown>;
+}
+
+/** The payload as subscribers receive it: `{ event, timestamp, data }` (interface, Events). */
+export interface EventPayload {
+  event: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** Appends one event inside the caller's transaction; returns its id. */
+export async function appendEvent(tx: Queryable, event: OutboxEvent, now = new Date()): Promise<string> {
+  const eventId = `evt_${randomUUID()}`;
+  const payload: EventPayload = { event: event.type, timestamp: now.toISOString(), data: event.data };
+  await tx.query(
+    'INSERT INTO outbox (event_id, topic, partition_key, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [eventId, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime()],
+  );
+  return eventId;
+}
