@@ -4,7 +4,8 @@ import { migrate, openDb, type Db } from './db/index.js';
 import { GrpcServer } from './grpc/server.js';
 import { openKv, type Kv } from './kv/index.js';
 import type { Logger } from './logger.js';
-import type { Metrics } from './metrics.js';
+import { Metrics } from './metrics.js';
+import type { Stop } from './process.js';
 
 /** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
 export interface ServiceDeps {
@@ -61,4 +62,38 @@ export async function openBackends(config: HubConfig, service: string, options: 
   });
   const kv = options.kv ?? (await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX }));
   return { db, kv };
+}
+
+/**
+ * The body of every gRPC service's `main.ts`: opens the backends the configuration names, starts
+ * the service on GRPC_HOST:GRPC_PORT, and returns how to stop it and close what was opened.
+ */
+export async function serviceProcess(
+  config: HubConfig,
+  log: Logger,
+  name: string,
+  start: (deps: ServiceDeps) => Promise<RunningService>,
+): Promise<Stop> {
+  const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
+  const { db, kv } = await openBackends(config, name);
+  try {
+    const service = await start({
+      db,
+      kv,
+      log,
+      metrics,
+      listen: `${config.GRPC_HOST}:${config.GRPC_PORT}`,
+      grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+      internalToken: config.HUB_INTERNAL_TOKEN,
+    });
+    return async () => {
+      await service.stop(config.HUB_SHUTDOWN_GRACE_MS);
+      await db.close();
+      await kv.close();
+    };
+  } catch (err) {
+    await db.close().catch(() => undefined);
+    await kv.close().catch(() => undefined);
+    throw err;
+  }
 }
