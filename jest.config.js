@@ -17,6 +17,7 @@ export default {
   },
   testMatch: ['<rootDir>/libs/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
   globalSetup: '<rootDir>/libs/testing/global-setup.js',
-  testTimeout: 30000,
+  // Starting a hub creates embedded PostgreSQL instances: seconds when idle, more on a busy machine.
+  testTimeout: 60000,
   maxWorkers: 2,
 };

@@ -1,12 +1,8 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { main as gatewayMain } from '@agenthub/gateway/main';
-import { main as identityMain } from '@agenthub/identity/main';
-import { main as workspaceMain } from '@agenthub/workspace/main';
-import { runProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import type { HubConfig, Logger, Stop } from '@agenthub/runtime';
 import { AdminClient, AdminError } from './admin-client.js';
 import { readAdminToken } from './admin-token.js';
-import { startHub } from './index.js';
 
 const USAGE = `agenthub — run and administer an AgentHub
 
@@ -29,15 +25,89 @@ http://127.0.0.1:<HUB_PORT|8080>), --token <operator token>.`;
 
 type Flags = Record<string, string | boolean | undefined>;
 
-const services: Record<string, (config: HubConfig, log: Logger) => Promise<Stop>> = {
-  all: async (config, log) => {
-    const hub = await startHub(config, log);
-    process.stdout.write(`AgentHub is listening on ${hub.url} (data in ${config.HUB_DATA_DIR}; database ${config.DATABASE_URL ? 'PostgreSQL' : 'embedded PGlite'}; kv ${config.REDIS_URL ? 'Redis' : 'in-process'})\n`);
-    return hub.stop;
+type Main = (config: HubConfig, log: Logger) => Promise<Stop>;
+
+/** Loaded only for `serve`, so operator commands start fast. */
+const services: Record<string, () => Promise<Main>> = {
+  all: async () => startAll,
+  gateway: async () => (await import('@agenthub/gateway/main')).main,
+  identity: async () => (await import('@agenthub/identity/main')).main,
+  workspace: async () => (await import('@agenthub/workspace/main')).main,
+};
+
+async function startAll(config: HubConfig, log: Logger): Promise<Stop> {
+  const { startHub } = await import('./index.js');
+  const hub = await startHub(config, log);
+  process.stdout.write(`AgentHub is listening on ${hub.url} (data in ${config.HUB_DATA_DIR}; database ${config.DATABASE_URL ? 'PostgreSQL' : 'embedded PGlite'}; kv ${config.REDIS_URL ? 'Redis' : 'in-process'})\n`);
+  return hub.stop;
+}
+
+interface CommandContext {
+  admin: AdminClient;
+  values: Flags;
+  arg: string | undefined;
+  print: (result: unknown, human: string) => void;
+}
+
+/** Operator commands, each one call of the hub's `POST /admin` endpoint. */
+const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
+  'tenants create': async ({ admin, values, arg, print }) => {
+    const result = await admin.call<{ tenant: { id: string }; created: boolean }>('tenants.create', {
+      tenant_id: need(arg, 'tenant id'),
+      ...(values.name ? { name: values.name } : {}),
+    });
+    print(result, `${result.created ? 'Created' : 'Exists'}: tenant ${result.tenant.id}`);
   },
-  gateway: gatewayMain,
-  identity: identityMain,
-  workspace: workspaceMain,
+  'tenants list': async ({ admin, print }) => {
+    const result = await admin.call<{ tenants: { id: string; name: string }[] }>('tenants.list');
+    print(result, result.tenants.map((t) => `${t.id}\t${t.name}`).join('\n'));
+  },
+  'agents create': async ({ admin, values }) => {
+    const result = await admin.call<{ agent: { id: string; tenant_id: string; name: string }; key: { id: string }; api_key: string; tenant_created: boolean }>(
+      'agents.create',
+      {
+        tenant_id: need(values.tenant, '--tenant'),
+        name: need(values.name, '--name'),
+        create_tenant: true,
+        ...(values.id ? { agent_id: values.id } : {}),
+        ...(values.endpoint ? { endpoint_url: values.endpoint } : {}),
+        ...(values['output-modes'] ? { output_modes: String(values['output-modes']).split(',').map((m) => m.trim()).filter(Boolean) } : {}),
+      },
+    );
+    const flat = {
+      agent_id: result.agent.id,
+      tenant_id: result.agent.tenant_id,
+      name: result.agent.name,
+      api_key: result.api_key,
+      key_id: result.key.id,
+      tenant_created: result.tenant_created,
+    };
+    if (values.json) process.stdout.write(`${JSON.stringify(flat)}\n`);
+    else {
+      process.stdout.write(`Agent ${flat.agent_id} in tenant ${flat.tenant_id}${flat.tenant_created ? ' (tenant created)' : ''}\nAPI key: ${flat.api_key}\n`);
+      process.stderr.write('Store the API key now: the hub keeps only its hash and cannot show it again.\n');
+    }
+  },
+  'agents list': async ({ admin, values, print }) => {
+    const result = await admin.call<{ agents: { id: string; tenant_id: string; name: string }[] }>('agents.list', values.tenant ? { tenant_id: values.tenant } : {});
+    print(result, result.agents.map((a) => `${a.id}\t${a.tenant_id}\t${a.name}`).join('\n'));
+  },
+  'agents get': async ({ admin, arg }) => {
+    const result = await admin.call('agents.get', { agent_id: need(arg, 'agent id') });
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  },
+  'keys create': async ({ admin, values, print }) => {
+    const result = await admin.call<{ key: { id: string }; api_key: string }>('keys.create', { agent_id: need(values.agent, '--agent') });
+    print(result, `Key ${result.key.id}\nAPI key: ${result.api_key}`);
+  },
+  'keys revoke': async ({ admin, arg, print }) => {
+    const result = await admin.call<{ key: { id: string } }>('keys.revoke', { key_id: need(arg, 'key id') });
+    print(result, `Revoked ${result.key.id}`);
+  },
+  'keys list': async ({ admin, values, print }) => {
+    const result = await admin.call<{ keys: { id: string; prefix: string; revoked_at: number | null }[] }>('keys.list', { agent_id: need(values.agent, '--agent') });
+    print(result, result.keys.map((k) => `${k.id}\t${k.prefix}…\t${k.revoked_at ? 'revoked' : 'active'}`).join('\n'));
+  },
 };
 
 async function run(argv: string[]): Promise<void> {
@@ -63,84 +133,19 @@ async function run(argv: string[]): Promise<void> {
     return;
   }
   if (group === 'serve') {
-    const start = services[action ?? 'all'];
-    if (!start) throw new AdminError(`Unknown service "${action}"; choose all, gateway, identity or workspace`);
-    await runProcess(action ?? 'all', start);
+    const load = services[action ?? 'all'];
+    if (!load) throw new AdminError(`Unknown service "${action}"; choose ${Object.keys(services).join(', ')}`);
+    const { runProcess } = await import('@agenthub/runtime');
+    await runProcess(action ?? 'all', await load());
     return;
   }
+  const command = commands[`${group} ${action}`];
+  if (!command) throw new AdminError(`Unknown command "${positionals.join(' ')}". Run agenthub --help.`);
   const admin = new AdminClient(hubUrl(values), await operatorToken(values));
   const print = (result: unknown, human: string) =>
     process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${human}\n`);
 
-  switch (`${group} ${action}`) {
-    case 'tenants create': {
-      const result = await admin.call<{ tenant: { id: string }; created: boolean }>('tenants.create', {
-        tenant_id: need(arg, 'tenant id'),
-        ...(values.name ? { name: values.name } : {}),
-      });
-      print(result, `${result.created ? 'Created' : 'Exists'}: tenant ${result.tenant.id}`);
-      return;
-    }
-    case 'tenants list': {
-      const result = await admin.call<{ tenants: { id: string; name: string }[] }>('tenants.list');
-      print(result, result.tenants.map((t) => `${t.id}\t${t.name}`).join('\n'));
-      return;
-    }
-    case 'agents create': {
-      const result = await admin.call<{ agent: { id: string; tenant_id: string; name: string }; key: { id: string }; api_key: string; tenant_created: boolean }>(
-        'agents.create',
-        {
-          tenant_id: need(values.tenant, '--tenant'),
-          name: need(values.name, '--name'),
-          create_tenant: true,
-          ...(values.id ? { agent_id: values.id } : {}),
-          ...(values.endpoint ? { endpoint_url: values.endpoint } : {}),
-          ...(values['output-modes'] ? { output_modes: String(values['output-modes']).split(',').map((m) => m.trim()).filter(Boolean) } : {}),
-        },
-      );
-      const flat = {
-        agent_id: result.agent.id,
-        tenant_id: result.agent.tenant_id,
-        name: result.agent.name,
-        api_key: result.api_key,
-        key_id: result.key.id,
-        tenant_created: result.tenant_created,
-      };
-      if (values.json) process.stdout.write(`${JSON.stringify(flat)}\n`);
-      else {
-        process.stdout.write(`Agent ${flat.agent_id} in tenant ${flat.tenant_id}${flat.tenant_created ? ' (tenant created)' : ''}\nAPI key: ${flat.api_key}\n`);
-        process.stderr.write('Store the API key now: the hub keeps only its hash and cannot show it again.\n');
-      }
-      return;
-    }
-    case 'agents list': {
-      const result = await admin.call<{ agents: { id: string; tenant_id: string; name: string }[] }>('agents.list', values.tenant ? { tenant_id: values.tenant } : {});
-      print(result, result.agents.map((a) => `${a.id}\t${a.tenant_id}\t${a.name}`).join('\n'));
-      return;
-    }
-    case 'agents get': {
-      const result = await admin.call('agents.get', { agent_id: need(arg, 'agent id') });
-      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-      return;
-    }
-    case 'keys create': {
-      const result = await admin.call<{ key: { id: string }; api_key: string }>('keys.create', { agent_id: need(values.agent, '--agent') });
-      print(result, `Key ${result.key.id}\nAPI key: ${result.api_key}`);
-      return;
-    }
-    case 'keys revoke': {
-      const result = await admin.call<{ key: { id: string } }>('keys.revoke', { key_id: need(arg, 'key id') });
-      print(result, `Revoked ${result.key.id}`);
-      return;
-    }
-    case 'keys list': {
-      const result = await admin.call<{ keys: { id: string; prefix: string; revoked_at: number | null }[] }>('keys.list', { agent_id: need(values.agent, '--agent') });
-      print(result, result.keys.map((k) => `${k.id}\t${k.prefix}…\t${k.revoked_at ? 'revoked' : 'active'}`).join('\n'));
-      return;
-    }
-    default:
-      throw new AdminError(`Unknown command "${positionals.join(' ')}". Run agenthub --help.`);
-  }
+  await command({ admin, values, arg, print });
 }
 
 function need(value: string | boolean | undefined, what: string): string {
