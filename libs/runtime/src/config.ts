@@ -31,13 +31,30 @@ const schema = z.object({
   GRPC_PORT: port.default(50051),
   IDENTITY_ADDR: z.string().min(1).optional(),
   WORKSPACE_ADDR: z.string().min(1).optional(),
+  SECRETS_ADDR: z.string().min(1).optional(),
   HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
+  HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
   HUB_MAX_BATCH: positiveInt.default(50),
   HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
+  // Key-encryption keys of the secrets service, `v2:<base64 of 32 bytes>,v1:<…>`; the highest
+  // version wraps, every listed one unwraps. Parsed (and checked) by the secrets service, whose
+  // messages never echo key material.
+  HUB_KEKS: z.string().min(1).optional(),
+  // Memories (workspace service). Without EMBEDDINGS_URL the built-in Universal Sentence Encoder
+  // lite embeds offline in EMBEDDINGS_THREADS worker threads; with it, an OpenAI-compatible
+  // `/v1/embeddings` endpoint does (EMBEDDINGS_MODEL required, EMBEDDINGS_API_KEY never logged).
+  EMBEDDINGS_URL: url(['http:', 'https:']).optional(),
+  EMBEDDINGS_MODEL: z.string().min(1).max(200).optional(),
+  EMBEDDINGS_API_KEY: z.string().min(1).optional(),
+  EMBEDDINGS_TIMEOUT_MS: positiveInt.default(30_000),
+  EMBEDDINGS_THREADS: z.coerce.number().int().min(1).max(16).optional(),
+  // Vectors in Qdrant when set, else exact search over vectors kept in the workspace schema.
+  QDRANT_URL: url(['http:', 'https:']).optional(),
+  QDRANT_API_KEY: z.string().min(1).optional(),
 });
 
 export type HubConfig = z.infer<typeof schema>;

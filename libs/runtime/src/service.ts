@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import type { HubConfig } from './config.js';
 import { migrate, openDb, type Db } from './db/index.js';
+import type { ClientOptions } from './grpc/client.js';
+import type { LocalTransport } from './grpc/local.js';
 import { GrpcServer } from './grpc/server.js';
 import { openKv, type Kv } from './kv/index.js';
 import type { Logger } from './logger.js';
@@ -18,6 +20,13 @@ export interface ServiceDeps {
   internalToken?: string;
   /** Default deadline of calls this service makes to others. */
   grpcTimeoutMs: number;
+  /** Set in the all-in-one mode with HUB_TRANSPORT=inproc: calls between services skip the network. */
+  local?: LocalTransport;
+}
+
+/** Options for the clients a service makes of other services, from its own deps. */
+export function clientOptions(deps: Pick<ServiceDeps, 'grpcTimeoutMs' | 'metrics' | 'internalToken' | 'local'>): ClientOptions {
+  return { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken, local: deps.local };
 }
 
 export interface RunningService {
@@ -41,6 +50,7 @@ export async function serveGrpc(
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
   const port = await server.listen(deps.listen);
   const address = `${host}:${port}`;
+  deps.local?.register(address, server);
   deps.log.info({ address }, 'gRPC service listening');
   return {
     name,

@@ -1,5 +1,5 @@
 import { identityv1 } from '@agenthub/proto';
-import { createClient, GrpcServer, HubError, Metrics, Reason, type CallContext } from '@agenthub/runtime';
+import { createClient, GrpcServer, HubError, LocalTransport, Metrics, Reason, type CallContext } from '@agenthub/runtime';
 import { testLogger } from '@agenthub/testing';
 
 type Impl = Partial<Record<string, (request: any, ctx: CallContext) => Promise<unknown>>>;
@@ -125,5 +125,29 @@ describe('gRPC bridge', () => {
   it('refuses a server that misses a handler', () => {
     const server = new GrpcServer({ log: testLogger(), metrics: new Metrics() });
     expect(() => server.add(identityv1.IdentityService, { getAgent: async () => ({}) } as never)).toThrow(/has no handler/);
+  });
+});
+
+describe('LocalTransport', () => {
+  it('calls a server of this process through its handlers, with principal, errors and deadline', async () => {
+    const local = new LocalTransport();
+    const { server, address } = await serve({
+      getAgent: async (req, ctx) => ({ agent: { id: req.agentId, name: ctx.principal?.kind ?? 'none' } }),
+      listAgents: async () => { throw HubError.accessDenied(); },
+      checkGrant: (_req, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve({}))),
+    });
+    local.register(address, server);
+    const metrics = new Metrics();
+    const client = createClient(identityv1.IdentityService, address, { defaultTimeoutMs: 150, local, metrics });
+    try {
+      const { agent } = await client.getAgent({ agentId: 'a1' }, { principal: { kind: 'operator' } });
+      expect(agent).toMatchObject({ id: 'a1', name: 'operator' });
+      expect((await failure(client.listAgents({}))).message).toBe('Access denied');
+      expect((await failure(client.checkGrant({}))).reason).toBe(Reason.DEADLINE_EXCEEDED);
+      expect(await metrics.registry.getSingleMetricAsString('agenthub_grpc_client_handling_seconds')).toContain('code="LOCAL"');
+    } finally {
+      client.close();
+      await server.shutdown(100);
+    }
   });
 });

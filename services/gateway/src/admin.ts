@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { identityv1 } from '@agenthub/proto';
+import { identityv1, secretsv1, workspacev1 } from '@agenthub/proto';
 import { route, type Clients, type Route } from './route.js';
 import { field } from './params.js';
 import { agentView, keyView, tenantView } from './views.js';
@@ -64,6 +64,31 @@ export function adminMethods(clients: Clients): Map<string, Route> {
       params: z.object({ agent_id: field.agentId }),
       request: (p) => ({ agentId: p.agent_id }),
       result: (r) => ({ keys: r.keys.map(keyView) }),
+    })],
+    // Secrets key management: rewrap every data key under the newest KEK; re-seal one workspace.
+    ['secrets.rotate_kek', route(clients, secretsv1.SecretsService, 'rotateKek', {
+      params: z.object({}),
+      request: () => ({}),
+      result: (r) => ({ kek_version: r.kekVersion, rewrapped: r.rewrapped, failed: r.failed, total: r.total }),
+    })],
+    ['secrets.rotate_workspace_key', route(clients, secretsv1.SecretsService, 'rotateWorkspaceKey', {
+      params: z.object({ workspace_id: field.workspaceId }),
+      request: (p) => ({ workspaceId: p.workspace_id }),
+      result: (r) => ({ workspace_id: r.workspaceId, generation: r.generation, resealed: r.resealed }),
+    })],
+    // Memories: move a workspace to the configured embedding model. Each call works until its
+    // deadline nears and reports what remains; `agenthub memories reembed` calls until none does.
+    ['memories.reembed', route(clients, workspacev1.WorkspaceService, 'reembedWorkspace', {
+      params: z.object({ workspace_id: field.workspaceId, model: z.string().min(1).max(200).optional() }),
+      request: (p) => ({ workspaceId: p.workspace_id, model: p.model ?? '' }),
+      result: (r) => ({
+        workspace_id: r.workspaceId,
+        model: r.model,
+        dimensions: r.dimensions,
+        reembedded: r.reembedded,
+        remaining: r.remaining,
+        dropped_models: r.droppedModels,
+      }),
     })],
   ]);
 }

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
-import { createClient, type Kv, type Logger, type Metrics } from '@agenthub/runtime';
+import { createClient, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
 import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
@@ -35,6 +35,8 @@ export interface GatewayDeps {
   authCacheMs: number;
   grpcTimeoutMs: number;
   internalToken?: string;
+  /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
+  local?: LocalTransport;
 }
 
 export interface RunningGateway {
@@ -46,7 +48,7 @@ export interface RunningGateway {
 
 /** Starts the HTTP gateway in front of the services of `UPSTREAMS`. */
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
-  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken };
+  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken, local: deps.local };
   const names = Object.keys(UPSTREAMS) as UpstreamName[];
   const clients: Clients = new Map(
     names.map((name) => {

@@ -35,6 +35,23 @@ export function workspaceView(ws: workspacev1.Workspace | undefined) {
   };
 }
 
+/** A memory; `score` only where the result is ranked (query, forget by query). */
+export function memoryView(m: workspacev1.Memory | undefined, options: { score?: boolean } = {}) {
+  if (!m) return undefined;
+  return {
+    id: m.id,
+    workspace_id: m.workspaceId,
+    content: m.content,
+    type: m.type,
+    tags: m.tags,
+    ...(options.score ? { score: m.score } : {}),
+    created_at: ms(m.createdAt),
+    created_by: m.createdBy,
+    updated_at: ms(m.updatedAt),
+    updated_by: m.updatedBy,
+  };
+}
+
 export function memberView(m: workspacev1.Member | undefined) {
   if (!m) return undefined;
   return { agent_id: m.agentId, agent_name: m.agentName, role: roleName(m.role), added_at: ms(m.addedAt) };

@@ -7,7 +7,7 @@ import { readAdminToken } from './admin-token.js';
 const USAGE = `agenthub — run and administer an AgentHub
 
 Run:
-  agenthub serve [all|gateway|identity|workspace]   all services in one process (default), or one
+  agenthub serve [all|gateway|identity|workspace|secrets]   all services in one process (default), or one
 
 Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/admin-token):
   agenthub tenants create <tenant-id> [--name <name>]
@@ -19,6 +19,12 @@ Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/
   agenthub keys create --agent <agent-id>
   agenthub keys revoke <key-id>
   agenthub keys list --agent <agent-id>
+  agenthub secrets rotate-kek                      rewrap every workspace data key under the newest KEK
+                                                   (add it to HUB_KEKS on every replica first)
+  agenthub secrets rotate-key --workspace <ws-id>  re-seal one workspace's secrets under a new data key
+  agenthub memories reembed --workspace <ws-id> [--model <model-id>]
+                                                   embed a workspace's memories with the configured model
+                                                   (--model: fail unless that is the configured one)
 
 Options: --json (print the result as JSON), --url <hub url> (default HUB_URL or
 http://127.0.0.1:<HUB_PORT|8080>), --token <operator token>.`;
@@ -33,6 +39,7 @@ const services: Record<string, () => Promise<Main>> = {
   gateway: async () => (await import('@agenthub/gateway/main')).main,
   identity: async () => (await import('@agenthub/identity/main')).main,
   workspace: async () => (await import('@agenthub/workspace/main')).main,
+  secrets: async () => (await import('@agenthub/secrets/main')).main,
 };
 
 async function startAll(config: HubConfig, log: Logger): Promise<Stop> {
@@ -108,6 +115,45 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
     const result = await admin.call<{ keys: { id: string; prefix: string; revoked_at: number | null }[] }>('keys.list', { agent_id: need(values.agent, '--agent') });
     print(result, result.keys.map((k) => `${k.id}\t${k.prefix}…\t${k.revoked_at ? 'revoked' : 'active'}`).join('\n'));
   },
+  'secrets rotate-kek': async ({ admin, print }) => {
+    const result = await admin.call<{ kek_version: string; rewrapped: number; failed: number; total: number }>('secrets.rotate_kek');
+    const failed = result.failed
+      ? `\n${result.failed} data key(s) could not be unwrapped and were left as they were; see the secrets service's log`
+      : '';
+    print(result, `Rewrapped ${result.rewrapped} data key(s) under KEK ${result.kek_version}; ${result.total} in all${failed}`);
+    if (result.failed) process.exitCode = 1;
+  },
+  'secrets rotate-key': async ({ admin, values, print }) => {
+    const result = await admin.call<{ workspace_id: string; generation: number; resealed: number }>('secrets.rotate_workspace_key', {
+      workspace_id: need(values.workspace, '--workspace'),
+    });
+    print(
+      result,
+      result.generation
+        ? `Workspace ${result.workspace_id}: data key generation ${result.generation}, ${result.resealed} secret(s) re-sealed`
+        : `Workspace ${result.workspace_id} has no secrets, so no data key to rotate`,
+    );
+  },
+  'memories reembed': async ({ admin, values, print }) => {
+    type Reembed = { workspace_id: string; model: string; dimensions: number; reembedded: number; remaining: number; dropped_models: string[] };
+    const params = { workspace_id: need(values.workspace, '--workspace'), ...(values.model ? { model: values.model } : {}) };
+    // Each call works until its deadline nears; carry on while it reports progress.
+    let total = 0;
+    let result: Reembed;
+    do {
+      result = await admin.call<Reembed>('memories.reembed', params);
+      total += result.reembedded;
+    } while (result.remaining > 0 && result.reembedded > 0);
+    const summary = { ...result, reembedded: total };
+    const dropped = summary.dropped_models.length ? `; dropped the vectors of ${summary.dropped_models.join(', ')}` : '';
+    print(
+      summary,
+      summary.remaining
+        ? `Workspace ${summary.workspace_id}: ${total} memories embedded with ${summary.model}, ${summary.remaining} left (no progress); run again`
+        : `Workspace ${summary.workspace_id}: ${total} memories embedded with ${summary.model} (${summary.dimensions} dimensions)${dropped}`,
+    );
+    if (summary.remaining) process.exitCode = 1;
+  },
 };
 
 async function run(argv: string[]): Promise<void> {
@@ -124,6 +170,8 @@ async function run(argv: string[]): Promise<void> {
       endpoint: { type: 'string' },
       'output-modes': { type: 'string' },
       agent: { type: 'string' },
+      workspace: { type: 'string' },
+      model: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -1,8 +1,9 @@
 import { startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
-import { identityv1, workspacev1 } from '@agenthub/proto';
-import { Metrics, openBackends, openKv, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { identityv1, secretsv1, workspacev1 } from '@agenthub/proto';
+import { LocalTransport, Metrics, openBackends, openKv, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { startWorkspace } from '@agenthub/workspace';
+import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { loadOrCreateAdminToken } from './admin-token.js';
 
 export { loadOrCreateAdminToken, readAdminToken } from './admin-token.js';
@@ -30,7 +31,10 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
   };
   try {
     const listen = `${config.GRPC_HOST}:0`;
-    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalToken: config.HUB_INTERNAL_TOKEN };
+    // Every service still listens on gRPC (probes, contract tests); with inproc, calls between
+    // them in this process skip the loopback network.
+    const local = config.HUB_TRANSPORT === 'inproc' ? new LocalTransport() : undefined;
+    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalToken: config.HUB_INTERNAL_TOKEN, local };
 
     const identityDb = (await openBackends(config, 'identity', { kv })).db;
     stops.push(() => identityDb.close());
@@ -44,15 +48,30 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       db: workspaceDb,
       log: log.child({ service: 'workspace' }),
       identityAddr: identity.address,
+      memory: config,
     });
     stops.push(() => workspace.stop(config.HUB_SHUTDOWN_GRACE_MS));
+
+    const secretsDb = (await openBackends(config, 'secrets', { kv })).db;
+    stops.push(() => secretsDb.close());
+    const secretsLog = log.child({ service: 'secrets' });
+    const secrets = await startSecrets({
+      ...common,
+      db: secretsDb,
+      log: secretsLog,
+      workspaceAddr: workspace.address,
+      // HUB_KEKS, else the embedded KEK file in HUB_DATA_DIR (generated on first start, with a warning).
+      keyWrapper: await loadKeyWrapper({ keks: config.HUB_KEKS, dataDir: config.HUB_DATA_DIR, generate: true, log: secretsLog }),
+    });
+    stops.push(() => secrets.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
     const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
     const gateway = await startGateway({
       log: log.child({ service: 'gateway' }),
       metrics,
       kv,
-      upstreams: { identity: identity.address, workspace: workspace.address },
+      upstreams: { identity: identity.address, workspace: workspace.address, secrets: secrets.address },
+      local,
       adminToken,
       host: config.HUB_HOST,
       port: config.HUB_PORT,
@@ -66,6 +85,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     const services = {
       [identityv1.IdentityService.typeName]: identity.address,
       [workspacev1.WorkspaceService.typeName]: workspace.address,
+      [secretsv1.SecretsService.typeName]: secrets.address,
     };
     return { url: gateway.url, adminToken, services, stop: stopAll };
   } catch (err) {

@@ -52,9 +52,9 @@ export async function membershipCounts(env: WorkspaceEnv, ctx: CallContext, work
  * membership has no approved grant behind it. Tenant trust alone gives no access.
  */
 export async function resolveAccess(env: WorkspaceEnv, ctx: CallContext, caller: Caller, workspaceId: string): Promise<Access> {
-  const workspace = await env.store.getWorkspace(workspaceId);
-  if (!workspace) throw HubError.notFound();
-  const member = await env.store.getMember(workspaceId, caller.agentId);
+  const found = await env.store.getWorkspaceWithMember(workspaceId, caller.agentId);
+  if (!found) throw HubError.notFound();
+  const { workspace, member } = found;
   if (!member || !(await membershipCounts(env, ctx, workspace, member))) throw HubError.accessDenied();
   return { workspace, member, role: member.role, owner: caller.agentId === workspace.ownerAgentId };
 }

@@ -5,5 +5,5 @@ import { startWorkspace } from './index.js';
 export async function main(config: HubConfig, log: Logger): Promise<Stop> {
   const identityAddr = config.IDENTITY_ADDR;
   if (!identityAddr) throw new ConfigError('The workspace service needs IDENTITY_ADDR in split mode');
-  return serviceProcess(config, log, 'workspace', (deps) => startWorkspace({ ...deps, identityAddr }));
+  return serviceProcess(config, log, 'workspace', (deps) => startWorkspace({ ...deps, identityAddr, memory: config }));
 }

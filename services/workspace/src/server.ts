@@ -1,15 +1,28 @@
 import { workspacev1 } from '@agenthub/proto';
-import type { Db, ServiceHandlers } from '@agenthub/runtime';
+import { HubError, Reason, type Db, type ServiceHandlers } from '@agenthub/runtime';
 import { callerOf, resolveAccess, type IdentityClient, type WorkspaceEnv } from './access.js';
+import type { Embedder } from './embedder.js';
+import { forgetMemories, listMemories, queryMemories, reembedWorkspace, storeMemory, updateMemory, type MemoryEnv } from './memories.js';
 import { addMember, listMembers, removeMember } from './members.js';
 import { MEMORY_TYPES } from './memory-types.js';
 import { WorkspaceStore } from './store.js';
 import * as validate from './validate.js';
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from './workspaces.js';
+import type { VectorStore } from './vectors.js';
 
 /** The handlers of `agenthub.workspace.v1.WorkspaceService` over a migrated database. */
-export function createWorkspaceHandlers(deps: { db: Db; identity: IdentityClient }): ServiceHandlers<typeof workspacev1.WorkspaceService.method> {
-  const env: WorkspaceEnv = { store: new WorkspaceStore(deps.db), identity: deps.identity };
+export function createWorkspaceHandlers(deps: {
+  db: Db;
+  identity: IdentityClient;
+  /** Memories need both; without them their RPCs answer UNAVAILABLE. */
+  embedder?: Embedder;
+  vectors?: VectorStore;
+}): ServiceHandlers<typeof workspacev1.WorkspaceService.method> {
+  const env: WorkspaceEnv & { vectors?: VectorStore } = { store: new WorkspaceStore(deps.db), identity: deps.identity, vectors: deps.vectors };
+  const memory = (): MemoryEnv => {
+    if (!deps.embedder || !deps.vectors) throw new HubError(Reason.UNAVAILABLE, 'Memories are not configured on this server');
+    return { ...env, db: deps.db, embedder: deps.embedder, vectors: deps.vectors };
+  };
   // Every handler is async so that callerOf's refusal becomes a rejection: GrpcServer maps
   // rejected promises, not errors thrown synchronously.
   return {
@@ -28,5 +41,11 @@ export function createWorkspaceHandlers(deps: { db: Db; identity: IdentityClient
       const access = await resolveAccess(env, ctx, callerOf(ctx), validate.workspaceId(request.workspaceId));
       return { role: access.role, owner: access.owner };
     },
+    storeMemory: async (request, ctx) => storeMemory(memory(), ctx, callerOf(ctx), request),
+    queryMemories: async (request, ctx) => queryMemories(memory(), ctx, callerOf(ctx), request),
+    updateMemory: async (request, ctx) => updateMemory(memory(), ctx, callerOf(ctx), request),
+    forgetMemories: async (request, ctx) => forgetMemories(memory(), ctx, callerOf(ctx), request),
+    listMemories: async (request, ctx) => listMemories(memory(), ctx, callerOf(ctx), request),
+    reembedWorkspace: async (request, ctx) => reembedWorkspace(memory(), ctx, request),
   };
 }

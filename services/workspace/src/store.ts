@@ -119,12 +119,33 @@ export class WorkspaceStore {
     return rowCount > 0;
   }
 
-  async getMember(workspaceId: string, agentId: string): Promise<MemberRecord | undefined> {
-    const { rows } = await this.db.query<MemberRow>(
-      `SELECT ${MEMBER_COLUMNS} FROM members WHERE workspace_id = $1 AND agent_id = $2`,
+  /**
+   * The workspace and the agent's member row in one round trip, since every workspace call
+   * needs both before anything else; `member` is undefined for a non-member.
+   */
+  async getWorkspaceWithMember(workspaceId: string, agentId: string): Promise<{ workspace: WorkspaceRecord; member: MemberRecord | undefined } | undefined> {
+    const { rows } = await this.db.query<WorkspaceRow & { m_agent_id: string | null; m_agent_name: string; m_tenant_id: string; m_role: string; m_added_by: string; m_added_at: number }>(
+      `SELECT w.id, w.name, w.description, w.owner_agent_id, w.owner_tenant_id, w.created_at,
+              m.agent_id AS m_agent_id, m.agent_name AS m_agent_name, m.tenant_id AS m_tenant_id,
+              m.role AS m_role, m.added_by AS m_added_by, m.added_at AS m_added_at
+         FROM workspaces w LEFT JOIN members m ON m.workspace_id = w.id AND m.agent_id = $2
+        WHERE w.id = $1`,
       [workspaceId, agentId],
     );
-    return rows[0] && toMember(rows[0]);
+    const row = rows[0];
+    if (!row) return undefined;
+    const member = row.m_agent_id === null
+      ? undefined
+      : toMember({
+          workspace_id: row.id,
+          agent_id: row.m_agent_id,
+          agent_name: row.m_agent_name,
+          tenant_id: row.m_tenant_id,
+          role: row.m_role,
+          added_by: row.m_added_by,
+          added_at: row.m_added_at,
+        });
+    return { workspace: toWorkspace(row), member };
   }
 
   /** Members ordered by added_at, then agent_id. */

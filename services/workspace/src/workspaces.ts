@@ -2,6 +2,7 @@ import { workspacev1 } from '@agenthub/proto';
 import { HubError, newId, type CallContext } from '@agenthub/runtime';
 import { membershipCounts, requireOwner, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
 import type { WorkspaceRecord } from './store.js';
+import type { VectorStore } from './vectors.js';
 import * as validate from './validate.js';
 
 const { Role } = workspacev1;
@@ -64,11 +65,16 @@ export async function listWorkspaces(env: WorkspaceEnv, ctx: CallContext, caller
   };
 }
 
-/** Owner only; members go with the workspace. */
-export async function deleteWorkspace(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.DeleteWorkspaceRequest) {
+/** Owner only; members and memories go with the workspace, and so do the memories' vectors. */
+export async function deleteWorkspace(env: WorkspaceEnv & { vectors?: VectorStore }, ctx: CallContext, caller: Caller, request: workspacev1.DeleteWorkspaceRequest) {
   const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
   requireOwner(access);
   // A concurrent delete may have won since the access check; the loser sees what a later call would.
   if (!(await env.store.deleteWorkspace(access.workspace.id))) throw HubError.notFound();
+  // Memory rows went by cascade. Vectors left behind by a failure here are never served (every
+  // hit is read back from the memory rows), so the deletion stands and the failure is logged.
+  await env.vectors?.deleteWorkspace(access.workspace.id).catch((err: unknown) => {
+    ctx.log.error({ err, workspaceId: access.workspace.id }, 'deleting the workspace vectors failed');
+  });
   return { workspaceId: access.workspace.id };
 }

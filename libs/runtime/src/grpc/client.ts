@@ -4,7 +4,8 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import { HubError, Reason } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { writePrincipal, type Principal } from './principal.js';
-import { INTERNAL_TOKEN, methodDefinition, type CallContext } from './server.js';
+import type { LocalTransport } from './local.js';
+import { INTERNAL_TOKEN, methodDefinition, type CallContext, type LocalHandler } from './server.js';
 import { fromStatus } from './status.js';
 
 export interface CallOptions {
@@ -42,6 +43,8 @@ export interface ClientOptions {
   defaultTimeoutMs: number;
   internalToken?: string;
   maxMessageBytes?: number;
+  /** Calls a server of this process directly when one is registered at `address`. */
+  local?: LocalTransport;
 }
 
 /**
@@ -71,7 +74,7 @@ export function createClient<S extends GenServiceMethods>(
     const parentDeadline = callOptions.parent?.deadline?.getTime() ?? Infinity;
     const deadline = new Date(Math.min(ownDeadline, parentDeadline));
     const signal = callOptions.signal ?? callOptions.parent?.signal;
-    return { metadata, deadline, signal };
+    return { metadata, deadline, signal, principal };
   };
 
   for (const method of service.methods) {
@@ -79,9 +82,15 @@ export function createClient<S extends GenServiceMethods>(
     const labels = { service: service.typeName, method: method.name };
     if (method.methodKind === 'unary') {
       client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
-        const { metadata, deadline, signal } = prepare(callOptions);
+        const { metadata, deadline, signal, principal } = prepare(callOptions);
         if (signal?.aborted) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The call was cancelled'));
         const started = process.hrtime.bigint();
+        const local = options.local?.serverAt(address)?.localHandler(def.path);
+        if (local) {
+          return callLocal(local, create(method.input, request as never), principal, deadline, signal).finally(() =>
+            options.metrics?.grpcClientCalls.observe({ ...labels, code: 'LOCAL' }, Number(process.hrtime.bigint() - started) / 1e9),
+          );
+        }
         return new Promise((resolve, reject) => {
           const call = channel.makeUnaryRequest(
             def.path,
@@ -112,6 +121,32 @@ export function createClient<S extends GenServiceMethods>(
     }
   }
   return client as Client<S> & { close(): void };
+}
+
+/** An in-process call with the same deadline and cancellation a gRPC call would have. */
+async function callLocal(
+  handler: LocalHandler,
+  request: unknown,
+  principal: Principal | undefined,
+  deadline: Date,
+  signal: AbortSignal | undefined,
+): Promise<never> {
+  const controller = new AbortController();
+  const cancel = () => controller.abort();
+  signal?.addEventListener('abort', cancel, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new HubError(Reason.DEADLINE_EXCEEDED, 'The request took too long and was abandoned'));
+    }, Math.max(0, deadline.getTime() - Date.now()));
+  });
+  try {
+    return (await Promise.race([handler(request, { principal, deadline, signal: controller.signal }), expired])) as never;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', cancel);
+  }
 }
 
 async function* streamOf(

@@ -1,4 +1,5 @@
-export { GrpcServer, methodDefinition, type CallContext, type ServiceHandlers, type GrpcServerOptions } from './server.js';
+export { GrpcServer, methodDefinition, type CallContext, type ServiceHandlers, type GrpcServerOptions, type LocalHandler } from './server.js';
+export { LocalTransport } from './local.js';
 export { createClient, type Client, type ClientOf, type ClientOptions, type CallOptions } from './client.js';
 export { readPrincipal, writePrincipal, type Principal } from './principal.js';
 export { toStatus, fromStatus } from './status.js';

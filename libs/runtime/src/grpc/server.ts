@@ -21,6 +21,9 @@ export interface CallContext {
   readonly log: Logger;
 }
 
+/** A unary handler as called in-process: the server supplies the logger. */
+export type LocalHandler = (request: unknown, call: Omit<CallContext, 'log'>) => Promise<unknown>;
+
 type UnaryHandler<M extends DescMethod> = (
   request: MessageShape<M['input']>,
   ctx: CallContext,
@@ -58,6 +61,7 @@ export class GrpcServer {
   private readonly server: grpc.Server;
   private readonly health = new Map<string, boolean>([['', true]]);
   private readonly active = new Set<AbortController>();
+  private readonly local = new Map<string, LocalHandler>();
 
   constructor(private readonly options: GrpcServerOptions) {
     const max = options.maxMessageBytes ?? 8 * 1024 * 1024;
@@ -136,42 +140,64 @@ export class GrpcServer {
     }
   }
 
+  /**
+   * Runs one unary handler with metrics and failure logging, for a gRPC call and for an
+   * in-process one alike. Resolves with the response message or rejects with a HubError.
+   */
+  private async runUnary(serviceName: string, method: DescMethod, handler: UnaryHandler<DescMethod>, request: unknown, ctx: CallContext): Promise<unknown> {
+    const started = process.hrtime.bigint();
+    let code = grpc.status.OK;
+    try {
+      return create(method.output, (await handler(request as never, ctx)) as never);
+    } catch (err) {
+      const hubError = HubError.from(err);
+      this.logFailure(serviceName, method, hubError);
+      code = toStatus(hubError).code ?? grpc.status.UNKNOWN;
+      throw hubError;
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.options.metrics.grpcServerCalls.observe({ service: serviceName, method: method.name, code: grpc.status[code] }, seconds);
+    }
+  }
+
   private wrapUnary(serviceName: string, method: DescMethod, handler: UnaryHandler<DescMethod>): grpc.handleUnaryCall<unknown, unknown> {
+    this.local.set(`/${serviceName}/${method.name}`, (request, call) =>
+      this.runUnary(serviceName, method, handler, request, { ...call, log: this.options.log }),
+    );
     return (call, callback) => {
-      const started = process.hrtime.bigint();
       const controller = new AbortController();
       this.active.add(controller);
-      call.on('cancelled', () => controller.abort());
-      const finish = (code: grpc.status) => {
+      let finished = false;
+      // grpc-js also reports 'cancelled' after a call completes; only a live call is aborted.
+      call.on('cancelled', () => {
+        if (!finished) controller.abort();
+      });
+      const done = (err: grpc.ServiceError | null, response?: unknown) => {
+        finished = true;
         this.active.delete(controller);
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        this.options.metrics.grpcServerCalls.observe({ service: serviceName, method: method.name, code: grpc.status[code] }, seconds);
+        callback(err, response);
       };
       let ctx: CallContext;
       try {
         this.checkToken(call.metadata);
         ctx = this.context(call, controller);
       } catch (err) {
-        const hubError = HubError.from(err);
-        finish(toStatus(hubError).code ?? grpc.status.UNKNOWN);
-        callback(toStatus(hubError) as grpc.ServiceError);
+        done(toStatus(HubError.from(err)) as grpc.ServiceError);
         return;
       }
-      // Through a promise, so a handler that throws before returning one is caught too.
-      Promise.resolve().then(() => handler(call.request as never, ctx)).then(
-        (response) => {
-          finish(grpc.status.OK);
-          callback(null, create(method.output, response as never));
-        },
-        (err: unknown) => {
-          const hubError = HubError.from(err);
-          this.logFailure(serviceName, method, hubError);
-          const status = toStatus(hubError);
-          finish(status.code ?? grpc.status.UNKNOWN);
-          callback(status as grpc.ServiceError);
-        },
+      this.runUnary(serviceName, method, handler, call.request, ctx).then(
+        (response) => done(null, response),
+        (err: HubError) => done(toStatus(err) as grpc.ServiceError),
       );
     };
+  }
+
+  /**
+   * The handler of a unary method of this server, for callers in the same process (see
+   * LocalTransport): the same handler, metrics and error handling, without the network.
+   */
+  localHandler(path: string): LocalHandler | undefined {
+    return this.local.get(path);
   }
 
   private wrapServerStream(serviceName: string, method: DescMethod, handler: ServerStreamHandler<DescMethod>): grpc.handleServerStreamingCall<unknown, unknown> {

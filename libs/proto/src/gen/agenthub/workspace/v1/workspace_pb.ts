@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agenthub/workspace/v1/workspace.proto.
  */
 export const file_agenthub_workspace_v1_workspace: GenFile = /*@__PURE__*/
-  fileDesc("CiVhZ2VudGh1Yi93b3Jrc3BhY2UvdjEvd29ya3NwYWNlLnByb3RvEhVhZ2VudGh1Yi53b3Jrc3BhY2UudjEiZgoJV29ya3NwYWNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSFgoOb3duZXJfYWdlbnRfaWQYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoAyKQAQoGTWVtYmVyEhAKCGFnZW50X2lkGAEgASgJEhIKCmFnZW50X25hbWUYAiABKAkSKQoEcm9sZRgDIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEhAKCGFkZGVkX2F0GAQgASgDEhEKCXRlbmFudF9pZBgFIAEoCRIQCghhZGRlZF9ieRgGIAEoCSJxCg9Xb3Jrc3BhY2VBY2Nlc3MSMwoJd29ya3NwYWNlGAEgASgLMiAuYWdlbnRodWIud29ya3NwYWNlLnYxLldvcmtzcGFjZRIpCgRyb2xlGAIgASgOMhsuYWdlbnRodWIud29ya3NwYWNlLnYxLlJvbGUiOwoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIk4KF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLmFnZW50aHViLndvcmtzcGFjZS52MS5Xb3Jrc3BhY2UiKwoTR2V0V29ya3NwYWNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkijAEKFEdldFdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLmFnZW50aHViLndvcmtzcGFjZS52MS5Xb3Jrc3BhY2USKQoEcm9sZRgCIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEhQKDG1lbWJlcl9jb3VudBgDIAEoBSIXChVMaXN0V29ya3NwYWNlc1JlcXVlc3QiVAoWTGlzdFdvcmtzcGFjZXNSZXNwb25zZRI6Cgp3b3Jrc3BhY2VzGAEgAygLMiYuYWdlbnRodWIud29ya3NwYWNlLnYxLldvcmtzcGFjZUFjY2VzcyIuChZEZWxldGVXb3Jrc3BhY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSIvChdEZWxldGVXb3Jrc3BhY2VSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkiZQoQQWRkTWVtYmVyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSKQoEcm9sZRgDIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlIlMKEUFkZE1lbWJlclJlc3BvbnNlEi0KBm1lbWJlchgBIAEoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1iZXISDwoHY3JlYXRlZBgCIAEoCCI9ChNSZW1vdmVNZW1iZXJSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSI+ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkiKgoSTGlzdE1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJFChNMaXN0TWVtYmVyc1Jlc3BvbnNlEi4KB21lbWJlcnMYASADKAsyHS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtYmVyIjMKDk1lbW9yeVR5cGVJbmZvEgwKBHR5cGUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiGAoWTGlzdE1lbW9yeVR5cGVzUmVxdWVzdCJPChdMaXN0TWVtb3J5VHlwZXNSZXNwb25zZRI0CgV0eXBlcxgBIAMoCzIlLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnlUeXBlSW5mbyIsChRSZXNvbHZlQWNjZXNzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiUQoVUmVzb2x2ZUFjY2Vzc1Jlc3BvbnNlEikKBHJvbGUYASABKA4yGy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUm9sZRINCgVvd25lchgCIAEoCCpLCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABINCglST0xFX1JFQUQQARIOCgpST0xFX1dSSVRFEAISDgoKUk9MRV9BRE1JThADMtsHChBXb3Jrc3BhY2VTZXJ2aWNlEnAKD0NyZWF0ZVdvcmtzcGFjZRItLmFnZW50aHViLndvcmtzcGFjZS52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLkNyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEmcKDEdldFdvcmtzcGFjZRIqLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0GisuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlEm0KDkxpc3RXb3Jrc3BhY2VzEiwuYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RXb3Jrc3BhY2VzUmVxdWVzdBotLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0V29ya3NwYWNlc1Jlc3BvbnNlEnAKD0RlbGV0ZVdvcmtzcGFjZRItLmFnZW50aHViLndvcmtzcGFjZS52MS5EZWxldGVXb3Jrc3BhY2VSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLkRlbGV0ZVdvcmtzcGFjZVJlc3BvbnNlEl4KCUFkZE1lbWJlchInLmFnZW50aHViLndvcmtzcGFjZS52MS5BZGRNZW1iZXJSZXF1ZXN0GiguYWdlbnRodWIud29ya3NwYWNlLnYxLkFkZE1lbWJlclJlc3BvbnNlEmcKDFJlbW92ZU1lbWJlchIqLmFnZW50aHViLndvcmtzcGFjZS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GisuYWdlbnRodWIud29ya3NwYWNlLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEmQKC0xpc3RNZW1iZXJzEikuYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBoqLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlEnAKD0xpc3RNZW1vcnlUeXBlcxItLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtb3J5VHlwZXNSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RNZW1vcnlUeXBlc1Jlc3BvbnNlEmoKDVJlc29sdmVBY2Nlc3MSKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVzb2x2ZUFjY2Vzc1JlcXVlc3QaLC5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVzb2x2ZUFjY2Vzc1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiVhZ2VudGh1Yi93b3Jrc3BhY2UvdjEvd29ya3NwYWNlLnByb3RvEhVhZ2VudGh1Yi53b3Jrc3BhY2UudjEiZgoJV29ya3NwYWNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSFgoOb3duZXJfYWdlbnRfaWQYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoAyKQAQoGTWVtYmVyEhAKCGFnZW50X2lkGAEgASgJEhIKCmFnZW50X25hbWUYAiABKAkSKQoEcm9sZRgDIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEhAKCGFkZGVkX2F0GAQgASgDEhEKCXRlbmFudF9pZBgFIAEoCRIQCghhZGRlZF9ieRgGIAEoCSJxCg9Xb3Jrc3BhY2VBY2Nlc3MSMwoJd29ya3NwYWNlGAEgASgLMiAuYWdlbnRodWIud29ya3NwYWNlLnYxLldvcmtzcGFjZRIpCgRyb2xlGAIgASgOMhsuYWdlbnRodWIud29ya3NwYWNlLnYxLlJvbGUiOwoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIk4KF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLmFnZW50aHViLndvcmtzcGFjZS52MS5Xb3Jrc3BhY2UiKwoTR2V0V29ya3NwYWNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkijAEKFEdldFdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLmFnZW50aHViLndvcmtzcGFjZS52MS5Xb3Jrc3BhY2USKQoEcm9sZRgCIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEhQKDG1lbWJlcl9jb3VudBgDIAEoBSIXChVMaXN0V29ya3NwYWNlc1JlcXVlc3QiVAoWTGlzdFdvcmtzcGFjZXNSZXNwb25zZRI6Cgp3b3Jrc3BhY2VzGAEgAygLMiYuYWdlbnRodWIud29ya3NwYWNlLnYxLldvcmtzcGFjZUFjY2VzcyIuChZEZWxldGVXb3Jrc3BhY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSIvChdEZWxldGVXb3Jrc3BhY2VSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkiZQoQQWRkTWVtYmVyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSKQoEcm9sZRgDIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlIlMKEUFkZE1lbWJlclJlc3BvbnNlEi0KBm1lbWJlchgBIAEoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1iZXISDwoHY3JlYXRlZBgCIAEoCCI9ChNSZW1vdmVNZW1iZXJSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSI+ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkiKgoSTGlzdE1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJFChNMaXN0TWVtYmVyc1Jlc3BvbnNlEi4KB21lbWJlcnMYASADKAsyHS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtYmVyIjMKDk1lbW9yeVR5cGVJbmZvEgwKBHR5cGUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiGAoWTGlzdE1lbW9yeVR5cGVzUmVxdWVzdCJPChdMaXN0TWVtb3J5VHlwZXNSZXNwb25zZRI0CgV0eXBlcxgBIAMoCzIlLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnlUeXBlSW5mbyIsChRSZXNvbHZlQWNjZXNzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiUQoVUmVzb2x2ZUFjY2Vzc1Jlc3BvbnNlEikKBHJvbGUYASABKA4yGy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUm9sZRINCgVvd25lchgCIAEoCCK2AQoGTWVtb3J5EgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgdjb250ZW50GAMgASgJEgwKBHR5cGUYBCABKAkSDAoEdGFncxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhIKCmNyZWF0ZWRfYnkYByABKAkSEgoKdXBkYXRlZF9hdBgIIAEoAxISCgp1cGRhdGVkX2J5GAkgASgJEg0KBXNjb3JlGAogASgBIr0BCgxNZW1vcnlGaWx0ZXISDQoFdHlwZXMYASADKAkSDAoEdGFncxgCIAMoCRIyCgl0YWdfbWF0Y2gYAyABKA4yHy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuVGFnTWF0Y2gSGgoNY3JlYXRlZF9hZnRlchgEIAEoA0gAiAEBEhsKDmNyZWF0ZWRfYmVmb3JlGAUgASgDSAGIAQFCEAoOX2NyZWF0ZWRfYWZ0ZXJCEQoPX2NyZWF0ZWRfYmVmb3JlIlcKElN0b3JlTWVtb3J5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDwoHY29udGVudBgCIAEoCRIMCgR0eXBlGAMgASgJEgwKBHRhZ3MYBCADKAkiVwoTU3RvcmVNZW1vcnlSZXNwb25zZRItCgZtZW1vcnkYASABKAsyHS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5EhEKCWR1cGxpY2F0ZRgCIAEoCCK0AQoUUXVlcnlNZW1vcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBXF1ZXJ5GAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESFgoJdGhyZXNob2xkGAQgASgBSAGIAQESMwoGZmlsdGVyGAUgASgLMiMuYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeUZpbHRlckIICgZfbGltaXRCDAoKX3RocmVzaG9sZCJXChVRdWVyeU1lbW9yaWVzUmVzcG9uc2USLwoIbWVtb3JpZXMYASADKAsyHS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5Eg0KBW1vZGVsGAIgASgJIhcKB1RhZ0xpc3QSDAoEdGFncxgBIAMoCSKHAQoTVXBkYXRlTWVtb3J5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSFAoHY29udGVudBgDIAEoCUgAiAEBEiwKBHRhZ3MYBCABKAsyHi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuVGFnTGlzdEIKCghfY29udGVudCJZChRVcGRhdGVNZW1vcnlSZXNwb25zZRItCgZtZW1vcnkYASABKAsyHS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5EhIKCnJlZW1iZWRkZWQYAiABKAgi0gEKFUZvcmdldE1lbW9yaWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDQoFcXVlcnkYAyABKAkSEgoFbGltaXQYBCABKAVIAIgBARIWCgl0aHJlc2hvbGQYBSABKAFIAYgBARIzCgZmaWx0ZXIYBiABKAsyIy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5RmlsdGVyEg8KB2RyeV9ydW4YByABKAhCCAoGX2xpbWl0QgwKCl90aHJlc2hvbGQiWgoWRm9yZ2V0TWVtb3JpZXNSZXNwb25zZRIvCghtZW1vcmllcxgBIAMoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnkSDwoHZHJ5X3J1bhgCIAEoCCKeAQoTTGlzdE1lbW9yaWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoFbGltaXQYAiABKAVIAIgBARITCgZvZmZzZXQYAyABKAVIAYgBARIzCgZmaWx0ZXIYBCABKAsyIy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5RmlsdGVyQggKBl9saW1pdEIJCgdfb2Zmc2V0InUKFExpc3RNZW1vcmllc1Jlc3BvbnNlEi8KCG1lbW9yaWVzGAEgAygLMh0uYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeRINCgV0b3RhbBgCIAEoBRINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUiPgoXUmVlbWJlZFdvcmtzcGFjZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJIpIBChhSZWVtYmVkV29ya3NwYWNlUmVzcG9uc2USFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhIKCmRpbWVuc2lvbnMYAyABKAUSEgoKcmVlbWJlZGRlZBgEIAEoBRIWCg5kcm9wcGVkX21vZGVscxgFIAMoCRIRCglyZW1haW5pbmcYBiABKAUqSwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDQoJUk9MRV9SRUFEEAESDgoKUk9MRV9XUklURRACEg4KClJPTEVfQURNSU4QAypLCghUYWdNYXRjaBIZChVUQUdfTUFUQ0hfVU5TUEVDSUZJRUQQABIRCg1UQUdfTUFUQ0hfQU5ZEAESEQoNVEFHX01BVENIX0FMTBACMuMMChBXb3Jrc3BhY2VTZXJ2aWNlEnAKD0NyZWF0ZVdvcmtzcGFjZRItLmFnZW50aHViLndvcmtzcGFjZS52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLkNyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEmcKDEdldFdvcmtzcGFjZRIqLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0GisuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlEm0KDkxpc3RXb3Jrc3BhY2VzEiwuYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RXb3Jrc3BhY2VzUmVxdWVzdBotLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0V29ya3NwYWNlc1Jlc3BvbnNlEnAKD0RlbGV0ZVdvcmtzcGFjZRItLmFnZW50aHViLndvcmtzcGFjZS52MS5EZWxldGVXb3Jrc3BhY2VSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLkRlbGV0ZVdvcmtzcGFjZVJlc3BvbnNlEl4KCUFkZE1lbWJlchInLmFnZW50aHViLndvcmtzcGFjZS52MS5BZGRNZW1iZXJSZXF1ZXN0GiguYWdlbnRodWIud29ya3NwYWNlLnYxLkFkZE1lbWJlclJlc3BvbnNlEmcKDFJlbW92ZU1lbWJlchIqLmFnZW50aHViLndvcmtzcGFjZS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GisuYWdlbnRodWIud29ya3NwYWNlLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEmQKC0xpc3RNZW1iZXJzEikuYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBoqLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlEnAKD0xpc3RNZW1vcnlUeXBlcxItLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtb3J5VHlwZXNSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RNZW1vcnlUeXBlc1Jlc3BvbnNlEmoKDVJlc29sdmVBY2Nlc3MSKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVzb2x2ZUFjY2Vzc1JlcXVlc3QaLC5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVzb2x2ZUFjY2Vzc1Jlc3BvbnNlEmQKC1N0b3JlTWVtb3J5EikuYWdlbnRodWIud29ya3NwYWNlLnYxLlN0b3JlTWVtb3J5UmVxdWVzdBoqLmFnZW50aHViLndvcmtzcGFjZS52MS5TdG9yZU1lbW9yeVJlc3BvbnNlEmoKDVF1ZXJ5TWVtb3JpZXMSKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUXVlcnlNZW1vcmllc1JlcXVlc3QaLC5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUXVlcnlNZW1vcmllc1Jlc3BvbnNlEmcKDFVwZGF0ZU1lbW9yeRIqLmFnZW50aHViLndvcmtzcGFjZS52MS5VcGRhdGVNZW1vcnlSZXF1ZXN0GisuYWdlbnRodWIud29ya3NwYWNlLnYxLlVwZGF0ZU1lbW9yeVJlc3BvbnNlEm0KDkZvcmdldE1lbW9yaWVzEiwuYWdlbnRodWIud29ya3NwYWNlLnYxLkZvcmdldE1lbW9yaWVzUmVxdWVzdBotLmFnZW50aHViLndvcmtzcGFjZS52MS5Gb3JnZXRNZW1vcmllc1Jlc3BvbnNlEmcKDExpc3RNZW1vcmllcxIqLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtb3JpZXNSZXF1ZXN0GisuYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RNZW1vcmllc1Jlc3BvbnNlEnMKEFJlZW1iZWRXb3Jrc3BhY2USLi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVlbWJlZFdvcmtzcGFjZVJlcXVlc3QaLy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVlbWJlZFdvcmtzcGFjZVJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message agenthub.workspace.v1.Workspace
@@ -483,6 +483,525 @@ export const ResolveAccessResponseSchema: GenMessage<ResolveAccessResponse> = /*
   messageDesc(file_agenthub_workspace_v1_workspace, 21);
 
 /**
+ * @generated from message agenthub.workspace.v1.Memory
+ */
+export type Memory = Message<"agenthub.workspace.v1.Memory"> & {
+  /**
+   * `wmem_` followed by the memory's own id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string workspace_id = 2;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string content = 3;
+   */
+  content: string;
+
+  /**
+   * One of the memory types (ListMemoryTypes).
+   *
+   * @generated from field: string type = 4;
+   */
+  type: string;
+
+  /**
+   * @generated from field: repeated string tags = 5;
+   */
+  tags: string[];
+
+  /**
+   * @generated from field: int64 created_at = 6;
+   */
+  createdAt: bigint;
+
+  /**
+   * @generated from field: string created_by = 7;
+   */
+  createdBy: string;
+
+  /**
+   * @generated from field: int64 updated_at = 8;
+   */
+  updatedAt: bigint;
+
+  /**
+   * @generated from field: string updated_by = 9;
+   */
+  updatedBy: string;
+
+  /**
+   * Relevance in [0, 1], higher is better; set in query results only.
+   *
+   * @generated from field: double score = 10;
+   */
+  score: number;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.Memory.
+ * Use `create(MemorySchema)` to create a new message.
+ */
+export const MemorySchema: GenMessage<Memory> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 22);
+
+/**
+ * Narrows a query, a listing or a forget-by-query; every part given must hold.
+ *
+ * @generated from message agenthub.workspace.v1.MemoryFilter
+ */
+export type MemoryFilter = Message<"agenthub.workspace.v1.MemoryFilter"> & {
+  /**
+   * Any of these types; none means every type.
+   *
+   * @generated from field: repeated string types = 1;
+   */
+  types: string[];
+
+  /**
+   * @generated from field: repeated string tags = 2;
+   */
+  tags: string[];
+
+  /**
+   * @generated from field: agenthub.workspace.v1.TagMatch tag_match = 3;
+   */
+  tagMatch: TagMatch;
+
+  /**
+   * Epoch milliseconds, inclusive.
+   *
+   * @generated from field: optional int64 created_after = 4;
+   */
+  createdAfter?: bigint | undefined;
+
+  /**
+   * Epoch milliseconds, exclusive.
+   *
+   * @generated from field: optional int64 created_before = 5;
+   */
+  createdBefore?: bigint | undefined;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.MemoryFilter.
+ * Use `create(MemoryFilterSchema)` to create a new message.
+ */
+export const MemoryFilterSchema: GenMessage<MemoryFilter> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 23);
+
+/**
+ * @generated from message agenthub.workspace.v1.StoreMemoryRequest
+ */
+export type StoreMemoryRequest = Message<"agenthub.workspace.v1.StoreMemoryRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string content = 2;
+   */
+  content: string;
+
+  /**
+   * @generated from field: string type = 3;
+   */
+  type: string;
+
+  /**
+   * @generated from field: repeated string tags = 4;
+   */
+  tags: string[];
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.StoreMemoryRequest.
+ * Use `create(StoreMemoryRequestSchema)` to create a new message.
+ */
+export const StoreMemoryRequestSchema: GenMessage<StoreMemoryRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 24);
+
+/**
+ * @generated from message agenthub.workspace.v1.StoreMemoryResponse
+ */
+export type StoreMemoryResponse = Message<"agenthub.workspace.v1.StoreMemoryResponse"> & {
+  /**
+   * @generated from field: agenthub.workspace.v1.Memory memory = 1;
+   */
+  memory?: Memory | undefined;
+
+  /**
+   * True when the workspace already held this content: `memory` is that memory, unchanged.
+   *
+   * @generated from field: bool duplicate = 2;
+   */
+  duplicate: boolean;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.StoreMemoryResponse.
+ * Use `create(StoreMemoryResponseSchema)` to create a new message.
+ */
+export const StoreMemoryResponseSchema: GenMessage<StoreMemoryResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 25);
+
+/**
+ * @generated from message agenthub.workspace.v1.QueryMemoriesRequest
+ */
+export type QueryMemoriesRequest = Message<"agenthub.workspace.v1.QueryMemoriesRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string query = 2;
+   */
+  query: string;
+
+  /**
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * @generated from field: optional double threshold = 4;
+   */
+  threshold?: number | undefined;
+
+  /**
+   * @generated from field: agenthub.workspace.v1.MemoryFilter filter = 5;
+   */
+  filter?: MemoryFilter | undefined;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.QueryMemoriesRequest.
+ * Use `create(QueryMemoriesRequestSchema)` to create a new message.
+ */
+export const QueryMemoriesRequestSchema: GenMessage<QueryMemoriesRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 26);
+
+/**
+ * @generated from message agenthub.workspace.v1.QueryMemoriesResponse
+ */
+export type QueryMemoriesResponse = Message<"agenthub.workspace.v1.QueryMemoriesResponse"> & {
+  /**
+   * @generated from field: repeated agenthub.workspace.v1.Memory memories = 1;
+   */
+  memories: Memory[];
+
+  /**
+   * The embedding model the query was searched with.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.QueryMemoriesResponse.
+ * Use `create(QueryMemoriesResponseSchema)` to create a new message.
+ */
+export const QueryMemoriesResponseSchema: GenMessage<QueryMemoriesResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 27);
+
+/**
+ * @generated from message agenthub.workspace.v1.TagList
+ */
+export type TagList = Message<"agenthub.workspace.v1.TagList"> & {
+  /**
+   * @generated from field: repeated string tags = 1;
+   */
+  tags: string[];
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.TagList.
+ * Use `create(TagListSchema)` to create a new message.
+ */
+export const TagListSchema: GenMessage<TagList> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 28);
+
+/**
+ * @generated from message agenthub.workspace.v1.UpdateMemoryRequest
+ */
+export type UpdateMemoryRequest = Message<"agenthub.workspace.v1.UpdateMemoryRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional string content = 3;
+   */
+  content?: string | undefined;
+
+  /**
+   * Absent leaves the tags as they are; present replaces them (an empty list clears them).
+   *
+   * @generated from field: agenthub.workspace.v1.TagList tags = 4;
+   */
+  tags?: TagList | undefined;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.UpdateMemoryRequest.
+ * Use `create(UpdateMemoryRequestSchema)` to create a new message.
+ */
+export const UpdateMemoryRequestSchema: GenMessage<UpdateMemoryRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 29);
+
+/**
+ * @generated from message agenthub.workspace.v1.UpdateMemoryResponse
+ */
+export type UpdateMemoryResponse = Message<"agenthub.workspace.v1.UpdateMemoryResponse"> & {
+  /**
+   * @generated from field: agenthub.workspace.v1.Memory memory = 1;
+   */
+  memory?: Memory | undefined;
+
+  /**
+   * Whether the content changed (and so was embedded again).
+   *
+   * @generated from field: bool reembedded = 2;
+   */
+  reembedded: boolean;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.UpdateMemoryResponse.
+ * Use `create(UpdateMemoryResponseSchema)` to create a new message.
+ */
+export const UpdateMemoryResponseSchema: GenMessage<UpdateMemoryResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 30);
+
+/**
+ * @generated from message agenthub.workspace.v1.ForgetMemoriesRequest
+ */
+export type ForgetMemoriesRequest = Message<"agenthub.workspace.v1.ForgetMemoriesRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * Either id or query.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string query = 3;
+   */
+  query: string;
+
+  /**
+   * @generated from field: optional int32 limit = 4;
+   */
+  limit?: number | undefined;
+
+  /**
+   * @generated from field: optional double threshold = 5;
+   */
+  threshold?: number | undefined;
+
+  /**
+   * @generated from field: agenthub.workspace.v1.MemoryFilter filter = 6;
+   */
+  filter?: MemoryFilter | undefined;
+
+  /**
+   * Report what would be deleted without deleting it.
+   *
+   * @generated from field: bool dry_run = 7;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ForgetMemoriesRequest.
+ * Use `create(ForgetMemoriesRequestSchema)` to create a new message.
+ */
+export const ForgetMemoriesRequestSchema: GenMessage<ForgetMemoriesRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 31);
+
+/**
+ * @generated from message agenthub.workspace.v1.ForgetMemoriesResponse
+ */
+export type ForgetMemoriesResponse = Message<"agenthub.workspace.v1.ForgetMemoriesResponse"> & {
+  /**
+   * The memories deleted (or, on a dry run, that would be), with scores for a query.
+   *
+   * @generated from field: repeated agenthub.workspace.v1.Memory memories = 1;
+   */
+  memories: Memory[];
+
+  /**
+   * @generated from field: bool dry_run = 2;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ForgetMemoriesResponse.
+ * Use `create(ForgetMemoriesResponseSchema)` to create a new message.
+ */
+export const ForgetMemoriesResponseSchema: GenMessage<ForgetMemoriesResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 32);
+
+/**
+ * @generated from message agenthub.workspace.v1.ListMemoriesRequest
+ */
+export type ListMemoriesRequest = Message<"agenthub.workspace.v1.ListMemoriesRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: optional int32 limit = 2;
+   */
+  limit?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 offset = 3;
+   */
+  offset?: number | undefined;
+
+  /**
+   * @generated from field: agenthub.workspace.v1.MemoryFilter filter = 4;
+   */
+  filter?: MemoryFilter | undefined;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ListMemoriesRequest.
+ * Use `create(ListMemoriesRequestSchema)` to create a new message.
+ */
+export const ListMemoriesRequestSchema: GenMessage<ListMemoriesRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 33);
+
+/**
+ * @generated from message agenthub.workspace.v1.ListMemoriesResponse
+ */
+export type ListMemoriesResponse = Message<"agenthub.workspace.v1.ListMemoriesResponse"> & {
+  /**
+   * @generated from field: repeated agenthub.workspace.v1.Memory memories = 1;
+   */
+  memories: Memory[];
+
+  /**
+   * Memories matching the filter, over all pages.
+   *
+   * @generated from field: int32 total = 2;
+   */
+  total: number;
+
+  /**
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: int32 offset = 4;
+   */
+  offset: number;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ListMemoriesResponse.
+ * Use `create(ListMemoriesResponseSchema)` to create a new message.
+ */
+export const ListMemoriesResponseSchema: GenMessage<ListMemoriesResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 34);
+
+/**
+ * @generated from message agenthub.workspace.v1.ReembedWorkspaceRequest
+ */
+export type ReembedWorkspaceRequest = Message<"agenthub.workspace.v1.ReembedWorkspaceRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * When set, must name the configured model: a guard against moving to an unexpected one.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ReembedWorkspaceRequest.
+ * Use `create(ReembedWorkspaceRequestSchema)` to create a new message.
+ */
+export const ReembedWorkspaceRequestSchema: GenMessage<ReembedWorkspaceRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 35);
+
+/**
+ * @generated from message agenthub.workspace.v1.ReembedWorkspaceResponse
+ */
+export type ReembedWorkspaceResponse = Message<"agenthub.workspace.v1.ReembedWorkspaceResponse"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * @generated from field: int32 dimensions = 3;
+   */
+  dimensions: number;
+
+  /**
+   * Memories embedded with the model.
+   *
+   * @generated from field: int32 reembedded = 4;
+   */
+  reembedded: number;
+
+  /**
+   * Models whose vectors of this workspace were dropped (once nothing remains).
+   *
+   * @generated from field: repeated string dropped_models = 5;
+   */
+  droppedModels: string[];
+
+  /**
+   * Memories still embedded with another model: the call stops before its deadline, and
+   * calling again carries on where it stopped.
+   *
+   * @generated from field: int32 remaining = 6;
+   */
+  remaining: number;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ReembedWorkspaceResponse.
+ * Use `create(ReembedWorkspaceResponseSchema)` to create a new message.
+ */
+export const ReembedWorkspaceResponseSchema: GenMessage<ReembedWorkspaceResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 36);
+
+/**
  * @generated from enum agenthub.workspace.v1.Role
  */
 export enum Role {
@@ -512,6 +1031,36 @@ export enum Role {
  */
 export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
   enumDesc(file_agenthub_workspace_v1_workspace, 0);
+
+/**
+ * @generated from enum agenthub.workspace.v1.TagMatch
+ */
+export enum TagMatch {
+  /**
+   * @generated from enum value: TAG_MATCH_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * At least one of the tags (the default).
+   *
+   * @generated from enum value: TAG_MATCH_ANY = 1;
+   */
+  ANY = 1,
+
+  /**
+   * Every one of the tags.
+   *
+   * @generated from enum value: TAG_MATCH_ALL = 2;
+   */
+  ALL = 2,
+}
+
+/**
+ * Describes the enum agenthub.workspace.v1.TagMatch.
+ */
+export const TagMatchSchema: GenEnum<TagMatch> = /*@__PURE__*/
+  enumDesc(file_agenthub_workspace_v1_workspace, 1);
 
 /**
  * Workspaces and their members. Every call acts for the agent principal carried in metadata.
@@ -608,6 +1157,69 @@ export const WorkspaceService: GenService<{
     methodKind: "unary";
     input: typeof ResolveAccessRequestSchema;
     output: typeof ResolveAccessResponseSchema;
+  },
+  /**
+   * Write role. Same content as an existing memory of the workspace returns that memory with
+   * `duplicate` set instead of storing a twin.
+   *
+   * @generated from rpc agenthub.workspace.v1.WorkspaceService.StoreMemory
+   */
+  storeMemory: {
+    methodKind: "unary";
+    input: typeof StoreMemoryRequestSchema;
+    output: typeof StoreMemoryResponseSchema;
+  },
+  /**
+   * Any role. Memories ranked by relevance to the query, best first.
+   *
+   * @generated from rpc agenthub.workspace.v1.WorkspaceService.QueryMemories
+   */
+  queryMemories: {
+    methodKind: "unary";
+    input: typeof QueryMemoriesRequestSchema;
+    output: typeof QueryMemoriesResponseSchema;
+  },
+  /**
+   * Write role. New content is embedded again; tags alone are not.
+   *
+   * @generated from rpc agenthub.workspace.v1.WorkspaceService.UpdateMemory
+   */
+  updateMemory: {
+    methodKind: "unary";
+    input: typeof UpdateMemoryRequestSchema;
+    output: typeof UpdateMemoryResponseSchema;
+  },
+  /**
+   * Write role. By id, or by semantic query: exactly what QueryMemories returns for the same
+   * query, limit, threshold and filter is deleted (or only listed, on a dry run).
+   *
+   * @generated from rpc agenthub.workspace.v1.WorkspaceService.ForgetMemories
+   */
+  forgetMemories: {
+    methodKind: "unary";
+    input: typeof ForgetMemoriesRequestSchema;
+    output: typeof ForgetMemoriesResponseSchema;
+  },
+  /**
+   * Any role. Oldest first (created_at, then id), paged.
+   *
+   * @generated from rpc agenthub.workspace.v1.WorkspaceService.ListMemories
+   */
+  listMemories: {
+    methodKind: "unary";
+    input: typeof ListMemoriesRequestSchema;
+    output: typeof ListMemoriesResponseSchema;
+  },
+  /**
+   * Operator only. Embeds the memories of the workspace that another model embedded with the
+   * configured one, then drops the other models' vectors, so one search never mixes models.
+   *
+   * @generated from rpc agenthub.workspace.v1.WorkspaceService.ReembedWorkspace
+   */
+  reembedWorkspace: {
+    methodKind: "unary";
+    input: typeof ReembedWorkspaceRequestSchema;
+    output: typeof ReembedWorkspaceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agenthub_workspace_v1_workspace, 0);
