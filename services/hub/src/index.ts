@@ -1,8 +1,8 @@
 import { startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { LocalTransport, Metrics, openBackends, openKv, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { startWorkspace } from '@agenthub/workspace';
+import { clientOptions, createClient, LocalTransport, Metrics, openBackends, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { loadOrCreateAdminToken } from './admin-token.js';
 
@@ -41,6 +41,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }) });
     stops.push(() => identity.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
+    let secretsClient: ClientOf<typeof secretsv1.SecretsService> | undefined;
     const workspaceDb = (await openBackends(config, 'workspace', { kv })).db;
     stops.push(() => workspaceDb.close());
     const workspace = await startWorkspace({
@@ -49,6 +50,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       log: log.child({ service: 'workspace' }),
       identityAddr: identity.address,
       memory: config,
+      afterDelete: destroySecretsWith(() => secretsClient),
     });
     stops.push(() => workspace.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
@@ -64,6 +66,8 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       keyWrapper: await loadKeyWrapper({ keks: config.HUB_KEKS, dataDir: config.HUB_DATA_DIR, generate: true, log: secretsLog }),
     });
     stops.push(() => secrets.stop(config.HUB_SHUTDOWN_GRACE_MS));
+    secretsClient = createClient(secretsv1.SecretsService, secrets.address, clientOptions(common));
+    stops.push(async () => secretsClient?.close());
 
     const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
     const gateway = await startGateway({

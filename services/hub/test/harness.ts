@@ -20,6 +20,8 @@ export interface Agent {
 /** A whole hub on real HTTP and gRPC over the given backend, plus helpers to call it. */
 export interface TestHub extends RunningHub {
   dataDir: string;
+  /** The hub's PostgreSQL database, on the real backend (undefined on PGlite). */
+  databaseUrl: string | undefined;
   /** One JSON-RPC call as an agent (`key`) on `path` (default `/a2a`). */
   call(key: string | undefined, method: string, params?: unknown, options?: { path?: string; headers?: Record<string, string> }): Promise<RpcReply>;
   /** Like `call` but fails the test unless the call succeeded; returns the result. */
@@ -64,6 +66,7 @@ export async function startTestHub(backend: Backend, env: Record<string, string>
   return {
     ...hub,
     dataDir,
+    databaseUrl: provisioned.databaseUrl,
     call,
     admin,
     async ok(key, method, params) {

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { backends } from '@agenthub/testing';
 import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
@@ -165,6 +166,26 @@ describe.each(backends().map((b) => [b.name, b] as const))('secrets over HTTP (%
 
     await ok(owner, 'workspace.delete', { workspace_id: workspaceId });
     await expectError(call(owner, 'workspace.secrets.get', { workspace_id: workspaceId, key: 'shared' }), -32101, 'Workspace not found');
+  });
+
+  const onPostgres = backend.name === 'postgres+redis' ? it : it.skip;
+  const why = backend.name === 'postgres+redis' ? '' : ' (skipped: reads the tables directly, which PGlite keeps inside the hub)';
+  onPostgres(`destroys the data key and ciphertexts as soon as the workspace is deleted${why}`, async () => {
+    const workspaceId = await staffed();
+    await ok(writer, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'doomed', value: unique('doomed') });
+    const db = new pg.Client({ connectionString: hub.databaseUrl });
+    await db.connect();
+    try {
+      const count = async (table: string) =>
+        Number((await db.query(`SELECT count(*) AS n FROM secrets.${table} WHERE workspace_id = $1`, [workspaceId])).rows[0].n);
+      expect(await count('workspace_keys')).toBe(1);
+      expect(await count('secrets')).toBe(1);
+      await ok(owner, 'workspace.delete', { workspace_id: workspaceId });
+      expect(await count('workspace_keys')).toBe(0);
+      expect(await count('secrets')).toBe(0);
+    } finally {
+      await db.end();
+    }
   });
 
   it('the operator rotates the KEK and a workspace key through /admin; values stay readable', async () => {

@@ -8,8 +8,10 @@ import type { Embedder } from './embedder.js';
 import { createEmbedder, createVectorStore, describeMemoryBackends, type MemoryConfig } from './memories-backends.js';
 import { createWorkspaceHandlers } from './server.js';
 import type { VectorStore } from './vectors.js';
+import type { AfterDelete } from './workspaces.js';
 
 export { createWorkspaceHandlers } from './server.js';
+export { destroySecretsWith, type AfterDelete } from './workspaces.js';
 export type { IdentityClient } from './access.js';
 export { createEmbedder, createVectorStore, defaultEmbeddingThreads, type MemoryConfig } from './memories-backends.js';
 export type { Embedder } from './embedder.js';
@@ -29,6 +31,8 @@ export interface WorkspaceDeps extends ServiceDeps {
   embedder?: Embedder;
   /** A vector store to use instead of the configured one. */
   vectors?: VectorStore;
+  /** Told after a workspace's deletion commits (the secrets service destroys its data key). */
+  afterDelete?: AfterDelete;
 }
 
 /**
@@ -46,7 +50,7 @@ export async function startWorkspace(deps: WorkspaceDeps): Promise<RunningServic
       'workspace',
       deps,
       { schema: 'workspace', migrations: new URL('../migrations/', import.meta.url) },
-      (server) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db: deps.db, identity, embedder, vectors })),
+      (server) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db: deps.db, identity, embedder, vectors, afterDelete: deps.afterDelete })),
     );
     deps.log.info(describeMemoryBackends(embedder, vectors), 'memory backends');
     return {

@@ -7,7 +7,7 @@ import { addMember, listMembers, removeMember } from './members.js';
 import { MEMORY_TYPES } from './memory-types.js';
 import { WorkspaceStore } from './store.js';
 import * as validate from './validate.js';
-import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from './workspaces.js';
+import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, type AfterDelete, type DeleteEnv } from './workspaces.js';
 import type { VectorStore } from './vectors.js';
 
 /** The handlers of `agenthub.workspace.v1.WorkspaceService` over a migrated database. */
@@ -17,8 +17,9 @@ export function createWorkspaceHandlers(deps: {
   /** Memories need both; without them their RPCs answer UNAVAILABLE. */
   embedder?: Embedder;
   vectors?: VectorStore;
+  afterDelete?: AfterDelete;
 }): ServiceHandlers<typeof workspacev1.WorkspaceService.method> {
-  const env: WorkspaceEnv & { vectors?: VectorStore } = { store: new WorkspaceStore(deps.db), identity: deps.identity, vectors: deps.vectors };
+  const env: DeleteEnv = { store: new WorkspaceStore(deps.db), identity: deps.identity, vectors: deps.vectors, afterDelete: deps.afterDelete };
   const memory = (): MemoryEnv => {
     if (!deps.embedder || !deps.vectors) throw new HubError(Reason.UNAVAILABLE, 'Memories are not configured on this server');
     return { ...env, db: deps.db, embedder: deps.embedder, vectors: deps.vectors };

@@ -1,5 +1,5 @@
-import { workspacev1 } from '@agenthub/proto';
-import { HubError, newId, type CallContext } from '@agenthub/runtime';
+import { secretsv1, workspacev1 } from '@agenthub/proto';
+import { HubError, newId, type CallContext, type ClientOf } from '@agenthub/runtime';
 import { membershipCounts, requireOwner, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
 import type { WorkspaceRecord } from './store.js';
 import type { VectorStore } from './vectors.js';
@@ -66,7 +66,24 @@ export async function listWorkspaces(env: WorkspaceEnv, ctx: CallContext, caller
 }
 
 /** Owner only; members and memories go with the workspace, and so do the memories' vectors. */
-export async function deleteWorkspace(env: WorkspaceEnv & { vectors?: VectorStore }, ctx: CallContext, caller: Caller, request: workspacev1.DeleteWorkspaceRequest) {
+/** Runs once a workspace's deletion has committed; a failure is logged, the deletion stands. */
+export type AfterDelete = (workspaceId: string, ctx: CallContext) => Promise<void>;
+
+export type DeleteEnv = WorkspaceEnv & { vectors?: VectorStore; afterDelete?: AfterDelete };
+
+type SecretsClient = Pick<ClientOf<typeof secretsv1.SecretsService>, 'deleteWorkspaceSecrets'>;
+
+/**
+ * An AfterDelete that has the secrets service destroy the workspace's data key. `secrets` is
+ * asked at each deletion, since in one process the secrets service starts after this one.
+ */
+export function destroySecretsWith(secrets: () => SecretsClient | undefined): AfterDelete {
+  return async (workspaceId, ctx) => {
+    await secrets()?.deleteWorkspaceSecrets({ workspaceId }, { parent: ctx });
+  };
+}
+
+export async function deleteWorkspace(env: DeleteEnv, ctx: CallContext, caller: Caller, request: workspacev1.DeleteWorkspaceRequest) {
   const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
   requireOwner(access);
   // A concurrent delete may have won since the access check; the loser sees what a later call would.
@@ -75,6 +92,11 @@ export async function deleteWorkspace(env: WorkspaceEnv & { vectors?: VectorStor
   // hit is read back from the memory rows), so the deletion stands and the failure is logged.
   await env.vectors?.deleteWorkspace(access.workspace.id).catch((err: unknown) => {
     ctx.log.error({ err, workspaceId: access.workspace.id }, 'deleting the workspace vectors failed');
+  });
+  // The secrets service also purges a deleted workspace's keys on its next call for it, so a
+  // failure here delays the destruction but cannot keep the key alive for good.
+  await env.afterDelete?.(access.workspace.id, ctx).catch((err: unknown) => {
+    ctx.log.error({ err, workspaceId: access.workspace.id }, 'announcing the workspace deletion failed');
   });
   return { workspaceId: access.workspace.id };
 }
