@@ -22,7 +22,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -168,6 +168,8 @@ async function run(opts, cleanups) {
   const { identityv1, workspacev1 } = await import('../libs/proto/dist/index.js');
 
   const threads = opts.threads ?? defaultEmbeddingThreads();
+  // Other processes' load skews every figure on a small machine: record it with the results.
+  const loadBefore = loadavg()[0];
   log(`AgentHub benchmark: memories (StoreMemory, QueryMemories over gRPC), node ${process.version}, ${cpus().length} CPUs`);
   log(`  ${opts.memories} memories per workspace, ${opts.queries} queries per checkpoint, ${opts.concurrency} concurrent stores, ${threads} embedding thread(s)`);
 
@@ -301,7 +303,9 @@ async function run(opts, cleanups) {
   for (const [label, rows] of Object.entries(results)) {
     for (const r of rows) log(`  ${label.padEnd(20)} ${String(r.memories).padStart(8)} ${String(r.storePerSec).padStart(9)} ${`${r.queryP50Ms} ms`.padStart(11)} ${`${r.queryP99Ms} ms`.padStart(11)}`);
   }
+  const loadAfter = loadavg()[0];
   log(`\n  peak RSS ${peakMiB} MiB (sampled), max RSS ${maxRssMiB} MiB (kernel)`);
+  log(`  1-minute load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after, on ${cpus().length} CPUs${Math.max(loadBefore, loadAfter) > cpus().length / 2 ? ' — other work was running: figures are pessimistic' : ''}`);
   log(`  store with the built-in model: ${storeRate.toFixed(1)}/s over ${opts.memories} (target ≥ ${TARGET_STORE_PER_SEC}/s): ${verdicts.store}`);
   log(`  query p50 at ${last.memories} including embedding: ${last.queryP50Ms} ms (target ≤ ${TARGET_QUERY_P50_MS} ms): ${verdicts.query}`);
 
@@ -321,6 +325,7 @@ async function run(opts, cleanups) {
     results,
     storePerSecIncludingEmbedding: Number(storeRate.toFixed(1)),
     peakRssMiB: peakMiB,
+    loadAverage: { before: Number(loadBefore.toFixed(2)), after: Number(loadAfter.toFixed(2)) },
     maxRssMiB,
     targets: { storePerSec: TARGET_STORE_PER_SEC, queryP50Ms: TARGET_QUERY_P50_MS },
     verdicts,
