@@ -35,6 +35,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, fmt, log, round, rpc, Unreachable, UsageError } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -120,8 +121,6 @@ function settings() {
   };
 }
 
-class UsageError extends Error {}
-class Unreachable extends Error {}
 
 async function main() {
   let opts;
@@ -505,60 +504,9 @@ async function startChild(name, args, env, ready) {
 // ---------------------------------------------------------------------------------------------
 // Backends
 
-async function checkRedis(redisUrl) {
-  const { createClient } = await import('redis');
-  const client = createClient({ url: redisUrl, socket: { connectTimeout: 3000, reconnectStrategy: false } });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.ping();
-  } catch (err) {
-    throw new Unreachable(`Redis is not reachable at ${redisUrl} (${err?.message || err?.code || err}). Start it, or set BENCH_REDIS_URL.`);
-  } finally {
-    await client.quit().catch(() => client.disconnect().catch(() => undefined));
-  }
-}
 
-async function createDatabase(pg, adminUrl, name) {
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
-  try {
-    await admin.connect();
-  } catch (err) {
-    throw new Unreachable(`PostgreSQL is not reachable at ${adminUrl} (${err?.message || err?.code || err}). Start it, or set BENCH_PG_URL.`);
-  }
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
-async function dropDatabase(pg, adminUrl, name) {
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  } finally {
-    await admin.end();
-  }
-}
 
-async function clearRedisPrefix(redisUrl, prefix) {
-  const { createClient } = await import('redis');
-  const client = createClient({ url: redisUrl, socket: { connectTimeout: 3000, reconnectStrategy: false } });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    const keys = [];
-    for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 })) keys.push(...(Array.isArray(batch) ? batch : [batch]));
-    if (keys.length) await client.del(keys);
-  } finally {
-    await client.quit().catch(() => undefined);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // CPU accounting (Linux /proc; skipped elsewhere): who used the CPUs during a measured run.
@@ -643,34 +591,9 @@ function cpuUsage(a, b, mode) {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/** One JSON-RPC call; `rawBody` is sent as is when given. */
-async function rpc(baseUrl, path, bearer, method, params, rawBody) {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
-    body: rawBody ?? JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const text = await response.text();
-  try {
-    return JSON.parse(text);
-  } catch {
-    return { error: { status: response.status, body: text } };
-  }
-}
 
-function round(value, digits) {
-  if (value === null || value === undefined || !Number.isFinite(value)) return null;
-  const f = 10 ** digits;
-  return Math.round(value * f) / f;
-}
 
-function fmt(n) {
-  return Number(n).toLocaleString('en-US');
-}
 
-function log(line) {
-  process.stdout.write(`${line}\n`);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Entry: the benchmark, or (in child mode) the echo server it spawns.
