@@ -11,13 +11,14 @@ export default {
   },
   moduleNameMapper: {
     '^@agenthub/(proto|runtime|testing)$': '<rootDir>/libs/$1/src/index.ts',
-    '^@agenthub/(gateway|identity|workspace|secrets|hub)$': '<rootDir>/services/$1/src/index.ts',
-    '^@agenthub/(gateway|identity|workspace|secrets)/main$': '<rootDir>/services/$1/src/main.ts',
+    '^@agenthub/(gateway|identity|workspace|secrets|messaging|hub)$': '<rootDir>/services/$1/src/index.ts',
+    '^@agenthub/(gateway|identity|workspace|secrets|messaging)/main$': '<rootDir>/services/$1/src/main.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/libs/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
   globalSetup: '<rootDir>/libs/testing/global-setup.js',
-  // Starting a hub creates embedded PostgreSQL instances: seconds when idle, more on a busy machine.
-  testTimeout: 60000,
+  // A hook that starts a whole embedded hub opens one PostgreSQL (PGlite) per service: about ten
+  // seconds on an idle 2-core machine, several times that on a busy one.
+  testTimeout: 180000,
   maxWorkers: 2,
 };
