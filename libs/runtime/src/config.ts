@@ -29,9 +29,18 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   GRPC_HOST: z.string().min(1).default('127.0.0.1'),
   GRPC_PORT: port.default(50051),
+  // Ops endpoint of a split-mode service process (/metrics, /healthz, /readyz); host defaults to GRPC_HOST.
+  OPS_HOST: z.string().min(1).optional(),
+  OPS_PORT: port.default(9090),
   IDENTITY_ADDR: z.string().min(1).optional(),
   WORKSPACE_ADDR: z.string().min(1).optional(),
   SECRETS_ADDR: z.string().min(1).optional(),
+  MESSAGING_ADDR: z.string().min(1).optional(),
+  // Messaging: longest SendMessage blocking wait; how often expired deliveries are swept; how long
+  // after its last inbox poll a connected agent counts as online.
+  MESSAGING_BLOCKING_MS: positiveInt.max(60_000).default(60_000),
+  MESSAGING_SWEEP_MS: positiveInt.default(5_000),
+  MESSAGING_ONLINE_MS: positiveInt.default(60_000),
   HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),

@@ -7,6 +7,7 @@ import { GrpcServer } from './grpc/server.js';
 import { openKv, type Kv } from './kv/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
+import { startOpsServer } from './ops-server.js';
 import type { Stop } from './process.js';
 
 /** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
@@ -96,8 +97,24 @@ export async function serviceProcess(
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
       internalToken: config.HUB_INTERNAL_TOKEN,
     });
+    // The ops endpoint (metrics, liveness, readiness) on OPS_HOST:OPS_PORT; readiness turns 503
+    // the moment stopping begins, before the gRPC server drains.
+    const ops = await startOpsServer({
+      host: config.OPS_HOST ?? config.GRPC_HOST,
+      port: config.OPS_PORT,
+      metrics,
+      log,
+      db,
+      kv,
+      grpcAddress: service.address,
+    }).catch(async (err: unknown) => {
+      await service.stop(0);
+      throw err;
+    });
     return async () => {
+      ops.markStopping();
       await service.stop(config.HUB_SHUTDOWN_GRACE_MS);
+      await ops.close();
       await db.close();
       await kv.close();
     };

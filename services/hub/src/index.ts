@@ -1,9 +1,10 @@
 import { startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
-import { identityv1, secretsv1, workspacev1 } from '@agenthub/proto';
+import { identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
 import { clientOptions, createClient, LocalTransport, Metrics, openBackends, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
+import { startMessaging } from '@agenthub/messaging';
 import { loadOrCreateAdminToken } from './admin-token.js';
 
 export { loadOrCreateAdminToken, readAdminToken } from './admin-token.js';
@@ -69,12 +70,24 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     secretsClient = createClient(secretsv1.SecretsService, secrets.address, clientOptions(common));
     stops.push(async () => secretsClient?.close());
 
+    const messagingDb = (await openBackends(config, 'messaging', { kv })).db;
+    stops.push(() => messagingDb.close());
+    const messaging = await startMessaging({
+      ...common,
+      db: messagingDb,
+      log: log.child({ service: 'messaging' }),
+      identityAddr: identity.address,
+      limits: { blockingMs: config.MESSAGING_BLOCKING_MS, onlineMs: config.MESSAGING_ONLINE_MS },
+      sweepIntervalMs: config.MESSAGING_SWEEP_MS,
+    });
+    stops.push(() => messaging.stop(config.HUB_SHUTDOWN_GRACE_MS));
+
     const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
     const gateway = await startGateway({
       log: log.child({ service: 'gateway' }),
       metrics,
       kv,
-      upstreams: { identity: identity.address, workspace: workspace.address, secrets: secrets.address },
+      upstreams: { identity: identity.address, workspace: workspace.address, secrets: secrets.address, messaging: messaging.address },
       local,
       adminToken,
       host: config.HUB_HOST,
@@ -90,6 +103,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       [identityv1.IdentityService.typeName]: identity.address,
       [workspacev1.WorkspaceService.typeName]: workspace.address,
       [secretsv1.SecretsService.typeName]: secrets.address,
+      [messagingv1.MessagingService.typeName]: messaging.address,
     };
     return { url: gateway.url, adminToken, services, stop: stopAll };
   } catch (err) {

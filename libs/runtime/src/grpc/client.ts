@@ -1,6 +1,8 @@
+import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { create, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { ConfigError } from '../config.js';
 import { HubError, Reason } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { writePrincipal, type Principal } from './principal.js';
@@ -58,10 +60,13 @@ export function createClient<S extends GenServiceMethods>(
   options: ClientOptions,
 ): Client<S> & { close(): void } {
   const max = options.maxMessageBytes ?? 8 * 1024 * 1024;
-  const channel = new grpc.Client(address, grpc.credentials.createInsecure(), {
+  const channel = new grpc.Client(channelTarget(address), grpc.credentials.createInsecure(), {
     'grpc.max_receive_message_length': max,
     'grpc.max_send_message_length': max,
     'grpc.keepalive_time_ms': 30_000,
+    // Spread calls over every address the target resolves to (a comma-separated list, or a DNS
+    // name with several records such as a Kubernetes headless Service), not just the first.
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   });
   const client: Record<string, unknown> = { close: () => channel.close() };
 
@@ -121,6 +126,29 @@ export function createClient<S extends GenServiceMethods>(
     }
   }
   return client as Client<S> & { close(): void };
+}
+
+/**
+ * The grpc-js target for an `*_ADDR` value: one `host:port` as is (resolved by DNS), or several
+ * separated by commas as an `ipv4:`/`ipv6:` address list, balanced round-robin. A list takes IP
+ * addresses only (`localhost` counts as 127.0.0.1); for names, use one name with several records.
+ */
+export function channelTarget(address: string): string {
+  const parts = address.split(',').map((part) => part.trim()).filter(Boolean);
+  if (parts.length <= 1) return parts[0] ?? address;
+  const ipv4: string[] = [];
+  const ipv6: string[] = [];
+  for (const part of parts) {
+    const colon = part.lastIndexOf(':');
+    const host = colon > 0 ? part.slice(0, colon) : '';
+    const port = part.slice(colon + 1);
+    if (!host || !/^\d+$/.test(port)) throw new ConfigError(`Bad address in list "${address}": "${part}" is not host:port`);
+    if (host === 'localhost' || isIP(host) === 4) ipv4.push(`${host === 'localhost' ? '127.0.0.1' : host}:${port}`);
+    else if (host.startsWith('[') && host.endsWith(']') && isIP(host.slice(1, -1)) === 6) ipv6.push(`${host}:${port}`);
+    else throw new ConfigError(`An address list takes IP addresses only, not "${part}" (use one DNS name with several records instead)`);
+  }
+  if (ipv4.length && ipv6.length) throw new ConfigError(`An address list cannot mix IPv4 and IPv6: "${address}"`);
+  return ipv4.length ? `ipv4:${ipv4.join(',')}` : `ipv6:${ipv6.join(',')}`;
 }
 
 /** An in-process call with the same deadline and cancellation a gRPC call would have. */

@@ -1,6 +1,7 @@
 import type { Clients, Route } from '../route.js';
 import { grantMethods } from './grants.js';
 import { memoryMethods } from './memories.js';
+import { messagingMethods } from './messaging.js';
 import { secretMethods } from './secrets.js';
 import { workspaceMethods } from './workspaces.js';
 
@@ -10,5 +11,5 @@ import { workspaceMethods } from './workspaces.js';
  * specification; where it gives no shape, the README documents ours.
  */
 export function agentMethods(clients: Clients): Map<string, Route> {
-  return new Map<string, Route>([...workspaceMethods(clients), ...memoryMethods(clients), ...grantMethods(clients), ...secretMethods(clients)]);
+  return new Map<string, Route>([...workspaceMethods(clients), ...memoryMethods(clients), ...grantMethods(clients), ...secretMethods(clients), ...messagingMethods(clients)]);
 }

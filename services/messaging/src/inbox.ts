@@ -1,0 +1,97 @@
+import { fromJson } from '@bufbuild/protobuf';
+import { messagingv1 } from '@agenthub/proto';
+import { HubError, type CallContext, type Logger } from '@agenthub/runtime';
+import type { DeliveryRecord } from './store.js';
+import { inboxChannel, onlineKey, taskChannel, type Caller, type MessagingEnv } from './tasks.js';
+
+const DEFAULT_MAX = 10;
+const MAX_MAX = 100;
+
+function deliveryView(d: DeliveryRecord): messagingv1.Delivery {
+  return {
+    $typeName: 'agenthub.messaging.v1.Delivery',
+    id: d.id,
+    taskId: d.taskId,
+    contextId: d.contextId,
+    senderAgentId: d.senderAgentId,
+    message: fromJson(messagingv1.MessageSchema, d.message as never),
+    createdAt: BigInt(d.createdAt),
+    attempt: d.attempts,
+  };
+}
+
+/**
+ * Marks the caller online, then claims its queued deliveries; with none, waits (up to `wait_ms`,
+ * bounded) for a send to wake it through Kv pub/sub, on whichever replica the send ran.
+ */
+export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.PollInboxRequest) {
+  if (request.waitMs < 0) throw HubError.invalidParams('wait_ms', 'must be at least 0');
+  if (request.max < 0 || request.max > MAX_MAX) throw HubError.invalidParams('max', `must be between 1 and ${MAX_MAX}`);
+  const max = request.max || DEFAULT_MAX;
+  const waitMs = Math.min(request.waitMs, env.limits.maxPollWaitMs);
+  await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs + waitMs);
+  const claim = async () => {
+    const now = env.now();
+    return env.store.claimDeliveries(caller.agentId, now, now + env.limits.claimMs, max);
+  };
+  let deliveries = await claim();
+  if (!deliveries.length && waitMs > 0) {
+    let wake: () => void = () => undefined;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const unsubscribe = await env.kv.subscribe(inboxChannel(caller.agentId), () => wake());
+    const timer = setTimeout(() => wake(), waitMs);
+    ctx.signal.addEventListener('abort', () => wake(), { once: true });
+    try {
+      // A send between the first claim and the subscription is caught by claiming once more.
+      deliveries = await claim();
+      if (!deliveries.length && !ctx.signal.aborted) {
+        await woken;
+        deliveries = await claim();
+      }
+    } finally {
+      clearTimeout(timer);
+      await unsubscribe().catch(() => undefined);
+    }
+    await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs).catch(() => undefined);
+  }
+  return { deliveries: deliveries.map(deliveryView) };
+}
+
+export async function ackDelivery(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.AckDeliveryRequest) {
+  if (!request.deliveryId) throw HubError.invalidParams('delivery_id', 'is required');
+  return { acked: await env.store.ackDelivery(caller.agentId, request.deliveryId) };
+}
+
+/**
+ * Fails the still-submitted tasks whose deliveries expired (x-ttl) and drops expired deliveries
+ * of tasks that moved on. Returns how many tasks it failed.
+ */
+export async function sweepExpired(env: MessagingEnv, log: Logger, batch = 100): Promise<number> {
+  const now = env.now();
+  let failed = 0;
+  for (const taskId of await env.store.expiredTaskIds(now, batch)) {
+    const moved = await env.store.transition(taskId, (t) =>
+      t.state === 'submitted' ? { next: { ...t, state: 'failed', updatedAt: now }, purge: true } : { next: t },
+    );
+    if (moved?.after.state === 'failed' && moved.before.state === 'submitted') {
+      failed += 1;
+      await env.kv.publish(taskChannel(taskId), 'failed').catch((err) => log.warn({ err, task_id: taskId }, 'could not announce'));
+    } else {
+      await env.store.deleteExpired(taskId, now);
+    }
+  }
+  return failed;
+}
+
+/** Runs the sweeper every `intervalMs` until stopped. */
+export function startSweeper(env: MessagingEnv, log: Logger, intervalMs: number): () => Promise<void> {
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running.then(() => sweepExpired(env, log)).catch((err) => log.error({ err }, 'sweeping expired deliveries failed'));
+  }, intervalMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * The messaging service: tasks between agents, a durable delivery queue per recipient (claimed
+ * with SKIP LOCKED, at-least-once with stable delivery ids, x-ttl expiry), inbox long-polls for
+ * connected agents and blocking sends that hear transitions through Kv pub/sub.
+ */
+import { identityv1, messagingv1 } from '@agenthub/proto';
+import { clientOptions, createClient, serveGrpc, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { startSweeper } from './inbox.js';
+import { createMessagingHandlers, messagingEnv } from './server.js';
+import type { MessagingLimits } from './tasks.js';
+
+export { createMessagingHandlers, messagingEnv } from './server.js';
+export { sweepExpired, startSweeper } from './inbox.js';
+export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
+export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
+
+export interface MessagingDeps extends ServiceDeps {
+  /** `host:port` of the identity service (recipients, output modes, grants). */
+  identityAddr: string;
+  limits?: Partial<MessagingLimits>;
+  /** How often expired deliveries are swept; default 5 s. */
+  sweepIntervalMs?: number;
+  /** Epoch milliseconds; tests inject a clock. */
+  now?: () => number;
+}
+
+/** Migrates the `messaging` schema, serves MessagingService and runs the expiry sweeper. */
+export async function startMessaging(deps: MessagingDeps): Promise<RunningService> {
+  const identity = createClient(identityv1.IdentityService, deps.identityAddr, clientOptions(deps));
+  const env = messagingEnv({ db: deps.db, kv: deps.kv, identity, limits: deps.limits, now: deps.now });
+  try {
+    const running = await serveGrpc(
+      'messaging',
+      deps,
+      { schema: 'messaging', migrations: new URL('../migrations/', import.meta.url) },
+      (server) => server.add(messagingv1.MessagingService, createMessagingHandlers(env)),
+    );
+    const stopSweeper = startSweeper(env, deps.log, deps.sweepIntervalMs ?? 5_000);
+    return {
+      name: running.name,
+      address: running.address,
+      async stop(graceMs) {
+        await stopSweeper();
+        await running.stop(graceMs);
+        identity.close();
+      },
+    };
+  } catch (err) {
+    identity.close();
+    throw err;
+  }
+}

@@ -1,0 +1,45 @@
+import { messagingv1 } from '@agenthub/proto';
+import type { Db, Kv, ServiceHandlers } from '@agenthub/runtime';
+import { ackDelivery, pollInbox } from './inbox.js';
+import { MessagingStore } from './store.js';
+import {
+  callerOf,
+  cancelTask,
+  DEFAULT_LIMITS,
+  getTask,
+  sendMessage,
+  updateTask,
+  type IdentityClient,
+  type MessagingEnv,
+  type MessagingLimits,
+} from './tasks.js';
+
+/** The environment the handlers and the sweeper share. */
+export function messagingEnv(deps: {
+  db: Db;
+  kv: Kv;
+  identity: IdentityClient;
+  limits?: Partial<MessagingLimits>;
+  now?: () => number;
+}): MessagingEnv {
+  return {
+    store: new MessagingStore(deps.db),
+    identity: deps.identity,
+    kv: deps.kv,
+    limits: { ...DEFAULT_LIMITS, ...deps.limits },
+    now: deps.now ?? Date.now,
+  };
+}
+
+/** The handlers of `agenthub.messaging.v1.MessagingService`. */
+export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<typeof messagingv1.MessagingService.method> {
+  // Every handler is async so that callerOf's refusal becomes a rejection.
+  return {
+    sendMessage: async (request, ctx) => sendMessage(env, ctx, callerOf(ctx), request),
+    getTask: async (request, ctx) => getTask(env, ctx, callerOf(ctx), request),
+    cancelTask: async (request, ctx) => cancelTask(env, ctx, callerOf(ctx), request),
+    pollInbox: async (request, ctx) => pollInbox(env, ctx, callerOf(ctx), request),
+    ackDelivery: async (request, ctx) => ackDelivery(env, ctx, callerOf(ctx), request),
+    updateTask: async (request, ctx) => updateTask(env, ctx, callerOf(ctx), request),
+  };
+}

@@ -1,0 +1,224 @@
+import { appendEvent, type Db, type Queryable } from '@agenthub/runtime';
+
+/** Topic of task events, keyed by task id so each task's transitions stay in order. */
+export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
+
+export type StateName = 'submitted' | 'working' | 'input-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
+
+export const TERMINAL: ReadonlySet<StateName> = new Set(['completed', 'failed', 'canceled', 'rejected']);
+
+/** A task as stored; messages and artifacts in proto JSON. */
+export interface TaskRecord {
+  id: string;
+  contextId: string;
+  senderAgentId: string;
+  senderTenantId: string;
+  recipientAgentId: string;
+  state: StateName;
+  messages: unknown[];
+  artifacts: unknown[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface DeliveryRecord {
+  id: string;
+  taskId: string;
+  contextId: string;
+  senderAgentId: string;
+  message: unknown;
+  createdAt: number;
+  attempts: number;
+}
+
+interface TaskRow {
+  id: string;
+  context_id: string;
+  sender_agent_id: string;
+  sender_tenant_id: string;
+  recipient_agent_id: string;
+  state: StateName;
+  messages: unknown[] | string;
+  artifacts: unknown[] | string;
+  created_at: number | string;
+  updated_at: number | string;
+}
+
+const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.parse(value) as T) : value);
+
+function toTask(row: TaskRow): TaskRecord {
+  return {
+    id: row.id,
+    contextId: row.context_id,
+    senderAgentId: row.sender_agent_id,
+    senderTenantId: row.sender_tenant_id,
+    recipientAgentId: row.recipient_agent_id,
+    state: row.state,
+    messages: json(row.messages),
+    artifacts: json(row.artifacts),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+const TASK_COLUMNS =
+  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, messages, artifacts, created_at, updated_at';
+
+/** The event every transition writes, in the transition's transaction. */
+async function transitionEvent(tx: Queryable, task: TaskRecord, from: StateName | undefined, now: number) {
+  await appendEvent(
+    tx,
+    {
+      topic: MESSAGING_EVENTS_TOPIC,
+      partitionKey: task.id,
+      type: from === undefined ? 'messaging.task.created' : 'messaging.task.transitioned',
+      data: {
+        task_id: task.id,
+        context_id: task.contextId,
+        sender_agent_id: task.senderAgentId,
+        recipient_agent_id: task.recipientAgentId,
+        ...(from !== undefined ? { from } : {}),
+        state: task.state,
+      },
+    },
+    new Date(now),
+  );
+}
+
+export interface NewDelivery {
+  id: string;
+  message: unknown;
+  expiresAt: number;
+}
+
+/** All SQL of the messaging service, in its own schema. */
+export class MessagingStore {
+  constructor(readonly db: Db) {}
+
+  async getTask(id: string, tx: Queryable = this.db): Promise<TaskRecord | undefined> {
+    const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
+    return rows[0] && toTask(rows[0]);
+  }
+
+  /** Inserts a task with its first event and, unless undefined, its delivery. */
+  async createTask(task: TaskRecord, delivery: NewDelivery | undefined): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO tasks (${TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [
+          task.id,
+          task.contextId,
+          task.senderAgentId,
+          task.senderTenantId,
+          task.recipientAgentId,
+          task.state,
+          JSON.stringify(task.messages),
+          JSON.stringify(task.artifacts),
+          task.createdAt,
+          task.updatedAt,
+        ],
+      );
+      await transitionEvent(tx, task, undefined, task.updatedAt);
+      if (delivery) await this.insertDelivery(tx, task, delivery);
+    });
+  }
+
+  private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {
+    await tx.query(
+      'INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      [delivery.id, task.id, task.recipientAgentId, JSON.stringify(delivery.message), task.updatedAt, delivery.expiresAt],
+    );
+  }
+
+  /**
+   * Locks the task and lets `decide` compute its next version from the current one; writes it
+   * with its event (when the state changed) and optional new delivery. `decide` may throw to
+   * refuse; `purge` deletes the task's queued deliveries.
+   */
+  async transition(
+    id: string,
+    decide: (current: TaskRecord) => { next: TaskRecord; delivery?: NewDelivery; purge?: boolean },
+  ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
+    return this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE`, [id]);
+      if (!rows[0]) return undefined;
+      const before = toTask(rows[0]);
+      const { next, delivery, purge } = decide(before);
+      await tx.query('UPDATE tasks SET state = $2, messages = $3, artifacts = $4, updated_at = $5 WHERE id = $1', [
+        id,
+        next.state,
+        JSON.stringify(next.messages),
+        JSON.stringify(next.artifacts),
+        next.updatedAt,
+      ]);
+      if (next.state !== before.state) await transitionEvent(tx, next, before.state, next.updatedAt);
+      if (purge) await tx.query('DELETE FROM deliveries WHERE task_id = $1', [id]);
+      if (delivery) await this.insertDelivery(tx, next, delivery);
+      return { before, after: next };
+    });
+  }
+
+  /**
+   * Claims up to `max` of the recipient's visible deliveries, oldest first, hiding them until
+   * `claimUntil`. SKIP LOCKED lets several replicas (and polls) share a queue without waiting.
+   */
+  async claimDeliveries(recipientAgentId: string, now: number, claimUntil: number, max: number): Promise<DeliveryRecord[]> {
+    return this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ seq: string }>(
+        `SELECT seq FROM deliveries
+          WHERE recipient_agent_id = $1 AND claimed_until <= $2 AND expires_at > $2
+          ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED`,
+        [recipientAgentId, now, max],
+      );
+      if (!rows.length) return [];
+      const claimed = await tx.query<{
+        id: string;
+        task_id: string;
+        context_id: string;
+        sender_agent_id: string;
+        message: unknown;
+        created_at: number | string;
+        attempts: number;
+        seq: string;
+      }>(
+        `UPDATE deliveries d SET claimed_until = $2, attempts = d.attempts + 1
+           FROM tasks t
+          WHERE d.seq = ANY($1::bigint[]) AND t.id = d.task_id
+          RETURNING d.seq, d.id, d.task_id, t.context_id, t.sender_agent_id, d.message, d.created_at, d.attempts`,
+        [rows.map((r) => r.seq), claimUntil],
+      );
+      return claimed.rows
+        .sort((a, b) => Number(a.seq) - Number(b.seq))
+        .map((r) => ({
+          id: r.id,
+          taskId: r.task_id,
+          contextId: r.context_id,
+          senderAgentId: r.sender_agent_id,
+          message: json(r.message),
+          createdAt: Number(r.created_at),
+          attempts: r.attempts,
+        }));
+    });
+  }
+
+  /** Deletes the recipient's delivery; false when it is not (or no longer) queued. */
+  async ackDelivery(recipientAgentId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.db.query('DELETE FROM deliveries WHERE id = $1 AND recipient_agent_id = $2', [id, recipientAgentId]);
+    return rowCount > 0;
+  }
+
+  /** Ids of tasks with expired deliveries, a batch at a time (for the sweeper). */
+  async expiredTaskIds(now: number, limit: number): Promise<string[]> {
+    const { rows } = await this.db.query<{ task_id: string }>(
+      'SELECT DISTINCT task_id FROM deliveries WHERE expires_at <= $1 LIMIT $2',
+      [now, limit],
+    );
+    return rows.map((r) => r.task_id);
+  }
+
+  /** Deletes a task's expired deliveries (of a task that is no longer waiting for them). */
+  async deleteExpired(taskId: string, now: number): Promise<number> {
+    const { rowCount } = await this.db.query('DELETE FROM deliveries WHERE task_id = $1 AND expires_at <= $2', [taskId, now]);
+    return rowCount;
+  }
+}

@@ -1,0 +1,306 @@
+import { fromJson, toJson } from '@bufbuild/protobuf';
+import { identityv1, messagingv1 } from '@agenthub/proto';
+import { HubError, newId, Reason, type CallContext, type Client, type Kv } from '@agenthub/runtime';
+import { TERMINAL, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
+
+const { TaskState } = messagingv1;
+type TaskState = messagingv1.TaskState;
+
+/** The part of the identity service this one calls. */
+export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant'>;
+
+export interface MessagingLimits {
+  /** Longest SendMessage blocking wait (the interface's 60 s). */
+  blockingMs: number;
+  /** A connected agent counts as online this long after its last inbox poll. */
+  onlineMs: number;
+  /** Longest inbox long-poll wait. */
+  maxPollWaitMs: number;
+  /** How long a polled, unacknowledged delivery stays hidden before it is handed out again. */
+  claimMs: number;
+  /** x-ttl when the sender gives none: 30 days. */
+  defaultTtlSeconds: number;
+  /** Messages and parts per message. */
+  maxParts: number;
+}
+
+export const DEFAULT_LIMITS: MessagingLimits = {
+  blockingMs: 60_000,
+  onlineMs: 60_000,
+  maxPollWaitMs: 30_000,
+  claimMs: 30_000,
+  defaultTtlSeconds: 30 * 24 * 3600,
+  maxParts: 100,
+};
+
+export interface MessagingEnv {
+  store: MessagingStore;
+  identity: IdentityClient;
+  kv: Kv;
+  limits: MessagingLimits;
+  /** Epoch milliseconds; injectable so tests move time without sleeping. */
+  now: () => number;
+}
+
+export interface Caller {
+  agentId: string;
+  tenantId: string;
+}
+
+export function callerOf(ctx: CallContext): Caller {
+  const principal = ctx.principal;
+  if (principal?.kind !== 'agent') throw HubError.unauthenticated();
+  return { agentId: principal.agentId, tenantId: principal.tenantId };
+}
+
+const stateNames: Record<StateName, TaskState> = {
+  submitted: TaskState.SUBMITTED,
+  working: TaskState.WORKING,
+  'input-required': TaskState.INPUT_REQUIRED,
+  completed: TaskState.COMPLETED,
+  failed: TaskState.FAILED,
+  canceled: TaskState.CANCELED,
+  rejected: TaskState.REJECTED,
+};
+
+function stateName(state: TaskState): StateName | undefined {
+  return (Object.keys(stateNames) as StateName[]).find((name) => stateNames[name] === state);
+}
+
+/** Kv channel announcing a task's transitions (heard by blocking sends on every replica). */
+export const taskChannel = (taskId: string) => `messaging:task:${taskId}`;
+/** Kv channel waking long-polls of an agent's inbox. */
+export const inboxChannel = (agentId: string) => `messaging:inbox:${agentId}`;
+/** Kv key present while the agent has polled within `onlineMs`. */
+export const onlineKey = (agentId: string) => `messaging:online:${agentId}`;
+
+const messageJson = (message: messagingv1.Message) => toJson(messagingv1.MessageSchema, message);
+const artifactJson = (artifact: messagingv1.Artifact) => toJson(messagingv1.ArtifactSchema, artifact);
+
+/** The wire task, history limited to the last `historyLength` messages (absent: all). */
+export function taskView(task: TaskRecord, historyLength?: number): messagingv1.Task {
+  const messages = task.messages.map((m) => fromJson(messagingv1.MessageSchema, m as never));
+  const kept = historyLength === undefined ? messages : historyLength <= 0 ? [] : messages.slice(-historyLength);
+  return {
+    $typeName: 'agenthub.messaging.v1.Task',
+    id: task.id,
+    contextId: task.contextId,
+    state: stateNames[task.state],
+    updatedAt: BigInt(task.updatedAt),
+    createdAt: BigInt(task.createdAt),
+    messages: kept,
+    artifacts: task.artifacts.map((a) => fromJson(messagingv1.ArtifactSchema, a as never)),
+    senderAgentId: task.senderAgentId,
+    recipientAgentId: task.recipientAgentId,
+  };
+}
+
+/** Checks every part, naming the first bad one as `<prefix>[i].<field>`. */
+export function validateParts(parts: messagingv1.Part[], prefix: string, maxParts: number): void {
+  if (parts.length === 0) throw HubError.invalidParams(prefix, 'must have at least 1 items');
+  if (parts.length > maxParts) throw HubError.invalidParams(prefix, `must have at most ${maxParts} items`);
+  parts.forEach((part, i) => {
+    const at = `${prefix}[${i}]`;
+    const c = part.content;
+    switch (c.case) {
+      case 'text':
+        return;
+      case 'file':
+        if (!c.value.mimeType) throw HubError.invalidParams(`${at}.mimeType`, 'is required');
+        if (!c.value.data === !c.value.uri) throw HubError.invalidParams(`${at}.data`, 'or uri is required (exactly one)');
+        return;
+      case 'data':
+        if (!c.value.mimeType) throw HubError.invalidParams(`${at}.mimeType`, 'is required');
+        return;
+      default:
+        throw HubError.invalidParams(`${at}.kind`, 'must be one of text, file, data');
+    }
+  });
+}
+
+function taskNotFound(): HubError {
+  return new HubError(Reason.TASK_NOT_FOUND, 'Task not found');
+}
+
+/** The task if the caller is its sender or recipient; TASK_NOT_FOUND otherwise. */
+async function visibleTask(env: MessagingEnv, caller: Caller, taskId: string): Promise<TaskRecord> {
+  if (!taskId) throw HubError.invalidParams('id', 'is required');
+  const task = await env.store.getTask(taskId);
+  if (!task || (task.senderAgentId !== caller.agentId && task.recipientAgentId !== caller.agentId)) throw taskNotFound();
+  return task;
+}
+
+async function announce(env: MessagingEnv, task: TaskRecord, ctx: CallContext) {
+  try {
+    await env.kv.publish(taskChannel(task.id), task.state);
+  } catch (err) {
+    ctx.log.warn({ err, task_id: task.id }, 'could not announce a task transition');
+  }
+}
+
+async function wakeInbox(env: MessagingEnv, agentId: string, ctx: CallContext) {
+  try {
+    await env.kv.publish(inboxChannel(agentId), '1');
+  } catch (err) {
+    ctx.log.warn({ err, agent_id: agentId }, 'could not wake an inbox');
+  }
+}
+
+function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds: number, now: number): NewDelivery {
+  return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000 };
+}
+
+/** Waits until the task reaches a terminal or input-required state, or `ms` pass. */
+async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
+  let done: () => void = () => undefined;
+  const settled = new Promise<void>((resolve) => (done = resolve));
+  const unsubscribe = await env.kv.subscribe(taskChannel(taskId), (state) => {
+    if (TERMINAL.has(state as StateName) || state === 'input-required') done();
+  });
+  const timer = setTimeout(done, ms);
+  const onAbort = () => done();
+  signal.addEventListener('abort', onAbort);
+  try {
+    // Check after subscribing, so a transition between the send and the subscription is not missed.
+    const task = await env.store.getTask(taskId);
+    if (!task || TERMINAL.has(task.state) || task.state === 'input-required') return;
+    await settled;
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+    await unsubscribe().catch(() => undefined);
+  }
+}
+
+async function isOnline(env: MessagingEnv, agentId: string): Promise<boolean> {
+  return (await env.kv.get(onlineKey(agentId))) !== undefined;
+}
+
+export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest) {
+  const message = request.message;
+  if (!message) throw HubError.invalidParams('message', 'is required');
+  validateParts(message.parts, 'message.parts', env.limits.maxParts);
+  if (request.historyLength !== undefined && request.historyLength < 0) {
+    throw HubError.invalidParams('configuration.historyLength', 'must be at least 0');
+  }
+  const ttl = request.ttlSeconds === undefined ? env.limits.defaultTtlSeconds : Number(request.ttlSeconds);
+  if (ttl < 0) throw HubError.invalidParams('configuration.x-ttl', 'must be at least 0');
+  const stored: messagingv1.Message = { ...message, role: message.role || 'user', messageId: message.messageId || newId('msg') };
+
+  let task: TaskRecord;
+  if (request.taskId) {
+    // Continuation: only the task's sender answers it; it must be waiting for input.
+    const current = await visibleTask(env, caller, request.taskId);
+    if (current.senderAgentId !== caller.agentId) throw taskNotFound();
+    if (request.recipientAgentId && request.recipientAgentId !== current.recipientAgentId) {
+      throw HubError.invalidParams('configuration.agentId', 'does not match the task\'s recipient');
+    }
+    const now = env.now();
+    const moved = await env.store.transition(current.id, (t) => {
+      if (t.state !== 'input-required' && t.state !== 'submitted' && t.state !== 'working') {
+        throw HubError.invalidOperation(`Task is ${t.state}; only a task in input-required can be continued`);
+      }
+      return {
+        next: { ...t, state: 'submitted', messages: [...t.messages, messageJson(stored)], updatedAt: now },
+        delivery: newDelivery(env, stored, ttl, now),
+      };
+    });
+    if (!moved) throw taskNotFound();
+    task = moved.after;
+    await announce(env, task, ctx);
+  } else {
+    const recipientId = request.recipientAgentId;
+    if (!recipientId) throw HubError.invalidParams('configuration.agentId', 'is required');
+    const { agent } = await env.identity.getAgent({ agentId: recipientId }, { parent: ctx });
+    if (!agent) throw new HubError(Reason.NOT_FOUND, 'Agent not found', { field: 'configuration.agentId' });
+    if (agent.tenantId !== caller.tenantId) {
+      const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agent.id }, { parent: ctx });
+      if (!grant.approved) throw HubError.grantRequired();
+    }
+    const accepted = request.acceptedOutputModes;
+    if (accepted.length && agent.outputModes.length && !accepted.some((mode) => agent.outputModes.includes(mode))) {
+      throw new HubError(
+        Reason.CONTENT_TYPE_NOT_SUPPORTED,
+        `Content type not supported: the agent produces ${agent.outputModes.join(', ')}`,
+        { field: 'configuration.acceptedOutputModes' },
+      );
+    }
+    const now = env.now();
+    const offlineNoQueue = ttl === 0 && !(await isOnline(env, agent.id));
+    task = {
+      id: newId('task'),
+      contextId: request.contextId || newId('ctx'),
+      senderAgentId: caller.agentId,
+      senderTenantId: caller.tenantId,
+      recipientAgentId: agent.id,
+      state: offlineNoQueue ? 'failed' : 'submitted',
+      messages: [messageJson(stored)],
+      artifacts: [],
+      createdAt: now,
+      updatedAt: now,
+    };
+    // x-ttl 0 to an online agent still queues: it has until its next poll (claim window) to take it.
+    const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
+    await env.store.createTask(task, delivery);
+  }
+  if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
+
+  if (request.blocking && !TERMINAL.has(task.state)) {
+    await waitForSettled(env, task.id, env.limits.blockingMs, ctx.signal);
+    task = (await env.store.getTask(task.id)) ?? task;
+  }
+  return { task: taskView(task, request.historyLength) };
+}
+
+export async function getTask(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.GetTaskRequest) {
+  if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
+  return { task: taskView(await visibleTask(env, caller, request.taskId), request.historyLength) };
+}
+
+const CANCELABLE: ReadonlySet<StateName> = new Set(['submitted', 'working', 'input-required']);
+
+export async function cancelTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.CancelTaskRequest) {
+  const task = await visibleTask(env, caller, request.taskId);
+  const now = env.now();
+  const moved = await env.store.transition(task.id, (t) => {
+    if (!CANCELABLE.has(t.state)) {
+      throw new HubError(Reason.TASK_NOT_CANCELABLE, `Task cannot be canceled: it is ${t.state}`);
+    }
+    return { next: { ...t, state: 'canceled', updatedAt: now }, purge: true };
+  });
+  if (!moved) throw taskNotFound();
+  await announce(env, moved.after, ctx);
+  return { task: taskView(moved.after) };
+}
+
+/** Where the recipient may move its task, and from where. */
+const UPDATABLE_FROM: ReadonlySet<StateName> = new Set(['submitted', 'working', 'input-required']);
+const UPDATE_TO: ReadonlySet<StateName> = new Set(['working', 'input-required', 'completed', 'failed', 'rejected']);
+
+export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.UpdateTaskRequest) {
+  const task = await visibleTask(env, caller, request.taskId);
+  if (task.recipientAgentId !== caller.agentId) {
+    throw new HubError(Reason.ACCESS_DENIED, 'Only the task\'s recipient can update it');
+  }
+  const to = stateName(request.state);
+  if (!to || !UPDATE_TO.has(to)) {
+    throw HubError.invalidParams('state', 'must be one of working, input-required, completed, failed, rejected');
+  }
+  if (request.message) validateParts(request.message.parts, 'message.parts', env.limits.maxParts);
+  request.artifacts.forEach((artifact, i) => validateParts(artifact.parts, `artifacts[${i}].parts`, env.limits.maxParts));
+  const now = env.now();
+  const moved = await env.store.transition(task.id, (t) => {
+    if (!UPDATABLE_FROM.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
+    const messages = request.message
+      ? [...t.messages, messageJson({ ...request.message, role: request.message.role || 'agent', messageId: request.message.messageId || newId('msg') })]
+      : t.messages;
+    const artifacts = [
+      ...t.artifacts,
+      ...request.artifacts.map((a) => artifactJson({ ...a, id: a.id || newId('art') })),
+    ];
+    return { next: { ...t, state: to, messages, artifacts, updatedAt: now } };
+  });
+  if (!moved) throw taskNotFound();
+  await announce(env, moved.after, ctx);
+  return { task: taskView(moved.after) };
+}

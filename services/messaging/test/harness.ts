@@ -1,0 +1,130 @@
+import { startIdentity } from '@agenthub/identity';
+import { identityv1, messagingv1 } from '@agenthub/proto';
+import {
+  createClient,
+  HubError,
+  Metrics,
+  openDb,
+  openKv,
+  type CallOptions,
+  type Client,
+  type Db,
+  type Kv,
+  type Reason,
+  type RunningService,
+} from '@agenthub/runtime';
+import { testLogger, type Backend } from '@agenthub/testing';
+import { messagingEnv, startMessaging, type MessagingEnv, type MessagingLimits } from '../src/index.js';
+
+export interface TestAgent {
+  id: string;
+  tenantId: string;
+  as: CallOptions;
+}
+
+export type MessagingClient = Client<typeof messagingv1.MessagingService.method> & { close(): void };
+
+/** A clock the tests move by hand: expiry and redelivery without sleeping. */
+export class TestClock {
+  constructor(public ms = Date.now()) {}
+  readonly now = () => this.ms;
+  advance(ms: number) {
+    this.ms += ms;
+  }
+}
+
+/**
+ * Identity plus `replicas` messaging services sharing one database, one Kv and one clock (as
+ * replicas share PostgreSQL and Redis), each with its own client.
+ */
+export interface Stack {
+  identity: Client<typeof identityv1.IdentityService.method> & { close(): void };
+  replicas: MessagingClient[];
+  /** The environment the sweeper of a replica would use (same db, kv and clock). */
+  env: MessagingEnv;
+  db: Db;
+  clock: TestClock;
+  agent(tenantId: string, name: string): Promise<TestAgent>;
+  /** Stops every messaging replica and starts them again on the same database and Kv. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export const operator: CallOptions = { principal: { kind: 'operator' } };
+
+export async function startStack(backend: Backend, options: { replicas?: number; limits?: Partial<MessagingLimits> } = {}): Promise<Stack> {
+  const log = testLogger();
+  const provisioned = await backend.provision();
+  const dbs: Db[] = [];
+  const kvs: Kv[] = [];
+  const base = async (schema: string) => {
+    const db = await openDb({ url: provisioned.databaseUrl, schema });
+    const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
+    dbs.push(db);
+    kvs.push(kv);
+    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
+  };
+  const services: RunningService[] = [];
+  const identityService = await startIdentity(await base('identity'));
+  services.push(identityService);
+  const clock = new TestClock();
+  const shared = await base('messaging');
+  const replicas: MessagingClient[] = [];
+  const replicaDeps: (typeof shared)[] = [];
+  for (let i = 0; i < (options.replicas ?? 1); i += 1) {
+    // Replicas after the first get their own pool and Kv connection on the real backend.
+    replicaDeps.push(i === 0 || !provisioned.databaseUrl ? shared : await base('messaging'));
+  }
+  const messaging: RunningService[] = [];
+  const startReplicas = async () => {
+    for (const own of replicaDeps) {
+      const service = await startMessaging({
+        ...own,
+        identityAddr: identityService.address,
+        limits: options.limits,
+        sweepIntervalMs: 3_600_000,
+        now: clock.now,
+      });
+      messaging.push(service);
+      replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000 }));
+    }
+  };
+  await startReplicas();
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
+  return {
+    identity,
+    replicas,
+    env: messagingEnv({ db: shared.db, kv: shared.kv, identity, limits: options.limits, now: clock.now }),
+    db: shared.db,
+    clock,
+    async agent(tenantId, name) {
+      const { agent } = await identity.createAgent({ tenantId, name, createTenant: true }, operator);
+      if (!agent) throw new Error('CreateAgent returned no agent');
+      return { id: agent.id, tenantId, as: { principal: { kind: 'agent', agentId: agent.id, tenantId } } };
+    },
+    async restart() {
+      for (const client of replicas.splice(0)) client.close();
+      for (const service of messaging.splice(0)) await service.stop(1000);
+      await startReplicas();
+    },
+    async stop() {
+      identity.close();
+      for (const client of replicas) client.close();
+      for (const service of messaging) await service.stop(1000);
+      for (const service of services.reverse()) await service.stop(1000);
+      await Promise.all([...dbs.map((db) => db.close()), ...kvs.map((kv) => kv.close())]);
+      await provisioned.dispose();
+    },
+  };
+}
+
+/** The HubError a call failed with. */
+export async function failure(call: Promise<unknown>): Promise<{ reason: Reason; message: string; field: string }> {
+  try {
+    await call;
+  } catch (err) {
+    if (!(err instanceof HubError)) throw err;
+    return { reason: err.reason, message: err.message, field: err.field };
+  }
+  throw new Error('Expected the call to fail');
+}
