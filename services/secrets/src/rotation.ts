@@ -111,6 +111,6 @@ export async function deleteWorkspaceSecrets(env: SecretsEnv, ctx: CallContext, 
     }
   }
   const purged = await env.store.destroyWorkspace(workspaceId);
-  if (purged.destroyed) ctx.log.info({ workspace_id: workspaceId, secrets_deleted: purged.secretsDeleted }, 'workspace data key destroyed');
+  if (purged.destroyed) ctx.log.info({ workspace_id: workspaceId, secrets_deleted: purged.secretsDeleted }, 'destroyed the data key of a deleted workspace');
   return { workspaceId, destroyed: purged.destroyed, secretsDeleted: purged.secretsDeleted };
 }

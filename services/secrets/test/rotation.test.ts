@@ -287,4 +287,4 @@ describe.each(backends().map((b) => [b.name, b] as const))('rotation (%s)', (_na
   });
 });
 
-checkLogsForLeaks(['KEK rotation finished', 'workspace data key rotated', 'workspace data key destroyed', 'destroyed the data key of a deleted workspace']);
+checkLogsForLeaks(['KEK rotation finished', 'workspace data key rotated', 'destroyed the data key of a deleted workspace']);
