@@ -3,6 +3,7 @@ import { HubError, type CallContext } from '@agenthub/runtime';
 import { requireRole, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
 import type { MemberRecord } from './store.js';
 import * as validate from './validate.js';
+import { memberAdded, memberRemoved } from './events.js';
 
 const { Role } = workspacev1;
 
@@ -47,7 +48,7 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     role,
     addedBy: caller.agentId,
     addedAt: Date.now(),
-  });
+  }, memberAdded);
   if (!stored) throw HubError.notFound();
   return { member: memberMessage(stored.member), created: stored.created };
 }
@@ -59,7 +60,7 @@ export async function removeMember(env: WorkspaceEnv, ctx: CallContext, caller: 
   const access = await resolveAccess(env, ctx, caller, workspaceId);
   requireRole(access, Role.ADMIN);
   if (agentId === access.workspace.ownerAgentId) throw HubError.invalidOperation('Cannot remove workspace owner');
-  if (!(await env.store.removeMember(workspaceId, agentId))) throw HubError.notFound('Member not found');
+  if (!(await env.store.removeMember(workspaceId, agentId, memberRemoved(workspaceId, agentId, caller.agentId)))) throw HubError.notFound('Member not found');
   return { workspaceId, agentId };
 }
 

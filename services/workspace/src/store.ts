@@ -1,5 +1,5 @@
 import { workspacev1 } from '@agenthub/proto';
-import type { Db } from '@agenthub/runtime';
+import { appendEvent, type Db, type OutboxEvent } from '@agenthub/runtime';
 
 const { Role } = workspacev1;
 type Role = workspacev1.Role;
@@ -55,7 +55,7 @@ const ROLE_TEXT = new Map<Role, string>([
 ]);
 const ROLE_OF_TEXT = new Map([...ROLE_TEXT].map(([role, text]) => [text, role]));
 
-function roleText(role: Role): string {
+export function roleText(role: Role): string {
   const text = ROLE_TEXT.get(role);
   if (!text) throw new Error(`Role ${role} cannot be stored`);
   return text;
@@ -96,8 +96,8 @@ function memberValues(member: MemberRecord): unknown[] {
 export class WorkspaceStore {
   constructor(private readonly db: Db) {}
 
-  /** Inserts the workspace and its owner's admin membership together. */
-  async createWorkspace(workspace: WorkspaceRecord, owner: MemberRecord): Promise<void> {
+  /** Inserts the workspace and its owner's admin membership together, with `event`. */
+  async createWorkspace(workspace: WorkspaceRecord, owner: MemberRecord, event: OutboxEvent): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.query(
         `INSERT INTO workspaces (id, name, description, owner_agent_id, owner_tenant_id, created_at)
@@ -105,6 +105,7 @@ export class WorkspaceStore {
         [workspace.id, workspace.name, workspace.description, workspace.ownerAgentId, workspace.ownerTenantId, workspace.createdAt],
       );
       await tx.query(`INSERT INTO members (${MEMBER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, memberValues(owner));
+      await appendEvent(tx, event);
     });
   }
 
@@ -114,9 +115,12 @@ export class WorkspaceStore {
   }
 
   /** Deletes the workspace and, by cascade, its members; false when it was already gone. */
-  async deleteWorkspace(id: string): Promise<boolean> {
-    const { rowCount } = await this.db.query('DELETE FROM workspaces WHERE id = $1', [id]);
-    return rowCount > 0;
+  async deleteWorkspace(id: string, event: OutboxEvent): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const { rowCount } = await tx.query('DELETE FROM workspaces WHERE id = $1', [id]);
+      if (rowCount > 0) await appendEvent(tx, event);
+      return rowCount > 0;
+    });
   }
 
   /**
@@ -183,7 +187,8 @@ export class WorkspaceStore {
    * added_at stay). Returns the stored member and whether it was new, or undefined when the
    * workspace no longer exists.
    */
-  async upsertMember(member: MemberRecord): Promise<{ member: MemberRecord; created: boolean } | undefined> {
+  /** `onCreated` is written only when the agent was not a member yet (a role change announces nothing). */
+  async upsertMember(member: MemberRecord, onCreated: (stored: MemberRecord) => OutboxEvent): Promise<{ member: MemberRecord; created: boolean } | undefined> {
     return this.db.transaction(async (tx) => {
       // Holding the workspace row keeps a concurrent delete from slipping in between.
       const workspace = await tx.query('SELECT id FROM workspaces WHERE id = $1 FOR SHARE', [member.workspaceId]);
@@ -197,13 +202,18 @@ export class WorkspaceStore {
         memberValues(member),
       );
       const row = rows[0] as MemberRow & { created: boolean };
-      return { member: toMember(row), created: row.created };
+      const stored = toMember(row);
+      if (row.created) await appendEvent(tx, onCreated(stored));
+      return { member: stored, created: row.created };
     });
   }
 
   /** False when the agent was not a member. */
-  async removeMember(workspaceId: string, agentId: string): Promise<boolean> {
-    const { rowCount } = await this.db.query('DELETE FROM members WHERE workspace_id = $1 AND agent_id = $2', [workspaceId, agentId]);
-    return rowCount > 0;
+  async removeMember(workspaceId: string, agentId: string, event: OutboxEvent): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const { rowCount } = await tx.query('DELETE FROM members WHERE workspace_id = $1 AND agent_id = $2', [workspaceId, agentId]);
+      if (rowCount > 0) await appendEvent(tx, event);
+      return rowCount > 0;
+    });
   }
 }

@@ -4,6 +4,7 @@ import { membershipCounts, requireOwner, resolveAccess, type Caller, type Worksp
 import type { WorkspaceRecord } from './store.js';
 import type { VectorStore } from './vectors.js';
 import * as validate from './validate.js';
+import { workspaceCreated, workspaceDeleted } from './events.js';
 
 const { Role } = workspacev1;
 
@@ -40,7 +41,7 @@ export async function createWorkspace(env: WorkspaceEnv, ctx: CallContext, calle
     role: Role.ADMIN,
     addedBy: caller.agentId,
     addedAt: now,
-  });
+  }, workspaceCreated(workspace));
   return { workspace: workspaceMessage(workspace) };
 }
 
@@ -87,7 +88,7 @@ export async function deleteWorkspace(env: DeleteEnv, ctx: CallContext, caller: 
   const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
   requireOwner(access);
   // A concurrent delete may have won since the access check; the loser sees what a later call would.
-  if (!(await env.store.deleteWorkspace(access.workspace.id))) throw HubError.notFound();
+  if (!(await env.store.deleteWorkspace(access.workspace.id, workspaceDeleted(access.workspace.id, caller.agentId)))) throw HubError.notFound();
   // Memory rows went by cascade. Vectors left behind by a failure here are never served (every
   // hit is read back from the memory rows), so the deletion stands and the failure is logged.
   await env.vectors?.deleteWorkspace(access.workspace.id).catch((err: unknown) => {

@@ -28,6 +28,8 @@ export interface TestAgent {
 export interface Stack {
   identity: Client<typeof identityv1.IdentityService.method> & { close(): void };
   workspace: Client<typeof workspacev1.WorkspaceService.method> & { close(): void };
+  /** The workspace service's own database (schema `workspace`), for reading what it wrote. */
+  workspaceDb: Db;
   /** Registers an agent (creating its tenant when needed) through the operator principal. */
   agent(tenantId: string, name: string): Promise<TestAgent>;
   /** Requests a grant from `from` to `to` and has `to` approve it; returns the grant id. */
@@ -50,7 +52,8 @@ export async function startStack(backend: Backend): Promise<Stack> {
   };
   const identityService = await startIdentity(await deps('identity'));
   opened.services.push(identityService);
-  const workspaceService = await startWorkspace({ ...(await deps('workspace')), identityAddr: identityService.address });
+  const workspaceDeps = await deps('workspace');
+  const workspaceService = await startWorkspace({ ...workspaceDeps, identityAddr: identityService.address });
   opened.services.push(workspaceService);
 
   const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
@@ -59,6 +62,7 @@ export async function startStack(backend: Backend): Promise<Stack> {
   return {
     identity,
     workspace,
+    workspaceDb: workspaceDeps.db,
     async agent(tenantId, name) {
       const { agent } = await identity.createAgent({ tenantId, name, createTenant: true }, operator);
       if (!agent) throw new Error('CreateAgent returned no agent');
