@@ -50,16 +50,18 @@ export interface RunningGateway {
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken, local: deps.local };
   const names = Object.keys(UPSTREAMS) as UpstreamName[];
+  // Typed for the authenticator, and also the one identity channel the method tables use.
+  const identity = createClient(identityv1.IdentityService, deps.upstreams.identity, clientOptions);
   const clients: Clients = new Map(
     names.map((name) => {
       const service: GenService<GenServiceMethods> = UPSTREAMS[name];
-      return [service.typeName, createClient(service, deps.upstreams[name], clientOptions) as never];
+      const client = name === 'identity' ? identity : createClient(service, deps.upstreams[name], clientOptions);
+      return [service.typeName, client as never];
     }),
   );
   const health = Object.fromEntries(
     names.map((name) => [name, createClient(healthv1.Health, deps.upstreams[name], { ...clientOptions, defaultTimeoutMs: 2_000 })]),
   );
-  const identity = createClient(identityv1.IdentityService, deps.upstreams.identity, clientOptions);
 
   const checkVersion = (ctx: RpcContext) =>
     ctx.a2aVersion === undefined || SUPPORTED_A2A_VERSIONS.has(ctx.a2aVersion)
@@ -102,7 +104,6 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         });
         server.closeIdleConnections();
       });
-      identity.close();
       for (const client of [...clients.values(), ...Object.values(health)]) (client as unknown as { close(): void }).close();
     },
   };
