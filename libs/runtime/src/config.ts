@@ -64,6 +64,18 @@ const schema = z.object({
   // Vectors in Qdrant when set, else exact search over vectors kept in the workspace schema.
   QDRANT_URL: url(['http:', 'https:']).optional(),
   QDRANT_API_KEY: z.string().min(1).optional(),
+  // Push agents: longest pause between delivery attempts to an unreachable A2A endpoint.
+  MESSAGING_PUSH_MAX_BACKOFF_MS: positiveInt.default(30_000),
+  MESSAGING_PUSH_TIMEOUT_MS: positiveInt.default(30_000),
+  // Event log: Kafka when KAFKA_BROKERS (`host:port,host:port`) is set, else the embedded bus.
+  KAFKA_BROKERS: z.string().min(1).optional(),
+  KAFKA_CLIENT_ID: z.string().min(1).default('agenthub'),
+  // How often each service's outbox relay looks for unpublished rows (it is also woken on writes).
+  OUTBOX_POLL_MS: positiveInt.default(200),
+  EVENTS_ADDR: z.string().min(1).optional(),
+  // Webhooks: allow targets on private, loopback, link-local and metadata addresses (tests, labs).
+  HUB_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  WEBHOOK_TIMEOUT_MS: positiveInt.default(10_000),
 });
 
 export type HubConfig = z.infer<typeof schema>;

@@ -1,0 +1,44 @@
+/**
+ * The event log between services: Kafka in production, an embedded adapter otherwise. Outbox
+ * relays publish to it; the events service consumes it as a consumer group.
+ */
+export interface BusMessage {
+  /** Messages with the same key keep their order (one Kafka partition). */
+  key: string;
+  /** The JSON payload as written to the outbox (`{ event, timestamp, data }`). */
+  value: string;
+  /** At least `event-id` (the outbox event id) and `event-type`. */
+  headers: Record<string, string>;
+}
+
+export interface ConsumedMessage extends BusMessage {
+  topic: string;
+  /** Position in the topic (Kafka offset within its partition, embedded: global sequence). */
+  offset: string;
+}
+
+export interface Subscription {
+  /** Stops consuming; resolves once the handler in flight (if any) finished and its offset is committed. */
+  stop(): Promise<void>;
+}
+
+export interface Bus {
+  /**
+   * Publishes messages in the given order. Resolves once they are durable in the log (Kafka acks
+   * from all in-sync replicas; embedded: stored), so an outbox row may be marked published then.
+   */
+  publish(topic: string, messages: BusMessage[]): Promise<void>;
+  /**
+   * Consumes `topics` as consumer group `group`: each message reaches one member of the group,
+   * in order per key, at least once. The offset is committed only after `handle` resolves; a
+   * rejection makes the message come again (after a pause) instead of being skipped.
+   */
+  subscribe(group: string, topics: string[], handle: (message: ConsumedMessage) => Promise<void>): Promise<Subscription>;
+  /** Throws when the backend cannot be reached (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Header names every published message carries. */
+export const EVENT_ID_HEADER = 'event-id';
+export const EVENT_TYPE_HEADER = 'event-type';
