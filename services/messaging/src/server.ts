@@ -2,11 +2,13 @@ import { messagingv1 } from '@agenthub/proto';
 import type { Db, Kv, ServiceHandlers } from '@agenthub/runtime';
 import { ackDelivery, pollInbox } from './inbox.js';
 import { MessagingStore } from './store.js';
+import { watchTask } from './streams.js';
 import {
   callerOf,
   cancelTask,
   DEFAULT_LIMITS,
   getTask,
+  listTasks,
   sendMessage,
   updateTask,
   type IdentityClient,
@@ -41,5 +43,7 @@ export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<type
     pollInbox: async (request, ctx) => pollInbox(env, ctx, callerOf(ctx), request),
     ackDelivery: async (request, ctx) => ackDelivery(env, ctx, callerOf(ctx), request),
     updateTask: async (request, ctx) => updateTask(env, ctx, callerOf(ctx), request),
+    listTasks: async (request, ctx) => listTasks(env, ctx, callerOf(ctx), request),
+    watchTask: (request, ctx) => watchTask(env, ctx, callerOf(ctx), request),
   };
 }

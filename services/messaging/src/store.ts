@@ -19,6 +19,18 @@ export interface TaskRecord {
   artifacts: unknown[];
   createdAt: number;
   updatedAt: number;
+  /** Grows by one with every change; 1 at creation. */
+  version: number;
+}
+
+/** What one version of a task added (the rows task streams replay). */
+export interface TransitionRecord {
+  taskId: string;
+  version: number;
+  state: StateName;
+  updatedAt: number;
+  messages: unknown[];
+  artifacts: unknown[];
 }
 
 export interface DeliveryRecord {
@@ -42,6 +54,7 @@ interface TaskRow {
   artifacts: unknown[] | string;
   created_at: number | string;
   updated_at: number | string;
+  version: number | string;
 }
 
 const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.parse(value) as T) : value);
@@ -58,11 +71,12 @@ function toTask(row: TaskRow): TaskRecord {
     artifacts: json(row.artifacts),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    version: Number(row.version),
   };
 }
 
 const TASK_COLUMNS =
-  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, messages, artifacts, created_at, updated_at';
+  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, messages, artifacts, created_at, updated_at, version';
 
 /** The event every transition writes, in the transition's transaction. */
 async function transitionEvent(tx: Queryable, task: TaskRecord, from: StateName | undefined, now: number) {
@@ -104,7 +118,7 @@ export class MessagingStore {
   async createTask(task: TaskRecord, delivery: NewDelivery | undefined): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.query(
-        `INSERT INTO tasks (${TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        `INSERT INTO tasks (${TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1)`,
         [
           task.id,
           task.contextId,
@@ -143,19 +157,81 @@ export class MessagingStore {
       const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE`, [id]);
       if (!rows[0]) return undefined;
       const before = toTask(rows[0]);
-      const { next, delivery, purge } = decide(before);
-      await tx.query('UPDATE tasks SET state = $2, messages = $3, artifacts = $4, updated_at = $5 WHERE id = $1', [
+      const decided = decide(before);
+      const { delivery, purge } = decided;
+      // Histories and artifacts only grow, so what a version added is the tail past the old length.
+      const addedMessages = decided.next.messages.slice(before.messages.length);
+      const addedArtifacts = decided.next.artifacts.slice(before.artifacts.length);
+      const changed = decided.next.state !== before.state || addedMessages.length > 0 || addedArtifacts.length > 0;
+      const next = { ...decided.next, version: changed ? before.version + 1 : before.version };
+      await tx.query('UPDATE tasks SET state = $2, messages = $3, artifacts = $4, updated_at = $5, version = $6 WHERE id = $1', [
         id,
         next.state,
         JSON.stringify(next.messages),
         JSON.stringify(next.artifacts),
         next.updatedAt,
+        next.version,
       ]);
+      if (changed) {
+        await tx.query(
+          'INSERT INTO task_transitions (task_id, version, state, updated_at, messages, artifacts) VALUES ($1, $2, $3, $4, $5, $6)',
+          [id, next.version, next.state, next.updatedAt, JSON.stringify(addedMessages), JSON.stringify(addedArtifacts)],
+        );
+      }
       if (next.state !== before.state) await transitionEvent(tx, next, before.state, next.updatedAt);
       if (purge) await tx.query('DELETE FROM deliveries WHERE task_id = $1', [id]);
       if (delivery) await this.insertDelivery(tx, next, delivery);
       return { before, after: next };
     });
+  }
+
+  /** The task's transitions after `afterVersion`, oldest first. */
+  async transitionsAfter(taskId: string, afterVersion: number, limit = 100): Promise<TransitionRecord[]> {
+    const { rows } = await this.db.query<{
+      version: number | string;
+      state: StateName;
+      updated_at: number | string;
+      messages: unknown[] | string;
+      artifacts: unknown[] | string;
+    }>(
+      `SELECT version, state, updated_at, messages, artifacts FROM task_transitions
+        WHERE task_id = $1 AND version > $2 ORDER BY version LIMIT $3`,
+      [taskId, afterVersion, limit],
+    );
+    return rows.map((r) => ({
+      taskId,
+      version: Number(r.version),
+      state: r.state,
+      updatedAt: Number(r.updated_at),
+      messages: json(r.messages),
+      artifacts: json(r.artifacts),
+    }));
+  }
+
+  /**
+   * One page of the agent's tasks (as sender or recipient), most recently updated first, after
+   * the `(updatedAt, id)` cursor; plus how many match overall.
+   */
+  async listTasks(
+    agentId: string,
+    filter: { contextId?: string; state?: StateName; updatedAfter?: number; after?: { updatedAt: number; id: string } },
+    limit: number,
+  ): Promise<{ tasks: TaskRecord[]; total: number }> {
+    const where = ['(sender_agent_id = $1 OR recipient_agent_id = $1)'];
+    const args: unknown[] = [agentId];
+    const arg = (value: unknown) => `$${args.push(value)}`;
+    if (filter.contextId) where.push(`context_id = ${arg(filter.contextId)}`);
+    if (filter.state) where.push(`state = ${arg(filter.state)}`);
+    if (filter.updatedAfter) where.push(`updated_at >= ${arg(filter.updatedAfter)}`);
+    const matching = where.join(' AND ');
+    const { rows: counted } = await this.db.query<{ n: number | string }>(`SELECT count(*) AS n FROM tasks WHERE ${matching}`, args);
+    const page = [...where];
+    if (filter.after) page.push(`(updated_at, id) < (${arg(filter.after.updatedAt)}, ${arg(filter.after.id)})`);
+    const { rows } = await this.db.query<TaskRow>(
+      `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${page.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT ${arg(limit)}`,
+      args,
+    );
+    return { tasks: rows.map(toTask), total: Number(counted[0]?.n ?? 0) };
   }
 
   /**

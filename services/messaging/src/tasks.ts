@@ -63,7 +63,7 @@ const stateNames: Record<StateName, TaskState> = {
   rejected: TaskState.REJECTED,
 };
 
-function stateName(state: TaskState): StateName | undefined {
+export function stateName(state: TaskState): StateName | undefined {
   return (Object.keys(stateNames) as StateName[]).find((name) => stateNames[name] === state);
 }
 
@@ -92,6 +92,7 @@ export function taskView(task: TaskRecord, historyLength?: number): messagingv1.
     artifacts: task.artifacts.map((a) => fromJson(messagingv1.ArtifactSchema, a as never)),
     senderAgentId: task.senderAgentId,
     recipientAgentId: task.recipientAgentId,
+    version: BigInt(task.version),
   };
 }
 
@@ -123,7 +124,7 @@ function taskNotFound(): HubError {
 }
 
 /** The task if the caller is its sender or recipient; TASK_NOT_FOUND otherwise. */
-async function visibleTask(env: MessagingEnv, caller: Caller, taskId: string): Promise<TaskRecord> {
+export async function visibleTask(env: MessagingEnv, caller: Caller, taskId: string): Promise<TaskRecord> {
   if (!taskId) throw HubError.invalidParams('id', 'is required');
   const task = await env.store.getTask(taskId);
   if (!task || (task.senderAgentId !== caller.agentId && task.recipientAgentId !== caller.agentId)) throw taskNotFound();
@@ -238,6 +239,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
       artifacts: [],
       createdAt: now,
       updatedAt: now,
+      version: 1,
     };
     // x-ttl 0 to an online agent still queues: it has until its next poll (claim window) to take it.
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
@@ -255,6 +257,51 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
 export async function getTask(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.GetTaskRequest) {
   if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
   return { task: taskView(await visibleTask(env, caller, request.taskId), request.historyLength) };
+}
+
+const DEFAULT_PAGE = 50;
+const MAX_PAGE = 100;
+
+/** Opaque to callers: the (updatedAt, id) of the last task of the previous page. */
+function pageToken(task: TaskRecord): string {
+  return Buffer.from(JSON.stringify([task.updatedAt, task.id])).toString('base64url');
+}
+
+function pageCursor(token: string): { updatedAt: number; id: string } {
+  try {
+    const [updatedAt, id] = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown[];
+    if (typeof updatedAt === 'number' && typeof id === 'string') return { updatedAt, id };
+  } catch {
+    // Falls through to the refusal: a token we did not issue.
+  }
+  throw HubError.invalidParams('pageToken', 'is not a token from a previous page');
+}
+
+export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.ListTasksRequest) {
+  if (request.pageSize < 0 || request.pageSize > MAX_PAGE) throw HubError.invalidParams('pageSize', `must be between 1 and ${MAX_PAGE}`);
+  if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
+  const state = request.state === TaskState.UNSPECIFIED ? undefined : stateName(request.state);
+  if (request.state !== TaskState.UNSPECIFIED && !state) throw HubError.invalidParams('status', 'is not a task state');
+  const size = request.pageSize || DEFAULT_PAGE;
+  const { tasks, total } = await env.store.listTasks(
+    caller.agentId,
+    {
+      contextId: request.contextId || undefined,
+      state,
+      updatedAfter: request.updatedAfter ? Number(request.updatedAfter) : undefined,
+      after: request.pageToken ? pageCursor(request.pageToken) : undefined,
+    },
+    size + 1,
+  );
+  const page = tasks.slice(0, size);
+  return {
+    tasks: page.map((t) => {
+      const view = taskView(t, request.historyLength);
+      return request.includeArtifacts ? view : { ...view, artifacts: [] };
+    }),
+    nextPageToken: tasks.length > size ? pageToken(page.at(-1)!) : '',
+    totalSize: total,
+  };
 }
 
 const CANCELABLE: ReadonlySet<StateName> = new Set(['submitted', 'working', 'input-required']);

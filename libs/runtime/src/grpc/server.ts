@@ -217,7 +217,8 @@ export class GrpcServer {
       } catch (err) {
         const hubError = HubError.from(err);
         this.logFailure(serviceName, method, hubError);
-        call.destroy(Object.assign(new Error(hubError.message), toStatus(hubError)));
+        // grpc-js sends an 'error' event as the stream's status; destroy() would drop it unsent.
+        call.emit('error', Object.assign(new Error(hubError.message), toStatus(hubError)));
       } finally {
         this.active.delete(controller);
       }

@@ -10,7 +10,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agenthub/messaging/v1/messaging.proto.
  */
 export const file_agenthub_messaging_v1_messaging: GenFile = /*@__PURE__*/
-  fileDesc("CiVhZ2VudGh1Yi9tZXNzYWdpbmcvdjEvbWVzc2FnaW5nLnByb3RvEhVhZ2VudGh1Yi5tZXNzYWdpbmcudjEiGAoIVGV4dFBhcnQSDAoEdGV4dBgBIAEoCSJGCghGaWxlUGFydBIMCgRuYW1lGAEgASgJEhEKCW1pbWVfdHlwZRgCIAEoCRIMCgRkYXRhGAMgASgJEgsKA3VyaRgEIAEoCSIrCghEYXRhUGFydBIRCgltaW1lX3R5cGUYASABKAkSDAoEZGF0YRgCIAEoCSKkAQoEUGFydBIvCgR0ZXh0GAEgASgLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLlRleHRQYXJ0SAASLwoEZmlsZRgCIAEoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5GaWxlUGFydEgAEi8KBGRhdGEYAyABKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuRGF0YVBhcnRIAEIJCgdjb250ZW50IlcKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIqCgVwYXJ0cxgCIAMoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5QYXJ0EhIKCm1lc3NhZ2VfaWQYAyABKAkiYwoIQXJ0aWZhY3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgltaW1lX3R5cGUYAyABKAkSKgoFcGFydHMYBCADKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUGFydCKaAgoEVGFzaxIKCgJpZBgBIAEoCRISCgpjb250ZXh0X2lkGAIgASgJEi8KBXN0YXRlGAMgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRISCgp1cGRhdGVkX2F0GAQgASgDEjAKCG1lc3NhZ2VzGAUgAygLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USMgoJYXJ0aWZhY3RzGAYgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkFydGlmYWN0EhcKD3NlbmRlcl9hZ2VudF9pZBgHIAEoCRIaChJyZWNpcGllbnRfYWdlbnRfaWQYCCABKAkSEgoKY3JlYXRlZF9hdBgJIAEoAyKRAgoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhoKEnJlY2lwaWVudF9hZ2VudF9pZBgBIAEoCRIvCgdtZXNzYWdlGAIgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USEgoKY29udGV4dF9pZBgDIAEoCRIPCgd0YXNrX2lkGAQgASgJEhsKDmhpc3RvcnlfbGVuZ3RoGAUgASgFSACIAQESHQoVYWNjZXB0ZWRfb3V0cHV0X21vZGVzGAYgAygJEhAKCGJsb2NraW5nGAcgASgIEhgKC3R0bF9zZWNvbmRzGAggASgDSAGIAQFCEQoPX2hpc3RvcnlfbGVuZ3RoQg4KDF90dGxfc2Vjb25kcyJAChNTZW5kTWVzc2FnZVJlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayJRCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhsKDmhpc3RvcnlfbGVuZ3RoGAIgASgFSACIAQFCEQoPX2hpc3RvcnlfbGVuZ3RoIjwKD0dldFRhc2tSZXNwb25zZRIpCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2siJAoRQ2FuY2VsVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSI/ChJDYW5jZWxUYXNrUmVzcG9uc2USKQoEdGFzaxgBIAEoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrIqoBCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEhIKCmNvbnRleHRfaWQYAyABKAkSFwoPc2VuZGVyX2FnZW50X2lkGAQgASgJEi8KB21lc3NhZ2UYBSABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRISCgpjcmVhdGVkX2F0GAYgASgDEg8KB2F0dGVtcHQYByABKAUiMAoQUG9sbEluYm94UmVxdWVzdBIPCgd3YWl0X21zGAEgASgFEgsKA21heBgCIAEoBSJIChFQb2xsSW5ib3hSZXNwb25zZRIzCgpkZWxpdmVyaWVzGAEgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkRlbGl2ZXJ5IikKEkFja0RlbGl2ZXJ5UmVxdWVzdBITCgtkZWxpdmVyeV9pZBgBIAEoCSIkChNBY2tEZWxpdmVyeVJlc3BvbnNlEg0KBWFja2VkGAEgASgIIroBChFVcGRhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEi8KBXN0YXRlGAIgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRIvCgdtZXNzYWdlGAMgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USMgoJYXJ0aWZhY3RzGAQgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkFydGlmYWN0Ij8KElVwZGF0ZVRhc2tSZXNwb25zZRIpCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2sq2wEKCVRhc2tTdGF0ZRIaChZUQVNLX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUVEFTS19TVEFURV9TVUJNSVRURUQQARIWChJUQVNLX1NUQVRFX1dPUktJTkcQAhIdChlUQVNLX1NUQVRFX0lOUFVUX1JFUVVJUkVEEAMSGAoUVEFTS19TVEFURV9DT01QTEVURUQQBBIVChFUQVNLX1NUQVRFX0ZBSUxFRBAFEhcKE1RBU0tfU1RBVEVfQ0FOQ0VMRUQQBhIXChNUQVNLX1NUQVRFX1JFSkVDVEVEEAcy3gQKEE1lc3NhZ2luZ1NlcnZpY2USZAoLU2VuZE1lc3NhZ2USKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GiouYWdlbnRodWIubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USWAoHR2V0VGFzaxIlLmFnZW50aHViLm1lc3NhZ2luZy52MS5HZXRUYXNrUmVxdWVzdBomLmFnZW50aHViLm1lc3NhZ2luZy52MS5HZXRUYXNrUmVzcG9uc2USYQoKQ2FuY2VsVGFzaxIoLmFnZW50aHViLm1lc3NhZ2luZy52MS5DYW5jZWxUYXNrUmVxdWVzdBopLmFnZW50aHViLm1lc3NhZ2luZy52MS5DYW5jZWxUYXNrUmVzcG9uc2USXgoJUG9sbEluYm94EicuYWdlbnRodWIubWVzc2FnaW5nLnYxLlBvbGxJbmJveFJlcXVlc3QaKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUG9sbEluYm94UmVzcG9uc2USZAoLQWNrRGVsaXZlcnkSKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQWNrRGVsaXZlcnlSZXF1ZXN0GiouYWdlbnRodWIubWVzc2FnaW5nLnYxLkFja0RlbGl2ZXJ5UmVzcG9uc2USYQoKVXBkYXRlVGFzaxIoLmFnZW50aHViLm1lc3NhZ2luZy52MS5VcGRhdGVUYXNrUmVxdWVzdBopLmFnZW50aHViLm1lc3NhZ2luZy52MS5VcGRhdGVUYXNrUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiVhZ2VudGh1Yi9tZXNzYWdpbmcvdjEvbWVzc2FnaW5nLnByb3RvEhVhZ2VudGh1Yi5tZXNzYWdpbmcudjEiGAoIVGV4dFBhcnQSDAoEdGV4dBgBIAEoCSJGCghGaWxlUGFydBIMCgRuYW1lGAEgASgJEhEKCW1pbWVfdHlwZRgCIAEoCRIMCgRkYXRhGAMgASgJEgsKA3VyaRgEIAEoCSIrCghEYXRhUGFydBIRCgltaW1lX3R5cGUYASABKAkSDAoEZGF0YRgCIAEoCSKkAQoEUGFydBIvCgR0ZXh0GAEgASgLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLlRleHRQYXJ0SAASLwoEZmlsZRgCIAEoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5GaWxlUGFydEgAEi8KBGRhdGEYAyABKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuRGF0YVBhcnRIAEIJCgdjb250ZW50IlcKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIqCgVwYXJ0cxgCIAMoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5QYXJ0EhIKCm1lc3NhZ2VfaWQYAyABKAkiYwoIQXJ0aWZhY3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgltaW1lX3R5cGUYAyABKAkSKgoFcGFydHMYBCADKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUGFydCKrAgoEVGFzaxIKCgJpZBgBIAEoCRISCgpjb250ZXh0X2lkGAIgASgJEi8KBXN0YXRlGAMgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRISCgp1cGRhdGVkX2F0GAQgASgDEjAKCG1lc3NhZ2VzGAUgAygLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USMgoJYXJ0aWZhY3RzGAYgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkFydGlmYWN0EhcKD3NlbmRlcl9hZ2VudF9pZBgHIAEoCRIaChJyZWNpcGllbnRfYWdlbnRfaWQYCCABKAkSEgoKY3JlYXRlZF9hdBgJIAEoAxIPCgd2ZXJzaW9uGAogASgDIpECChJTZW5kTWVzc2FnZVJlcXVlc3QSGgoScmVjaXBpZW50X2FnZW50X2lkGAEgASgJEi8KB21lc3NhZ2UYAiABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRISCgpjb250ZXh0X2lkGAMgASgJEg8KB3Rhc2tfaWQYBCABKAkSGwoOaGlzdG9yeV9sZW5ndGgYBSABKAVIAIgBARIdChVhY2NlcHRlZF9vdXRwdXRfbW9kZXMYBiADKAkSEAoIYmxvY2tpbmcYByABKAgSGAoLdHRsX3NlY29uZHMYCCABKANIAYgBAUIRCg9faGlzdG9yeV9sZW5ndGhCDgoMX3R0bF9zZWNvbmRzIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoEdGFzaxgBIAEoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrIlEKDkdldFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSGwoOaGlzdG9yeV9sZW5ndGgYAiABKAVIAIgBAUIRCg9faGlzdG9yeV9sZW5ndGgiPAoPR2V0VGFza1Jlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayIkChFDYW5jZWxUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIj8KEkNhbmNlbFRhc2tSZXNwb25zZRIpCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2siqgEKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSEgoKY29udGV4dF9pZBgDIAEoCRIXCg9zZW5kZXJfYWdlbnRfaWQYBCABKAkSLwoHbWVzc2FnZRgFIAEoCzIeLmFnZW50aHViLm1lc3NhZ2luZy52MS5NZXNzYWdlEhIKCmNyZWF0ZWRfYXQYBiABKAMSDwoHYXR0ZW1wdBgHIAEoBSIwChBQb2xsSW5ib3hSZXF1ZXN0Eg8KB3dhaXRfbXMYASABKAUSCwoDbWF4GAIgASgFIkgKEVBvbGxJbmJveFJlc3BvbnNlEjMKCmRlbGl2ZXJpZXMYASADKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuRGVsaXZlcnkiKQoSQWNrRGVsaXZlcnlSZXF1ZXN0EhMKC2RlbGl2ZXJ5X2lkGAEgASgJIiQKE0Fja0RlbGl2ZXJ5UmVzcG9uc2USDQoFYWNrZWQYASABKAgiugEKEVVwZGF0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSLwoFc3RhdGUYAiABKA4yIC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza1N0YXRlEi8KB21lc3NhZ2UYAyABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRIyCglhcnRpZmFjdHMYBCADKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQXJ0aWZhY3QiPwoSVXBkYXRlVGFza1Jlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayLgAQoQTGlzdFRhc2tzUmVxdWVzdBISCgpjb250ZXh0X2lkGAEgASgJEi8KBXN0YXRlGAIgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIbCg5oaXN0b3J5X2xlbmd0aBgFIAEoBUgAiAEBEhUKDXVwZGF0ZWRfYWZ0ZXIYBiABKAMSGQoRaW5jbHVkZV9hcnRpZmFjdHMYByABKAhCEQoPX2hpc3RvcnlfbGVuZ3RoImwKEUxpc3RUYXNrc1Jlc3BvbnNlEioKBXRhc2tzGAEgAygLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2sSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhIKCnRvdGFsX3NpemUYAyABKAUigQEKEFdhdGNoVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIaCg1hZnRlcl92ZXJzaW9uGAIgASgDSACIAQESGwoOaGlzdG9yeV9sZW5ndGgYAyABKAVIAYgBAUIQCg5fYWZ0ZXJfdmVyc2lvbkIRCg9faGlzdG9yeV9sZW5ndGgi/wEKDlRhc2tUcmFuc2l0aW9uEg8KB3Rhc2tfaWQYASABKAkSEgoKY29udGV4dF9pZBgCIAEoCRIPCgd2ZXJzaW9uGAMgASgDEi8KBXN0YXRlGAQgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRISCgp1cGRhdGVkX2F0GAUgASgDEi8KB21lc3NhZ2UYBiABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRIyCglhcnRpZmFjdHMYByADKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQXJ0aWZhY3QSDQoFZmluYWwYCCABKAgihgEKEVdhdGNoVGFza1Jlc3BvbnNlEisKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza0gAEjsKCnRyYW5zaXRpb24YAiABKAsyJS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza1RyYW5zaXRpb25IAEIHCgVldmVudCrbAQoJVGFza1N0YXRlEhoKFlRBU0tfU1RBVEVfVU5TUEVDSUZJRUQQABIYChRUQVNLX1NUQVRFX1NVQk1JVFRFRBABEhYKElRBU0tfU1RBVEVfV09SS0lORxACEh0KGVRBU0tfU1RBVEVfSU5QVVRfUkVRVUlSRUQQAxIYChRUQVNLX1NUQVRFX0NPTVBMRVRFRBAEEhUKEVRBU0tfU1RBVEVfRkFJTEVEEAUSFwoTVEFTS19TVEFURV9DQU5DRUxFRBAGEhcKE1RBU0tfU1RBVEVfUkVKRUNURUQQBzKgBgoQTWVzc2FnaW5nU2VydmljZRJkCgtTZW5kTWVzc2FnZRIpLmFnZW50aHViLm1lc3NhZ2luZy52MS5TZW5kTWVzc2FnZVJlcXVlc3QaKi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJYCgdHZXRUYXNrEiUuYWdlbnRodWIubWVzc2FnaW5nLnYxLkdldFRhc2tSZXF1ZXN0GiYuYWdlbnRodWIubWVzc2FnaW5nLnYxLkdldFRhc2tSZXNwb25zZRJhCgpDYW5jZWxUYXNrEiguYWdlbnRodWIubWVzc2FnaW5nLnYxLkNhbmNlbFRhc2tSZXF1ZXN0GikuYWdlbnRodWIubWVzc2FnaW5nLnYxLkNhbmNlbFRhc2tSZXNwb25zZRJeCglQb2xsSW5ib3gSJy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUG9sbEluYm94UmVxdWVzdBooLmFnZW50aHViLm1lc3NhZ2luZy52MS5Qb2xsSW5ib3hSZXNwb25zZRJkCgtBY2tEZWxpdmVyeRIpLmFnZW50aHViLm1lc3NhZ2luZy52MS5BY2tEZWxpdmVyeVJlcXVlc3QaKi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQWNrRGVsaXZlcnlSZXNwb25zZRJhCgpVcGRhdGVUYXNrEiguYWdlbnRodWIubWVzc2FnaW5nLnYxLlVwZGF0ZVRhc2tSZXF1ZXN0GikuYWdlbnRodWIubWVzc2FnaW5nLnYxLlVwZGF0ZVRhc2tSZXNwb25zZRJeCglMaXN0VGFza3MSJy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTGlzdFRhc2tzUmVxdWVzdBooLmFnZW50aHViLm1lc3NhZ2luZy52MS5MaXN0VGFza3NSZXNwb25zZRJgCglXYXRjaFRhc2sSJy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuV2F0Y2hUYXNrUmVxdWVzdBooLmFnZW50aHViLm1lc3NhZ2luZy52MS5XYXRjaFRhc2tSZXNwb25zZTABYgZwcm90bzM");
 
 /**
  * @generated from message agenthub.messaging.v1.TextPart
@@ -233,6 +233,13 @@ export type Task = Message$1<"agenthub.messaging.v1.Task"> & {
    * @generated from field: int64 created_at = 9;
    */
   createdAt: bigint;
+
+  /**
+   * Grows by one with every change (state, history or artifacts); the first version is 1.
+   *
+   * @generated from field: int64 version = 10;
+   */
+  version: bigint;
 };
 
 /**
@@ -570,6 +577,220 @@ export const UpdateTaskResponseSchema: GenMessage<UpdateTaskResponse> = /*@__PUR
   messageDesc(file_agenthub_messaging_v1_messaging, 19);
 
 /**
+ * @generated from message agenthub.messaging.v1.ListTasksRequest
+ */
+export type ListTasksRequest = Message$1<"agenthub.messaging.v1.ListTasksRequest"> & {
+  /**
+   * Only tasks of this conversation, when set.
+   *
+   * @generated from field: string context_id = 1;
+   */
+  contextId: string;
+
+  /**
+   * Only tasks in this state, when set.
+   *
+   * @generated from field: agenthub.messaging.v1.TaskState state = 2;
+   */
+  state: TaskState;
+
+  /**
+   * Tasks per page: default 50, at most 100.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token; empty for the first page.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+
+  /**
+   * Messages per task; absent means all, 0 none.
+   *
+   * @generated from field: optional int32 history_length = 5;
+   */
+  historyLength?: number | undefined;
+
+  /**
+   * Only tasks updated at or after this epoch millisecond, when set.
+   *
+   * @generated from field: int64 updated_after = 6;
+   */
+  updatedAfter: bigint;
+
+  /**
+   * Artifacts are left out unless asked for.
+   *
+   * @generated from field: bool include_artifacts = 7;
+   */
+  includeArtifacts: boolean;
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.ListTasksRequest.
+ * Use `create(ListTasksRequestSchema)` to create a new message.
+ */
+export const ListTasksRequestSchema: GenMessage<ListTasksRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 20);
+
+/**
+ * @generated from message agenthub.messaging.v1.ListTasksResponse
+ */
+export type ListTasksResponse = Message$1<"agenthub.messaging.v1.ListTasksResponse"> & {
+  /**
+   * @generated from field: repeated agenthub.messaging.v1.Task tasks = 1;
+   */
+  tasks: Task[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * Tasks matching the filters, over all pages.
+   *
+   * @generated from field: int32 total_size = 3;
+   */
+  totalSize: number;
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.ListTasksResponse.
+ * Use `create(ListTasksResponseSchema)` to create a new message.
+ */
+export const ListTasksResponseSchema: GenMessage<ListTasksResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 21);
+
+/**
+ * @generated from message agenthub.messaging.v1.WatchTaskRequest
+ */
+export type WatchTaskRequest = Message$1<"agenthub.messaging.v1.WatchTaskRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * Resume: send only the transitions after this version, without the task first.
+   *
+   * @generated from field: optional int64 after_version = 2;
+   */
+  afterVersion?: bigint | undefined;
+
+  /**
+   * Messages in the first event's task; absent means all, 0 none.
+   *
+   * @generated from field: optional int32 history_length = 3;
+   */
+  historyLength?: number | undefined;
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.WatchTaskRequest.
+ * Use `create(WatchTaskRequestSchema)` to create a new message.
+ */
+export const WatchTaskRequestSchema: GenMessage<WatchTaskRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 22);
+
+/**
+ * One change of a task: what the version added to it.
+ *
+ * @generated from message agenthub.messaging.v1.TaskTransition
+ */
+export type TaskTransition = Message$1<"agenthub.messaging.v1.TaskTransition"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string context_id = 2;
+   */
+  contextId: string;
+
+  /**
+   * @generated from field: int64 version = 3;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: agenthub.messaging.v1.TaskState state = 4;
+   */
+  state: TaskState;
+
+  /**
+   * Epoch milliseconds.
+   *
+   * @generated from field: int64 updated_at = 5;
+   */
+  updatedAt: bigint;
+
+  /**
+   * The message this change appended to the history, if any.
+   *
+   * @generated from field: agenthub.messaging.v1.Message message = 6;
+   */
+  message?: Message | undefined;
+
+  /**
+   * The artifacts this change appended.
+   *
+   * @generated from field: repeated agenthub.messaging.v1.Artifact artifacts = 7;
+   */
+  artifacts: Artifact[];
+
+  /**
+   * True for the last event of the stream: the task reached a terminal state.
+   *
+   * @generated from field: bool final = 8;
+   */
+  final: boolean;
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.TaskTransition.
+ * Use `create(TaskTransitionSchema)` to create a new message.
+ */
+export const TaskTransitionSchema: GenMessage<TaskTransition> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 23);
+
+/**
+ * @generated from message agenthub.messaging.v1.WatchTaskResponse
+ */
+export type WatchTaskResponse = Message$1<"agenthub.messaging.v1.WatchTaskResponse"> & {
+  /**
+   * @generated from oneof agenthub.messaging.v1.WatchTaskResponse.event
+   */
+  event: {
+    /**
+     * @generated from field: agenthub.messaging.v1.Task task = 1;
+     */
+    value: Task;
+    case: "task";
+  } | {
+    /**
+     * @generated from field: agenthub.messaging.v1.TaskTransition transition = 2;
+     */
+    value: TaskTransition;
+    case: "transition";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.WatchTaskResponse.
+ * Use `create(WatchTaskResponseSchema)` to create a new message.
+ */
+export const WatchTaskResponseSchema: GenMessage<WatchTaskResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 24);
+
+/**
  * @generated from enum agenthub.messaging.v1.TaskState
  */
 export enum TaskState {
@@ -691,6 +912,27 @@ export const MessagingService: GenService<{
     methodKind: "unary";
     input: typeof UpdateTaskRequestSchema;
     output: typeof UpdateTaskResponseSchema;
+  },
+  /**
+   * The caller's tasks (sent or received), most recently updated first, a page at a time.
+   *
+   * @generated from rpc agenthub.messaging.v1.MessagingService.ListTasks
+   */
+  listTasks: {
+    methodKind: "unary";
+    input: typeof ListTasksRequestSchema;
+    output: typeof ListTasksResponseSchema;
+  },
+  /**
+   * The task as it stands (unless resuming), then every later transition in order, ending after
+   * a terminal one. Transitions are kept, so a watcher resuming after a version loses none.
+   *
+   * @generated from rpc agenthub.messaging.v1.MessagingService.WatchTask
+   */
+  watchTask: {
+    methodKind: "server_streaming";
+    input: typeof WatchTaskRequestSchema;
+    output: typeof WatchTaskResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agenthub_messaging_v1_messaging, 0);

@@ -1,0 +1,104 @@
+import { fromJson } from '@bufbuild/protobuf';
+import { messagingv1 } from '@agenthub/proto';
+import { HubError, type CallContext } from '@agenthub/runtime';
+import { TERMINAL, type TransitionRecord } from './store.js';
+import { taskChannel, taskView, visibleTask, type Caller, type MessagingEnv } from './tasks.js';
+
+const { TaskState } = messagingv1;
+
+/**
+ * A watcher re-reads transitions when the Kv channel announces one, and also this often, so a
+ * lost pub/sub message (Redis restart, replica failover) delays a stream instead of stalling it.
+ */
+const RESCAN_MS = 5_000;
+
+const STATE: Record<string, messagingv1.TaskState> = {
+  submitted: TaskState.SUBMITTED,
+  working: TaskState.WORKING,
+  'input-required': TaskState.INPUT_REQUIRED,
+  completed: TaskState.COMPLETED,
+  failed: TaskState.FAILED,
+  canceled: TaskState.CANCELED,
+  rejected: TaskState.REJECTED,
+};
+
+function transitionView(t: TransitionRecord, contextId: string): messagingv1.WatchTaskResponse {
+  const last = t.messages.at(-1);
+  return {
+    $typeName: 'agenthub.messaging.v1.WatchTaskResponse',
+    event: {
+      case: 'transition',
+      value: {
+        $typeName: 'agenthub.messaging.v1.TaskTransition',
+        taskId: t.taskId,
+        contextId,
+        version: BigInt(t.version),
+        state: STATE[t.state]!,
+        updatedAt: BigInt(t.updatedAt),
+        message: last === undefined ? undefined : fromJson(messagingv1.MessageSchema, last as never),
+        artifacts: t.artifacts.map((a) => fromJson(messagingv1.ArtifactSchema, a as never)),
+        final: TERMINAL.has(t.state),
+      },
+    },
+  };
+}
+
+/**
+ * The task (unless resuming after a version), then each later transition in version order,
+ * ending after a terminal one or when the caller goes away. Transitions are read from the
+ * database, so whichever replica made them, and however long the watcher was gone, none is lost.
+ */
+export async function* watchTask(
+  env: MessagingEnv,
+  ctx: CallContext,
+  caller: Caller,
+  request: messagingv1.WatchTaskRequest,
+): AsyncGenerator<messagingv1.WatchTaskResponse> {
+  if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
+  if (request.afterVersion !== undefined && request.afterVersion < 0n) throw HubError.invalidParams('afterVersion', 'must be at least 0');
+  let wake: () => void = () => undefined;
+  let announced = false;
+  const unsubscribe = await env.kv.subscribe(taskChannel(request.taskId), () => {
+    announced = true;
+    wake();
+  });
+  const onAbort = () => wake();
+  ctx.signal.addEventListener('abort', onAbort);
+  try {
+    // Subscribed before reading, so a transition between the read and the wait still wakes us.
+    const task = await visibleTask(env, caller, request.taskId);
+    let version: number;
+    if (request.afterVersion === undefined) {
+      yield { $typeName: 'agenthub.messaging.v1.WatchTaskResponse', event: { case: 'task', value: taskView(task, request.historyLength) } };
+      if (TERMINAL.has(task.state)) return;
+      version = task.version;
+    } else {
+      version = Number(request.afterVersion);
+    }
+    while (!ctx.signal.aborted) {
+      announced = false;
+      const transitions = await env.store.transitionsAfter(task.id, version);
+      for (const transition of transitions) {
+        yield transitionView(transition, task.contextId);
+        version = transition.version;
+        if (TERMINAL.has(transition.state)) return;
+      }
+      if (transitions.length) continue;
+      // Resuming after the final version: nothing more will come.
+      const current = await env.store.getTask(task.id);
+      if (!current || (TERMINAL.has(current.state) && current.version <= version)) return;
+      if (announced) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, RESCAN_MS);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = () => undefined;
+    }
+  } finally {
+    ctx.signal.removeEventListener('abort', onAbort);
+    await unsubscribe().catch(() => undefined);
+  }
+}
