@@ -4,6 +4,7 @@ import { HubError, Reason, type Logger, type Metrics, type Principal } from '@ag
 import { isOperator, type Authenticator } from './auth.js';
 import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
+import { writeSse } from './sse.js';
 
 export interface Readiness {
   ready: boolean;
@@ -132,7 +133,20 @@ export function createApp(options: GatewayAppOptions): Koa {
       targetAgentId: agentPath ? decodeURIComponent(agentPath[1]!) : undefined,
       a2aVersion: ctx.get('A2A-Version') || undefined,
       signal: abort.signal,
+      lastEventId: ctx.get('Last-Event-ID') || undefined,
     };
+    if (handler.isStream(body)) {
+      const opened = await handler.open(body, rpcContext);
+      if ('events' in opened) {
+        // The SSE writer owns the response from here; Koa must not touch it.
+        ctx.respond = false;
+        ctx.status = 200;
+        await writeSse(ctx.res, opened, abort.signal, options.log);
+        return;
+      }
+      ctx.body = opened;
+      return;
+    }
     const response = await handler.handle(body, rpcContext);
     if (response === undefined) {
       ctx.status = 204;

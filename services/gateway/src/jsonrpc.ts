@@ -18,11 +18,30 @@ export interface RpcContext {
   /** The `A2A-Version` header as sent, if any. */
   readonly a2aVersion?: string;
   readonly signal?: AbortSignal;
+  /** The SSE `Last-Event-ID` header of a reconnecting stream. */
+  readonly lastEventId?: string;
+}
+
+/** One event of a streaming method: the result of one JSON-RPC response object on the stream. */
+export interface StreamEvent {
+  /** The SSE event id a client may resume after. */
+  id?: string;
+  result: unknown;
 }
 
 /** One JSON-RPC method: validates its params, then performs the call. */
-export interface RpcMethod {
-  invoke(params: Record<string, unknown>, ctx: RpcContext): Promise<unknown>;
+export type RpcMethod =
+  | { invoke(params: Record<string, unknown>, ctx: RpcContext): Promise<unknown>; stream?: undefined }
+  | {
+      /** Checks the params and opens the stream; a refusal before the first event is a rejection. */
+      stream(params: Record<string, unknown>, ctx: RpcContext): Promise<AsyncIterable<StreamEvent>>;
+      invoke?: undefined;
+    };
+
+/** A streaming call accepted by `open`: the events to send as SSE under the request's id. */
+export interface OpenStream {
+  id: RpcId;
+  events: AsyncIterable<StreamEvent>;
 }
 
 export interface JsonRpcHandlerOptions {
@@ -46,6 +65,26 @@ export class JsonRpcHandler {
     return { jsonrpc: '2.0', id: null, error: protocolError(RpcCode.PARSE_ERROR, 'Parse error: the body is not valid JSON') };
   }
 
+  /** Whether `body` is one call (not a batch) of a streaming method, to be answered with `open`. */
+  isStream(body: unknown): boolean {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
+    const name = (body as Record<string, unknown>).method;
+    return typeof name === 'string' && this.options.methods.get(name)?.stream !== undefined;
+  }
+
+  /**
+   * Opens a streaming call: the same envelope and params checks as `handle`, then either the
+   * events or, when refused before the first one, an ordinary error response.
+   */
+  async open(body: unknown, ctx: RpcContext): Promise<OpenStream | RpcResponse> {
+    let stream: AsyncIterable<StreamEvent> | undefined;
+    const response = await this.handleOne(body, ctx, (events) => {
+      stream = events;
+    });
+    if (stream) return { id: (body as { id?: RpcId }).id ?? null, events: stream };
+    return response ?? { jsonrpc: '2.0', id: null, error: protocolError(RpcCode.INVALID_REQUEST, 'Invalid Request: a stream needs an id') };
+  }
+
   /** Returns the response(s) to send, or undefined when everything was a notification. */
   async handle(body: unknown, ctx: RpcContext): Promise<RpcResponse | RpcResponse[] | undefined> {
     if (Array.isArray(body)) {
@@ -60,7 +99,7 @@ export class JsonRpcHandler {
     return this.handleOne(body, ctx);
   }
 
-  private async handleOne(call: unknown, ctx: RpcContext): Promise<RpcResponse | undefined> {
+  private async handleOne(call: unknown, ctx: RpcContext, opened?: (events: AsyncIterable<StreamEvent>) => void): Promise<RpcResponse | undefined> {
     if (call === null || typeof call !== 'object' || Array.isArray(call)) {
       return invalid(null, 'Invalid Request: expected a JSON-RPC request object');
     }
@@ -76,11 +115,18 @@ export class JsonRpcHandler {
       return invalid(replyId, 'Invalid Request: method must be a non-empty string');
     }
     const params = request.params ?? {};
-    const response = await this.dispatch(request.method, params, ctx, replyId);
+    if (opened && !hasId) return invalid(null, 'Invalid Request: a streaming call needs an id');
+    const response = await this.dispatch(request.method, params, ctx, replyId, opened);
     return hasId ? response : undefined;
   }
 
-  private async dispatch(name: string, params: unknown, ctx: RpcContext, id: RpcId): Promise<RpcResponse> {
+  private async dispatch(
+    name: string,
+    params: unknown,
+    ctx: RpcContext,
+    id: RpcId,
+    opened?: (events: AsyncIterable<StreamEvent>) => void,
+  ): Promise<RpcResponse> {
     const started = process.hrtime.bigint();
     const method = this.options.methods.get(name);
     const label = method ? name : 'unknown';
@@ -96,9 +142,16 @@ export class JsonRpcHandler {
         id,
         error: protocolError(RpcCode.INVALID_PARAMS, 'Invalid params: params must be an object', { field: 'params' }),
       };
+    } else if (method.stream && !opened) {
+      response = invalid(id, `Invalid Request: ${name} answers with a stream; send it alone, not in a batch`);
     } else {
       try {
-        response = { jsonrpc: '2.0', id, result: await method.invoke(params as Record<string, unknown>, ctx) };
+        if (method.stream) {
+          opened!(await method.stream(params as Record<string, unknown>, ctx));
+          response = { jsonrpc: '2.0', id, result: null };
+        } else {
+          response = { jsonrpc: '2.0', id, result: await method.invoke(params as Record<string, unknown>, ctx) };
+        }
       } catch (err) {
         const hubError = HubError.from(err);
         if (hubError.cause && !(err instanceof HubError)) {

@@ -9,10 +9,10 @@ import { parseParams } from './params.js';
 export type Clients = ReadonlyMap<string, Record<string, (request: unknown, options?: CallOptions) => Promise<unknown>>>;
 
 /** A JSON-RPC method that forwards to exactly one RPC; the contract test walks these. */
-export interface Route extends RpcMethod {
+export type Route = RpcMethod & {
   readonly service: GenService<GenServiceMethods>;
   readonly rpc: string;
-}
+};
 
 type Unary<S extends GenServiceMethods> = { [K in keyof S]: S[K] extends { methodKind: 'unary' } ? K : never }[keyof S] & string;
 

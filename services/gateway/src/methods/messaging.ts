@@ -1,7 +1,7 @@
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError } from '@agenthub/runtime';
-import type { RpcContext } from '../jsonrpc.js';
+import { HubError, type CallOptions } from '@agenthub/runtime';
+import type { RpcContext, StreamEvent } from '../jsonrpc.js';
 import type { Clients, Route } from '../route.js';
 
 /**
@@ -19,6 +19,13 @@ export const MAX_INLINE_DATA_CHARS = 4 * Math.ceil((512 * 1024) / 3);
 export const MAX_PARTS = 100;
 /** Calls that may wait (blocking sends, inbox long-polls) get this long before the gateway gives up. */
 const WAITING_CALL_MS = 70_000;
+/**
+ * A stream is closed (cleanly) after this long; the client reconnects with Last-Event-ID and
+ * loses nothing. Bounding it lets deadlines, deploys and load balancers work as for other calls.
+ */
+export const STREAM_MAX_MS = 30 * 60_000;
+/** Each long-poll behind `x-hub/inbox.stream`. */
+const INBOX_STREAM_POLL_MS = 25_000;
 
 const { TaskState } = messagingv1;
 const STATES: Record<string, messagingv1.TaskState> = {
@@ -123,6 +130,15 @@ function partOut(part: messagingv1.Part) {
   }
 }
 
+function artifactOut(a: messagingv1.Artifact) {
+  return {
+    id: a.id,
+    ...(a.name ? { name: a.name } : {}),
+    ...(a.mimeType ? { mimeType: a.mimeType } : {}),
+    parts: a.parts.map(partOut),
+  };
+}
+
 function messageOut(m: messagingv1.Message) {
   return { role: m.role, parts: m.parts.map(partOut), ...(m.messageId ? { messageId: m.messageId } : {}) };
 }
@@ -135,12 +151,7 @@ export function taskOut(task: messagingv1.Task | undefined, options: { messages:
     contextId: task.contextId,
     status: { state: stateWord(task.state), timestamp: new Date(Number(task.updatedAt)).toISOString() },
     ...(options.messages ? { messages: task.messages.map(messageOut) } : {}),
-    artifacts: task.artifacts.map((a) => ({
-      id: a.id,
-      ...(a.name ? { name: a.name } : {}),
-      ...(a.mimeType ? { mimeType: a.mimeType } : {}),
-      parts: a.parts.map(partOut),
-    })),
+    artifacts: task.artifacts.map(artifactOut),
   };
 }
 
@@ -214,6 +225,140 @@ function sendRequest(params: Json, ctx: RpcContext) {
 
 const taskId = (params: Json) => str(params, 'id', '', true)!;
 
+/**
+ * The SSE events of a task stream, in the interface's dialect: the task (`kind: "task"`), then per
+ * transition its artifacts (`artifact-update`) and its status (`status-update`, `final` on the
+ * last). Event ids are the task version (`7`), or version and artifact index (`7.0`) for
+ * artifacts, so a client resuming after either id misses nothing.
+ */
+function* taskEvents(item: messagingv1.WatchTaskResponse): Iterable<StreamEvent> {
+  const e = item.event;
+  if (e.case === 'task') {
+    yield { id: String(e.value.version), result: { kind: 'task', ...taskOut(e.value, { messages: true }) } };
+  } else if (e.case === 'transition') {
+    const t = e.value;
+    const version = String(t.version);
+    for (const [i, artifact] of t.artifacts.entries()) {
+      yield {
+        id: `${version}.${i}`,
+        result: { kind: 'artifact-update', taskId: t.taskId, contextId: t.contextId, artifact: artifactOut(artifact) },
+      };
+    }
+    yield {
+      id: version,
+      result: {
+        kind: 'status-update',
+        taskId: t.taskId,
+        contextId: t.contextId,
+        status: {
+          state: stateWord(t.state),
+          timestamp: new Date(Number(t.updatedAt)).toISOString(),
+          ...(t.message ? { message: messageOut(t.message) } : {}),
+        },
+        final: t.final,
+      },
+    };
+  }
+}
+
+/** The version a Last-Event-ID says the client holds in full (`7` → 7, `7.0` → 6). */
+export function resumeVersion(lastEventId: string | undefined): bigint | undefined {
+  if (lastEventId === undefined) return undefined;
+  const match = /^(\d{1,15})(?:\.(\d{1,6}))?$/.exec(lastEventId.trim());
+  if (!match) throw bad('Last-Event-ID', 'must be an event id from this stream');
+  const version = BigInt(match[1]!);
+  return match[2] === undefined ? version : version - 1n;
+}
+
+type Streaming = (request: unknown, options: CallOptions) => AsyncIterable<unknown>;
+
+/** Ends the stream quietly at STREAM_MAX_MS (the client resumes) or when the client leaves. */
+async function* bounded<T>(open: (signal: AbortSignal) => AsyncIterable<T>, ctx: RpcContext): AsyncIterable<T> {
+  const limit = AbortSignal.timeout(STREAM_MAX_MS);
+  const signal = ctx.signal ? AbortSignal.any([ctx.signal, limit]) : limit;
+  try {
+    yield* open(signal);
+  } catch (err) {
+    if (!signal.aborted) throw err;
+  }
+}
+
+/**
+ * Reads the first item before answering, so that refusals (unknown task, bad params) come back as
+ * an ordinary JSON-RPC error instead of an opened stream.
+ */
+async function primed<T>(items: AsyncIterable<T>): Promise<AsyncIterable<T>> {
+  const iterator = items[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  return (async function* () {
+    if (first.done) return;
+    yield first.value;
+    yield* { [Symbol.asyncIterator]: () => iterator };
+  })();
+}
+
+async function* expand<T>(items: AsyncIterable<T>, events: (item: T) => Iterable<StreamEvent>): AsyncIterable<StreamEvent> {
+  for await (const item of items) yield* events(item);
+}
+
+/** A streaming method whose events come from the messaging service (`rpc` for the contract test). */
+function streamMethod(
+  clients: Clients,
+  rpc: keyof typeof messagingv1.MessagingService.method & string,
+  open: (params: Json, ctx: RpcContext, client: Record<string, (request: unknown, options: CallOptions) => unknown>) => Promise<AsyncIterable<StreamEvent>>,
+): Route {
+  const service = messagingv1.MessagingService;
+  return {
+    service: service as unknown as GenService<GenServiceMethods>,
+    rpc,
+    async stream(params, ctx) {
+      const client = clients.get(service.typeName);
+      if (!client) throw new Error(`No client for ${service.typeName}`);
+      return open(params, ctx, client as never);
+    },
+  };
+}
+
+function watch(client: Record<string, (request: unknown, options: CallOptions) => unknown>, request: unknown, ctx: RpcContext) {
+  return primed(
+    expand(
+      bounded(
+        (signal) => (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 }) as AsyncIterable<messagingv1.WatchTaskResponse>,
+        ctx,
+      ),
+      taskEvents,
+    ),
+  );
+}
+
+function deliveryOut(d: messagingv1.Delivery) {
+  return {
+    delivery_id: d.id,
+    task_id: d.taskId,
+    context_id: d.contextId,
+    from_agent_id: d.senderAgentId,
+    message: d.message ? messageOut(d.message) : undefined,
+    created_at: Number(d.createdAt),
+    attempt: d.attempt,
+  };
+}
+
+/** Long-polls the caller's inbox back to back for as long as the stream is open. */
+async function* inboxEvents(
+  client: Record<string, (request: unknown, options: CallOptions) => unknown>,
+  max: number,
+  ctx: RpcContext,
+  signal: AbortSignal,
+): AsyncIterable<StreamEvent> {
+  while (!signal.aborted) {
+    const { deliveries } = (await client.pollInbox!(
+      { waitMs: INBOX_STREAM_POLL_MS, max },
+      { principal: ctx.principal, signal, timeoutMs: WAITING_CALL_MS },
+    )) as messagingv1.PollInboxResponse;
+    for (const d of deliveries) yield { id: d.id, result: { kind: 'delivery', ...deliveryOut(d) } };
+  }
+}
+
 export function messagingMethods(clients: Clients): [string, Route][] {
   const withHistory = (params: Json) => {
     const cfg = isObject(params.configuration) ? params.configuration : {};
@@ -232,19 +377,45 @@ export function messagingMethods(clients: Clients): [string, Route][] {
       clients,
       'pollInbox',
       (p) => ({ waitMs: optionalInt(p, 'wait_ms', '', 0, 30_000) ?? 0, max: optionalInt(p, 'max', '', 1, 100) ?? 10 }),
-      (r: messagingv1.PollInboxResponse) => ({
-        deliveries: r.deliveries.map((d) => ({
-          delivery_id: d.id,
-          task_id: d.taskId,
-          context_id: d.contextId,
-          from_agent_id: d.senderAgentId,
-          message: d.message ? messageOut(d.message) : undefined,
-          created_at: Number(d.createdAt),
-          attempt: d.attempt,
-        })),
-      }),
+      (r: messagingv1.PollInboxResponse) => ({ deliveries: r.deliveries.map(deliveryOut) }),
       WAITING_CALL_MS,
     )],
+    ['SendStreamingMessage', streamMethod(clients, 'watchTask', async (p, ctx, client) => {
+      const request = { ...sendRequest(p, ctx), blocking: false };
+      const { task } = (await client.sendMessage!(request, { principal: ctx.principal, signal: ctx.signal })) as messagingv1.SendMessageResponse;
+      return watch(client, { taskId: task!.id, historyLength: request.historyLength }, ctx);
+    })],
+    ['SubscribeToTask', streamMethod(clients, 'watchTask', async (p, ctx, client) =>
+      watch(client, { taskId: taskId(p), afterVersion: resumeVersion(ctx.lastEventId), historyLength: optionalInt(p, 'historyLength', '', 0) }, ctx),
+    )],
+    ['ListTasks', method(
+      clients,
+      'listTasks',
+      (p) => {
+        const status = str(p, 'status', '', false);
+        if (status !== undefined && !(status in STATES)) throw bad('status', `must be one of ${Object.keys(STATES).join(', ')}`);
+        const after = str(p, 'lastUpdatedAfter', '', false);
+        if (after !== undefined && Number.isNaN(Date.parse(after))) throw bad('lastUpdatedAfter', 'must be an ISO 8601 timestamp');
+        return {
+          contextId: str(p, 'contextId', '', false) ?? '',
+          state: status === undefined ? TaskState.UNSPECIFIED : STATES[status],
+          pageSize: optionalInt(p, 'pageSize', '', 1, 100) ?? 0,
+          pageToken: str(p, 'pageToken', '', false) ?? '',
+          historyLength: optionalInt(p, 'historyLength', '', 0),
+          updatedAfter: after === undefined ? 0n : BigInt(Date.parse(after)),
+          includeArtifacts: optionalBool(p, 'includeArtifacts', '') ?? false,
+        };
+      },
+      (r: messagingv1.ListTasksResponse) => ({
+        tasks: r.tasks.map((t) => taskOut(t, { messages: true })),
+        nextPageToken: r.nextPageToken,
+        totalSize: r.totalSize,
+      }),
+    )],
+    ['x-hub/inbox.stream', streamMethod(clients, 'pollInbox', async (p, ctx, client) => {
+      const max = optionalInt(p, 'max', '', 1, 100) ?? 10;
+      return bounded((signal) => inboxEvents(client, max, ctx, signal), ctx);
+    })],
     ['x-hub/inbox.ack', method(clients, 'ackDelivery', (p) => ({ deliveryId: str(p, 'delivery_id', '', true)! }), (r) => ({ acked: r.acked }))],
     ['x-hub/tasks.update', method(
       clients,
