@@ -15,3 +15,5 @@ export { authCacheKey, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_M
 export { runProcess, type Stop } from './process.js';
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';
 export { appendEvent, OUTBOX_TABLE_SQL, WORKSPACE_EVENTS_TOPIC, type OutboxEvent, type EventPayload } from './outbox.js';
+export * from './bus/index.js';
+export { startRelay, notifyOutboxWrites, hasOutbox, type Relay, type RelayOptions, type OutboxNotifyingDb } from './relay.js';

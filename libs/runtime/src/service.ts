@@ -1,4 +1,6 @@
 import { join } from 'node:path';
+import type { Bus } from './bus/bus.js';
+import { openBus } from './bus/open.js';
 import type { HubConfig } from './config.js';
 import { migrate, openDb, type Db } from './db/index.js';
 import type { ClientOptions } from './grpc/client.js';
@@ -9,6 +11,7 @@ import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { startOpsServer } from './ops-server.js';
 import type { Stop } from './process.js';
+import { hasOutbox, notifyOutboxWrites, startRelay } from './relay.js';
 
 /** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
 export interface ServiceDeps {
@@ -23,6 +26,10 @@ export interface ServiceDeps {
   grpcTimeoutMs: number;
   /** Set in the all-in-one mode with HUB_TRANSPORT=inproc: calls between services skip the network. */
   local?: LocalTransport;
+  /** The event log; with it, a service whose schema has an `outbox` table relays it there. */
+  bus?: Bus;
+  /** How often the outbox relay polls (OUTBOX_POLL_MS); each committed outbox write also wakes it. */
+  outboxPollMs?: number;
 }
 
 /** Options for the clients a service makes of other services, from its own deps. */
@@ -46,6 +53,7 @@ export async function serveGrpc(
   register: (server: GrpcServer) => void,
 ): Promise<RunningService> {
   await migrate(deps.db, { schema: options.schema, dir: options.migrations, log: deps.log });
+  const relayOutbox = deps.bus !== undefined && (await hasOutbox(deps.db));
   const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalToken: deps.internalToken });
   register(server);
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
@@ -53,10 +61,18 @@ export async function serveGrpc(
   const address = `${host}:${port}`;
   deps.local?.register(address, server);
   deps.log.info({ address }, 'gRPC service listening');
+  const relay =
+    relayOutbox && deps.bus
+      ? startRelay({ db: deps.db, bus: deps.bus, log: deps.log.child({ component: 'outbox-relay' }), pollMs: deps.outboxPollMs })
+      : undefined;
   return {
     name,
     address,
-    stop: (graceMs) => server.shutdown(graceMs),
+    async stop(graceMs) {
+      await server.shutdown(graceMs);
+      // After the calls drained, so the batch in flight includes what they wrote if it can.
+      await relay?.stop();
+    },
   };
 }
 
@@ -65,12 +81,14 @@ export async function serveGrpc(
  * their URLs are set, else PGlite under `HUB_DATA_DIR/<service>` and an in-process Kv.
  */
 export async function openBackends(config: HubConfig, service: string, options: { kv?: Kv } = {}): Promise<{ db: Db; kv: Kv }> {
-  const db = await openDb({
+  const opened = await openDb({
     url: config.DATABASE_URL,
     dataDir: config.DATABASE_URL ? undefined : join(config.HUB_DATA_DIR, service, 'pgdata'),
     schema: service,
     maxConnections: config.DATABASE_POOL_SIZE,
   });
+  // Each committed outbox write wakes the service's relay (serveGrpc), so events leave at once.
+  const db = notifyOutboxWrites(opened);
   const kv = options.kv ?? (await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX }));
   return { db, kv };
 }
@@ -87,7 +105,9 @@ export async function serviceProcess(
 ): Promise<Stop> {
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
   const { db, kv } = await openBackends(config, name);
+  let bus: Bus | undefined;
   try {
+    bus = await openBus(config, log, { kv });
     const service = await start({
       db,
       kv,
@@ -96,6 +116,8 @@ export async function serviceProcess(
       listen: `${config.GRPC_HOST}:${config.GRPC_PORT}`,
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
       internalToken: config.HUB_INTERNAL_TOKEN,
+      bus,
+      outboxPollMs: config.OUTBOX_POLL_MS,
     });
     // The ops endpoint (metrics, liveness, readiness) on OPS_HOST:OPS_PORT; readiness turns 503
     // the moment stopping begins, before the gRPC server drains.
@@ -115,10 +137,12 @@ export async function serviceProcess(
       ops.markStopping();
       await service.stop(config.HUB_SHUTDOWN_GRACE_MS);
       await ops.close();
+      await bus?.close();
       await db.close();
       await kv.close();
     };
   } catch (err) {
+    await bus?.close().catch(() => undefined);
     await db.close().catch(() => undefined);
     await kv.close().catch(() => undefined);
     throw err;

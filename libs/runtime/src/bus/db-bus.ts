@@ -1,0 +1,328 @@
+import { randomUUID } from 'node:crypto';
+import { migrate, type Db } from '../db/index.js';
+import type { Kv } from '../kv/index.js';
+import type { Logger } from '../logger.js';
+import type { Bus, BusMessage, ConsumedMessage, Subscription } from './bus.js';
+
+const SCHEMA = 'bus';
+const MIGRATIONS = new URL('../../migrations/bus/', import.meta.url);
+/** Every process reads the time from the database, so leases and retention ignore clock skew. */
+const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+/** Kv channel on which a publish wakes consumers in other processes sharing the log. */
+const WAKE_CHANNEL = 'bus:published';
+
+export interface DbBusOptions {
+  /** Any handle on the database holding schema `bus`; every statement names the schema. */
+  db: Db;
+  log: Logger;
+  /** Closes `db` with the bus (when the bus opened it). */
+  ownsDb?: boolean;
+  /** Lets a publish in one process wake consumers in the others at once instead of at their next poll. */
+  kv?: Kv;
+  /** How often an active member looks for new messages when nothing woke it. */
+  pollMs?: number;
+  /** Pause before a message whose handler failed is handed over again. */
+  retryDelayMs?: number;
+  /** How long a member's claim on its group outlives its last heartbeat (a dead member's successor waits this long). */
+  leaseMs?: number;
+  /** Messages every group has handled are deleted once older than this. */
+  retentionMs?: number;
+  /** How often expired messages are deleted. */
+  retentionIntervalMs?: number;
+  batchSize?: number;
+}
+
+/**
+ * The embedded event log: a PostgreSQL (or PGlite) schema `bus`, so it works in one process and
+ * across processes sharing a database. One member per consumer group consumes at a time (a lease
+ * with heartbeats; another member takes over when it expires or is released), in offset order,
+ * committing each message's offset after its handler resolved. Offsets are global, and a
+ * topic's messages become visible in offset order because publishers of a topic take turns.
+ * The lease is per group, so every member of a group subscribes to the same topics.
+ */
+export class DbBus implements Bus {
+  private readonly db: Db;
+  private readonly log: Logger;
+  private readonly consumers = new Set<GroupMember>();
+  private readonly retentionMs: number;
+  private readonly retentionTimer: NodeJS.Timeout;
+  private unsubscribeWake: (() => Promise<void>) | undefined;
+  private closed = false;
+
+  private constructor(private readonly options: DbBusOptions) {
+    this.db = options.db;
+    this.log = options.log;
+    this.retentionMs = options.retentionMs ?? 7 * 24 * 3_600_000;
+    this.retentionTimer = setInterval(() => {
+      this.deleteExpired().catch((err: unknown) => this.log.warn({ err }, 'bus retention failed'));
+    }, options.retentionIntervalMs ?? 3_600_000);
+    this.retentionTimer.unref();
+  }
+
+  /** Creates or upgrades schema `bus`, then returns a bus over it. */
+  static async open(options: DbBusOptions): Promise<DbBus> {
+    await migrate(options.db, { schema: SCHEMA, dir: MIGRATIONS, log: options.log });
+    const bus = new DbBus(options);
+    if (options.kv) bus.unsubscribeWake = await options.kv.subscribe(WAKE_CHANNEL, (topic) => bus.wakeLocal(topic));
+    return bus;
+  }
+
+  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const params: unknown[] = [topic];
+    const rows = messages.map((m) => {
+      params.push(m.key, m.value, JSON.stringify(m.headers));
+      const n = params.length;
+      return `($1, $${n - 2}, $${n - 1}, $${n}::jsonb, ${NOW_MS})`;
+    });
+    await this.db.transaction(async (tx) => {
+      // Offsets are drawn when rows are inserted but seen when committed: publishers of one topic
+      // take turns so that no consumer sees offset n+1 and commits past an n that appears later.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`agenthub:bus:${topic}`]);
+      await tx.query(`INSERT INTO bus.messages (topic, key, value, headers, created_at) VALUES ${rows.join(', ')}`, params);
+    });
+    this.wakeLocal(topic);
+    this.options.kv?.publish(WAKE_CHANNEL, topic).catch((err: unknown) => this.log.debug({ err }, 'bus wake-up not sent'));
+  }
+
+  async subscribe(group: string, topics: string[], handle: (message: ConsumedMessage) => Promise<void>): Promise<Subscription> {
+    if (this.closed) throw new Error('The bus is closed');
+    const member = new GroupMember({
+      db: this.db,
+      log: this.log.child({ group }),
+      group,
+      topics: [...new Set(topics)],
+      handle,
+      pollMs: this.options.pollMs ?? 50,
+      retryDelayMs: this.options.retryDelayMs ?? 1_000,
+      leaseMs: this.options.leaseMs ?? 10_000,
+      batchSize: this.options.batchSize ?? 100,
+    });
+    this.consumers.add(member);
+    return {
+      stop: async () => {
+        await member.stop();
+        this.consumers.delete(member);
+      },
+    };
+  }
+
+  async ping(): Promise<void> {
+    await this.db.query('SELECT 1');
+  }
+
+  /** Deletes messages older than the retention that every group reading their topic has handled. */
+  async deleteExpired(): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `DELETE FROM bus.messages m
+        WHERE m.created_at < ${NOW_MS} - $1
+          AND NOT EXISTS (SELECT 1 FROM bus.group_offsets o WHERE o.topic = m.topic AND o.committed < m."offset")`,
+      [this.retentionMs],
+    );
+    return rowCount;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.retentionTimer);
+    await Promise.all([...this.consumers].map((member) => member.stop()));
+    this.consumers.clear();
+    await this.unsubscribeWake?.();
+    if (this.options.ownsDb) await this.db.close();
+  }
+
+  private wakeLocal(topic: string): void {
+    for (const member of this.consumers) if (member.topics.includes(topic)) member.wake();
+  }
+}
+
+interface MemberOptions {
+  db: Db;
+  log: Logger;
+  group: string;
+  topics: string[];
+  handle: (message: ConsumedMessage) => Promise<void>;
+  pollMs: number;
+  retryDelayMs: number;
+  leaseMs: number;
+  batchSize: number;
+}
+
+interface Row {
+  offset: number | string;
+  topic: string;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/** One subscription: waits for its group's lease, then consumes while it holds it. */
+class GroupMember {
+  readonly topics: string[];
+  private readonly id = randomUUID();
+  private readonly done: Promise<void>;
+  private stopped = false;
+  private holding = false;
+  private woken = false;
+  private interrupt: (() => void) | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: MemberOptions) {
+    this.topics = o.topics;
+    this.done = this.run();
+  }
+
+  wake(): void {
+    this.woken = true;
+    this.interrupt?.();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.stopped) {
+      this.stopped = true;
+      this.interrupt?.();
+    }
+    await this.done;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      let delay = this.o.pollMs;
+      let wakeable = true;
+      try {
+        if (!this.holding) {
+          this.holding = await this.acquire();
+          if (!this.holding) {
+            // A graceful stop releases the lease, so a waiting member asks again soon.
+            await this.sleep(Math.min(1_000, this.o.leaseMs / 2), false);
+            continue;
+          }
+          this.o.log.debug('consuming for the group');
+          this.startHeartbeat();
+        }
+        this.woken = false;
+        const outcome = await this.consumeBatch();
+        failures = 0;
+        if (outcome === 'failed') {
+          delay = this.o.retryDelayMs;
+          wakeable = false;
+        } else if (outcome === 'full') {
+          continue;
+        }
+      } catch (err) {
+        failures += 1;
+        this.o.log.warn({ err, failures }, 'bus consumer cannot reach its database; retrying');
+        delay = Math.min(this.o.retryDelayMs * 2 ** (failures - 1), 30_000);
+        wakeable = false;
+      }
+      await this.sleep(delay, wakeable);
+    }
+    await this.release();
+  }
+
+  /** Handles the next messages in offset order; stops at the first failure or when the lease is lost. */
+  private async consumeBatch(): Promise<'full' | 'drained' | 'failed'> {
+    const placeholders = this.o.topics.map((_, i) => `$${i + 3}`).join(', ');
+    const { rows } = await this.o.db.query<Row>(
+      `SELECT m."offset", m.topic, m.key, m.value, m.headers
+         FROM bus.messages m
+         LEFT JOIN bus.group_offsets o ON o.group_id = $1 AND o.topic = m.topic
+        WHERE m.topic IN (${placeholders}) AND m."offset" > COALESCE(o.committed, 0)
+        ORDER BY m."offset" LIMIT $2`,
+      [this.o.group, this.o.batchSize, ...this.o.topics],
+    );
+    for (const row of rows) {
+      if (this.stopped || !this.holding) return 'drained';
+      const message: ConsumedMessage = {
+        topic: row.topic,
+        offset: String(row.offset),
+        key: row.key,
+        value: row.value,
+        headers: row.headers,
+      };
+      try {
+        await this.o.handle(message);
+      } catch (err) {
+        this.o.log.warn({ err, topic: row.topic, offset: message.offset }, 'bus handler failed; the message will come again');
+        return 'failed';
+      }
+      if (!(await this.commit(row.topic, row.offset))) {
+        this.lostLease();
+        return 'drained';
+      }
+    }
+    return rows.length === this.o.batchSize ? 'full' : 'drained';
+  }
+
+  private async acquire(): Promise<boolean> {
+    const { rowCount } = await this.o.db.query(
+      `INSERT INTO bus.group_leases AS l (group_id, member_id, expires_at) VALUES ($1, $2, ${NOW_MS} + $3)
+       ON CONFLICT (group_id) DO UPDATE SET member_id = EXCLUDED.member_id, expires_at = EXCLUDED.expires_at
+        WHERE l.member_id = EXCLUDED.member_id OR l.expires_at < ${NOW_MS}`,
+      [this.o.group, this.id, this.o.leaseMs],
+    );
+    return rowCount > 0;
+  }
+
+  /** Records the offset only while this member still holds the lease (a successor may have taken it). */
+  private async commit(topic: string, offset: number | string): Promise<boolean> {
+    const { rowCount } = await this.o.db.query(
+      `WITH lease AS (SELECT 1 FROM bus.group_leases WHERE group_id = $1 AND member_id = $2 FOR SHARE)
+       INSERT INTO bus.group_offsets AS g (group_id, topic, committed) SELECT $1::text, $3::text, $4::bigint FROM lease
+       ON CONFLICT (group_id, topic) DO UPDATE SET committed = GREATEST(g.committed, EXCLUDED.committed)`,
+      [this.o.group, this.id, topic, offset],
+    );
+    return rowCount > 0;
+  }
+
+  private startHeartbeat(): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = setInterval(() => {
+      this.o.db
+        .query(`UPDATE bus.group_leases SET expires_at = ${NOW_MS} + $3 WHERE group_id = $1 AND member_id = $2`, [
+          this.o.group,
+          this.id,
+          this.o.leaseMs,
+        ])
+        .then(
+          ({ rowCount }) => {
+            if (rowCount === 0) this.lostLease();
+          },
+          (err: unknown) => this.o.log.warn({ err }, 'bus consumer heartbeat failed'),
+        );
+    }, Math.max(10, Math.floor(this.o.leaseMs / 3)));
+    this.heartbeat.unref();
+  }
+
+  private lostLease(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    clearInterval(this.heartbeat);
+    this.o.log.warn('bus consumer lost its group lease to another member');
+  }
+
+  private async release(): Promise<void> {
+    clearInterval(this.heartbeat);
+    if (!this.holding) return;
+    this.holding = false;
+    await this.o.db
+      .query('DELETE FROM bus.group_leases WHERE group_id = $1 AND member_id = $2', [this.o.group, this.id])
+      .catch((err: unknown) => this.o.log.warn({ err }, 'bus consumer could not release its lease; it will expire'));
+  }
+
+  /** Sleeps `ms`; stopping always ends the sleep, a wake-up (even one that came since the last fetch) only when `wakeable`. */
+  private sleep(ms: number, wakeable: boolean): Promise<void> {
+    if (this.stopped || (wakeable && this.woken)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        this.interrupt = undefined;
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      this.interrupt = wakeable ? finish : () => this.stopped && finish();
+    });
+  }
+}

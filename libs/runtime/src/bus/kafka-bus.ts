@@ -1,0 +1,192 @@
+import kafkajs from 'kafkajs';
+import type { Admin, Consumer, IHeaders, KafkaMessage, logCreator, Producer } from 'kafkajs';
+import type { Logger } from '../logger.js';
+import type { Bus, BusMessage, ConsumedMessage, Subscription } from './bus.js';
+
+const { Kafka, logLevel, Partitioners } = kafkajs;
+
+export interface KafkaBusOptions {
+  brokers: string[];
+  clientId: string;
+  log: Logger;
+  /** Partitions of topics this bus creates; more lets more members of a group share the work. */
+  partitions?: number;
+  /** Pause before a message whose handler failed is handed over again. */
+  retryDelayMs?: number;
+}
+
+/** kafkajs logs through its own logger; this sends its warnings and errors to ours. */
+function pinoLogCreator(log: Logger): logCreator {
+  return () => ({ namespace, level, log: entry }) => {
+    const { message, timestamp: _timestamp, ...extra } = entry;
+    const fields = { kafka: namespace, ...extra };
+    if (level === logLevel.ERROR) log.error(fields, message);
+    else if (level === logLevel.WARN) log.warn(fields, message);
+    else if (level === logLevel.INFO) log.info(fields, message);
+    else log.debug(fields, message);
+  };
+}
+
+function headerText(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(headers ?? {})) {
+    const value = Array.isArray(raw) ? raw[raw.length - 1] : raw;
+    if (value !== undefined) out[name] = value.toString();
+  }
+  return out;
+}
+
+function consumed(topic: string, message: KafkaMessage): ConsumedMessage {
+  return {
+    topic,
+    offset: message.offset,
+    key: message.key?.toString() ?? '',
+    value: message.value?.toString() ?? '',
+    headers: headerText(message.headers),
+  };
+}
+
+/**
+ * The event log on Kafka: an idempotent producer waiting for every in-sync replica, topics
+ * created when first used, and consumer groups that commit a message's offset only after its
+ * handler resolved. A failed handler pauses its partition and the message comes again.
+ */
+export class KafkaBus implements Bus {
+  private readonly kafka: InstanceType<typeof Kafka>;
+  private readonly producer: Producer;
+  private readonly admin: Admin;
+  private readonly log: Logger;
+  private readonly partitions: number;
+  private readonly retryDelayMs: number;
+  private readonly knownTopics = new Set<string>();
+  private readonly subscriptions = new Set<Subscription>();
+  private connected: Promise<void> | undefined;
+
+  constructor(options: KafkaBusOptions) {
+    this.log = options.log;
+    this.partitions = options.partitions ?? 6;
+    this.retryDelayMs = options.retryDelayMs ?? 1_000;
+    this.kafka = new Kafka({
+      clientId: options.clientId,
+      brokers: options.brokers,
+      logLevel: logLevel.WARN,
+      logCreator: pinoLogCreator(options.log),
+    });
+    this.producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner,
+    });
+    this.admin = this.kafka.admin();
+  }
+
+  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.connect();
+    await this.ensureTopics([topic]);
+    await this.producer.send({
+      topic,
+      acks: -1,
+      messages: messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+    });
+  }
+
+  async subscribe(group: string, topics: string[], handle: (message: ConsumedMessage) => Promise<void>): Promise<Subscription> {
+    await this.connect();
+    await this.ensureTopics(topics);
+    const log = this.log.child({ group });
+    const consumer = this.kafka.consumer({ groupId: group, allowAutoTopicCreation: false });
+    const retryTimers = new Set<NodeJS.Timeout>();
+    let inFlight: Promise<void> = Promise.resolve();
+    let stopping = false;
+
+    const handleOne = async (topic: string, partition: number, message: KafkaMessage, pause: () => () => void) => {
+      // A message fetched while stopping is left for the member that takes the partition over.
+      if (stopping) return;
+      try {
+        await handle(consumed(topic, message));
+      } catch (err) {
+        log.warn({ err, topic, partition, offset: message.offset }, 'bus handler failed; the message will come again');
+        // Rewind to this message and hold the partition back for a while, without failing the
+        // consumer (a thrown error would make kafkajs restart it).
+        consumer.seek({ topic, partition, offset: message.offset });
+        const resume = pause();
+        const timer = setTimeout(() => {
+          retryTimers.delete(timer);
+          resume();
+        }, this.retryDelayMs);
+        retryTimers.add(timer);
+        return;
+      }
+      await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+    };
+
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topics, fromBeginning: true });
+      // Resolves once the member joined the group, so the caller knows it is consuming.
+      await consumer.run({
+        autoCommit: false,
+        eachMessage: ({ topic, partition, message, pause }) => {
+          inFlight = handleOne(topic, partition, message, pause);
+          return inFlight;
+        },
+      });
+    } catch (err) {
+      await consumer.disconnect().catch(() => undefined);
+      throw err;
+    }
+
+    const subscription: Subscription = {
+      stop: async () => {
+        if (stopping) return;
+        stopping = true;
+        for (const timer of retryTimers) clearTimeout(timer);
+        // Let the handler in flight finish and commit before the member leaves: kafkajs stops
+        // committing once it is told to stop.
+        consumer.pause(topics.map((topic) => ({ topic })));
+        await inFlight.catch(() => undefined);
+        await consumer.disconnect();
+        this.subscriptions.delete(subscription);
+      },
+    };
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  async ping(): Promise<void> {
+    await this.connect();
+    await this.admin.describeCluster();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.subscriptions].map((s) => s.stop()));
+    await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);
+    this.connected = undefined;
+  }
+
+  /** Connects the producer and the admin client once; a failed attempt is retried on the next call. */
+  private connect(): Promise<void> {
+    // Settled together, so that no connect is still retrying in the background after a failure.
+    this.connected ??= Promise.allSettled([this.producer.connect(), this.admin.connect()]).then((results) => {
+      const failed = results.find((r) => r.status === 'rejected');
+      if (failed) {
+        this.connected = undefined;
+        throw failed.reason;
+      }
+    });
+    return this.connected;
+  }
+
+  private async ensureTopics(topics: string[]): Promise<void> {
+    const unknown = topics.filter((t) => !this.knownTopics.has(t));
+    if (unknown.length === 0) return;
+    const existing = new Set(await this.admin.listTopics());
+    for (const topic of unknown) {
+      // Another process may create it between the listing and here; kafkajs then returns false.
+      if (!existing.has(topic)) await this.admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: true });
+      this.knownTopics.add(topic);
+    }
+  }
+}

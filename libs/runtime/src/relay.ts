@@ -1,0 +1,226 @@
+import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, type Bus, type BusMessage } from './bus/bus.js';
+import type { Db, Queryable, QueryResult } from './db/index.js';
+import type { Logger } from './logger.js';
+
+export interface RelayOptions {
+  /** The service's database; its search path starts with the schema holding `outbox`. */
+  db: Db;
+  bus: Bus;
+  log: Logger;
+  /** How often unpublished rows are looked for when nothing woke the relay. */
+  pollMs?: number;
+  batchSize?: number;
+  /** A publish that has not finished by then counts as failed (its rows are published again). */
+  publishTimeoutMs?: number;
+  /** Longest pause between attempts while the bus fails. */
+  maxBackoffMs?: number;
+  /** Published rows are deleted once older than this, checked every `pruneIntervalMs`. */
+  retainPublishedMs?: number;
+  pruneIntervalMs?: number;
+}
+
+export interface Relay {
+  /** Looks for unpublished rows now (call it after committing a transaction that wrote some). */
+  wake(): void;
+  /** Stops polling; resolves once the batch in flight is published and marked, or rolled back. */
+  stop(): Promise<void>;
+}
+
+interface OutboxRow {
+  seq: number;
+  event_id: string;
+  topic: string;
+  partition_key: string;
+  type: string;
+  payload: unknown;
+}
+
+function toMessage(row: OutboxRow): BusMessage {
+  return {
+    key: row.partition_key,
+    value: JSON.stringify(row.payload),
+    headers: { [EVENT_ID_HEADER]: row.event_id, [EVENT_TYPE_HEADER]: row.type },
+  };
+}
+
+/** Consecutive rows of one topic go in one publish; order across topics stays that of `seq`. */
+function runsByTopic(rows: OutboxRow[]): { topic: string; rows: OutboxRow[] }[] {
+  const runs: { topic: string; rows: OutboxRow[] }[] = [];
+  for (const row of rows) {
+    const last = runs[runs.length - 1];
+    if (last?.topic === row.topic) last.rows.push(row);
+    else runs.push({ topic: row.topic, rows: [row] });
+  }
+  return runs;
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`bus publish did not finish within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Publishes one service's outbox to the bus, at least once and in `seq` order: a batch is
+ * selected, published and marked in one transaction holding a per-schema advisory lock, so among
+ * replicas one publishes at a time and a row is marked only after the bus stored it. A bus
+ * failure rolls the batch back and the relay retries with a growing pause. When `db` comes from
+ * `notifyOutboxWrites`, each committed outbox write wakes the relay at once.
+ */
+export function startRelay(options: RelayOptions): Relay {
+  const { db, bus, log } = options;
+  const pollMs = options.pollMs ?? 200;
+  const batchSize = options.batchSize ?? 100;
+  const publishTimeoutMs = options.publishTimeoutMs ?? 10_000;
+  const maxBackoffMs = options.maxBackoffMs ?? 30_000;
+  const retainPublishedMs = options.retainPublishedMs ?? 24 * 3_600_000;
+  const pruneIntervalMs = options.pruneIntervalMs ?? 10 * 60_000;
+
+  let stopped = false;
+  let woken = false;
+  let interrupt: (() => void) | undefined;
+  let lastPrune = 0;
+
+  const wake = () => {
+    woken = true;
+    interrupt?.();
+  };
+
+  /** Publishes one batch; `busy` when another replica holds the outbox right now. */
+  const publishBatch = () =>
+    db.transaction(async (tx): Promise<'busy' | 'drained' | 'more'> => {
+      const lock = await tx.query<{ locked: boolean }>(
+        "SELECT pg_try_advisory_xact_lock(hashtext('agenthub:relay:' || current_schema())) AS locked",
+      );
+      if (!lock.rows[0]?.locked) return 'busy';
+      const { rows } = await tx.query<OutboxRow>(
+        'SELECT seq, event_id, topic, partition_key, type, payload FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE',
+        [batchSize],
+      );
+      if (rows.length === 0) return 'drained';
+      for (const run of runsByTopic(rows)) await withTimeout(bus.publish(run.topic, run.rows.map(toMessage)), publishTimeoutMs);
+      // The exact rows: one with a lower seq may have committed since the select and is not published yet.
+      const seqs = rows.map((r) => r.seq);
+      await tx.query(`UPDATE outbox SET published_at = $1 WHERE seq IN (${seqs.map((_, i) => `$${i + 2}`).join(', ')})`, [Date.now(), ...seqs]);
+      return rows.length === batchSize ? 'more' : 'drained';
+    });
+
+  const prune = async () => {
+    if (Date.now() - lastPrune < pruneIntervalMs) return;
+    lastPrune = Date.now();
+    const { rowCount } = await db.query('DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1', [
+      Date.now() - retainPublishedMs,
+    ]);
+    if (rowCount > 0) log.debug({ rows: rowCount }, 'outbox pruned');
+  };
+
+  /** Sleeps `ms`; stopping ends the sleep, and so does a wake-up (even one that came since the last pass) when `wakeable`. */
+  const sleep = (ms: number, wakeable: boolean) =>
+    new Promise<void>((resolve) => {
+      if (stopped || (wakeable && woken)) return resolve();
+      const finish = () => {
+        clearTimeout(timer);
+        interrupt = undefined;
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      interrupt = wakeable ? finish : () => stopped && finish();
+    });
+
+  const run = async () => {
+    let failures = 0;
+    while (!stopped) {
+      woken = false;
+      let delay = pollMs;
+      let wakeable = true;
+      try {
+        const outcome = await publishBatch();
+        if (failures > 0) log.info({ failures }, 'outbox relay publishing again');
+        failures = 0;
+        if (outcome === 'more') continue;
+        // Another replica is publishing; ask again soon in case it selected its batch before our rows committed.
+        if (outcome === 'busy') delay = Math.min(pollMs, 25);
+        else await prune().catch((err: unknown) => log.warn({ err }, 'outbox prune failed'));
+      } catch (err) {
+        failures += 1;
+        delay = Math.min(pollMs * 2 ** failures, maxBackoffMs);
+        wakeable = false;
+        log.warn({ err, failures, retryInMs: delay }, 'outbox relay cannot publish; rows stay in the outbox');
+      }
+      if (!stopped) await sleep(delay, wakeable);
+    }
+  };
+
+  const unsubscribe = isOutboxNotifying(db) ? db.onOutboxWrite(wake) : undefined;
+  const done = run();
+  return {
+    wake,
+    async stop() {
+      stopped = true;
+      unsubscribe?.();
+      interrupt?.();
+      await done;
+    },
+  };
+}
+
+/** Whether the schema first on `db`'s search path has an outbox (services without events have none). */
+export async function hasOutbox(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ present: boolean }>("SELECT to_regclass('outbox') IS NOT NULL AS present");
+  return rows[0]?.present === true;
+}
+
+const OUTBOX_INSERT = /^\s*insert\s+into\s+(\w+\.)?outbox\b/i;
+
+/** A Db that tells listeners when a write to the outbox committed. */
+export interface OutboxNotifyingDb extends Db {
+  /** `listener` runs after each committed statement or transaction that inserted into `outbox`; returns how to stop. */
+  onOutboxWrite(listener: () => void): () => void;
+}
+
+function isOutboxNotifying(db: Db): db is OutboxNotifyingDb {
+  return typeof (db as Partial<OutboxNotifyingDb>).onOutboxWrite === 'function';
+}
+
+/**
+ * Wraps a service's Db so that its outbox relay hears of new rows the moment their transaction
+ * commits, without the service doing anything (events reach the bus in milliseconds, not a poll
+ * interval later). Everything else passes straight through.
+ */
+export function notifyOutboxWrites(db: Db): OutboxNotifyingDb {
+  const listeners = new Set<() => void>();
+  const notify = () => {
+    for (const listener of listeners) listener();
+  };
+  return {
+    engine: db.engine,
+    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const result = await db.query<R>(sql, params);
+      if (OUTBOX_INSERT.test(sql)) notify();
+      return result;
+    },
+    exec: (sql) => db.exec(sql),
+    async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+      let wrote = false;
+      const result = await db.transaction((tx) =>
+        work({
+          query<R>(sql: string, params?: readonly unknown[]) {
+            if (OUTBOX_INSERT.test(sql)) wrote = true;
+            return tx.query<R>(sql, params);
+          },
+          exec: (sql) => tx.exec(sql),
+        }),
+      );
+      if (wrote) notify();
+      return result;
+    },
+    withAdvisoryLock: (name, work) => db.withAdvisoryLock(name, work),
+    close: () => db.close(),
+    onOutboxWrite(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}

@@ -1,0 +1,199 @@
+import { randomBytes } from 'node:crypto';
+import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, type Bus, type BusMessage, type ConsumedMessage, type Subscription } from '@agenthub/runtime';
+
+/** A log under test; every `connect` is another client of the same log (another process or replica). */
+export interface BusSubject {
+  connect(): Promise<Bus>;
+  teardown(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `check` holds, failing with `what` if it never does. */
+export async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting until ${what}`);
+    await sleep(20);
+  }
+}
+
+const unique = (what: string) => `${what}-${randomBytes(4).toString('hex')}`;
+
+function message(key: string, n: number, headers: Record<string, string> = {}): BusMessage {
+  return { key, value: JSON.stringify({ event: 'test.event', n }), headers: { [EVENT_ID_HEADER]: `evt_${key}_${n}`, [EVENT_TYPE_HEADER]: 'test.event', ...headers } };
+}
+
+const n = (m: ConsumedMessage) => (JSON.parse(m.value) as { n: number }).n;
+
+/** Collects what a group member handles successfully. */
+async function consume(bus: Bus, group: string, topics: string[], fail?: (m: ConsumedMessage) => boolean) {
+  const handled: ConsumedMessage[] = [];
+  const attempts: ConsumedMessage[] = [];
+  const subscription = await bus.subscribe(group, topics, async (m) => {
+    attempts.push(m);
+    if (fail?.(m)) throw new Error(`handler refuses ${m.offset}`);
+    handled.push(m);
+  });
+  return { handled, attempts, subscription };
+}
+
+/**
+ * What every Bus adapter guarantees (bus.ts): per-key order, headers, at-least-once with
+ * redelivery after a failed handler, committed offsets that outlive the client, every group
+ * receiving everything, and one member of a group handling each message.
+ */
+export function describeBusConformance(name: string, start: () => Promise<BusSubject>, options: { skip?: string } = {}): void {
+  const suite = options.skip ? describe.skip : describe;
+  suite(`Bus conformance: ${name}${options.skip ? ` (skipped: ${options.skip})` : ''}`, () => {
+    let subject: BusSubject;
+    const open: Bus[] = [];
+    const subscriptions: Subscription[] = [];
+    const connect = async () => {
+      const bus = await subject.connect();
+      open.push(bus);
+      return bus;
+    };
+
+    beforeAll(async () => {
+      subject = await start();
+    });
+    afterEach(async () => {
+      await Promise.all(subscriptions.splice(0).map((s) => s.stop()));
+      await Promise.all(open.splice(0).map((b) => b.close()));
+    });
+    afterAll(async () => {
+      await subject?.teardown();
+    });
+
+    it('answers ping', async () => {
+      const bus = await connect();
+      await expect(bus.ping()).resolves.toBeUndefined();
+    });
+
+    it('keeps the order of each key and carries headers both ways', async () => {
+      const bus = await connect();
+      const topic = unique('order');
+      const sent: BusMessage[] = [];
+      for (let i = 1; i <= 10; i += 1) {
+        const batch = ['ws-a', 'ws-b', 'ws-c'].map((key) => message(key, i, { 'x-extra': `${key}:${i}` }));
+        sent.push(...batch);
+        await bus.publish(topic, batch);
+      }
+      const reader = await consume(bus, unique('group'), [topic]);
+      subscriptions.push(reader.subscription);
+      await eventually(() => reader.handled.length >= sent.length, 'every message arrived');
+
+      expect(reader.handled).toHaveLength(sent.length);
+      for (const key of ['ws-a', 'ws-b', 'ws-c']) {
+        expect(reader.handled.filter((m) => m.key === key).map(n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      }
+      const first = reader.handled.find((m) => m.key === 'ws-b' && n(m) === 3)!;
+      expect(first).toMatchObject({ topic, key: 'ws-b', value: JSON.stringify({ event: 'test.event', n: 3 }) });
+      expect(first.headers).toEqual({ [EVENT_ID_HEADER]: 'evt_ws-b_3', [EVENT_TYPE_HEADER]: 'test.event', 'x-extra': 'ws-b:3' });
+      expect(typeof first.offset).toBe('string');
+    });
+
+    it('hands a message whose handler failed over again instead of skipping it', async () => {
+      const bus = await connect();
+      const topic = unique('retry');
+      await bus.publish(topic, [1, 2, 3].map((i) => message('ws', i)));
+      let refusals = 0;
+      const reader = await consume(bus, unique('group'), [topic], (m) => n(m) === 2 && refusals++ < 2);
+      subscriptions.push(reader.subscription);
+      await eventually(() => reader.handled.length >= 3, 'all three were handled');
+
+      expect(reader.handled.map(n)).toEqual([1, 2, 3]);
+      expect(reader.attempts.filter((m) => n(m) === 2)).toHaveLength(3);
+      expect(reader.attempts.filter((m) => n(m) === 3)).toHaveLength(1);
+    });
+
+    it('continues a group after its last committed offset with a new client', async () => {
+      const group = unique('group');
+      const topic = unique('resume');
+      const first = await connect();
+      await first.publish(topic, [1, 2, 3].map((i) => message('ws', i)));
+      const before = await consume(first, group, [topic]);
+      await eventually(() => before.handled.length >= 3, 'the first client handled three');
+      await before.subscription.stop();
+      await first.close();
+
+      const second = await connect();
+      await second.publish(topic, [4, 5].map((i) => message('ws', i)));
+      const after = await consume(second, group, [topic]);
+      subscriptions.push(after.subscription);
+      await eventually(() => after.handled.length >= 2, 'the second client handled two');
+      expect(after.attempts.map(n)).toEqual([4, 5]);
+    });
+
+    it('gives every group everything, from the start of the log', async () => {
+      const bus = await connect();
+      const topic = unique('fanout');
+      const other = unique('other');
+      await bus.publish(topic, [1, 2].map((i) => message('ws', i)));
+      const early = await consume(bus, unique('group'), [topic, other]);
+      subscriptions.push(early.subscription);
+      await bus.publish(other, [message('ws', 100)]);
+      const late = await consume(bus, unique('group'), [topic, other]);
+      subscriptions.push(late.subscription);
+      await bus.publish(topic, [3].map((i) => message('ws', i)));
+
+      for (const reader of [early, late]) {
+        await eventually(() => reader.handled.length >= 4, 'each group received all four');
+        expect(reader.handled.filter((m) => m.topic === topic).map(n)).toEqual([1, 2, 3]);
+        expect(reader.handled.filter((m) => m.topic === other).map(n)).toEqual([100]);
+      }
+    });
+
+    it('never lets two members of one group handle the same message', async () => {
+      const group = unique('group');
+      const topic = unique('members');
+      const [a, b] = [await connect(), await connect()];
+      const first = await consume(a, group, [topic]);
+      subscriptions.push(first.subscription);
+      const second = await consume(b, group, [topic]);
+      subscriptions.push(second.subscription);
+      const keys = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6'];
+      for (let i = 1; i <= 5; i += 1) await a.publish(topic, keys.map((key) => message(key, i)));
+
+      const all = () => [...first.handled, ...second.handled];
+      await eventually(() => all().length >= 30, 'thirty messages were handled');
+      const ids = all().map((m) => m.headers[EVENT_ID_HEADER]);
+      expect(new Set(ids).size).toBe(30);
+      expect(ids).toHaveLength(30);
+      for (const reader of [first, second]) {
+        for (const key of keys) {
+          const seen = reader.handled.filter((m) => m.key === key).map(n);
+          expect(seen).toEqual([...seen].sort((x, y) => x - y));
+        }
+      }
+    });
+
+    it('lets the handler in flight finish and commit before stop resolves', async () => {
+      const bus = await connect();
+      const group = unique('group');
+      const topic = unique('stop');
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let started = false;
+      let finished = false;
+      const subscription = await bus.subscribe(group, [topic], async () => {
+        started = true;
+        await gate;
+        finished = true;
+      });
+      await bus.publish(topic, [message('ws', 1)]);
+      await eventually(() => started, 'the handler started');
+      const stopped = subscription.stop();
+      release();
+      await stopped;
+      expect(finished).toBe(true);
+
+      const again = await consume(bus, group, [topic]);
+      subscriptions.push(again.subscription);
+      await bus.publish(topic, [message('ws', 2)]);
+      await eventually(() => again.handled.length >= 1, 'the next message arrived');
+      expect(again.attempts.map(n)).toEqual([2]);
+    });
+  });
+}

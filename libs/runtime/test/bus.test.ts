@@ -1,0 +1,116 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DbBus, loadConfig, openBus, openDb, PostgresDb, type Db } from '@agenthub/runtime';
+import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
+import { describeBusConformance, eventually } from './bus-conformance.js';
+
+const log = testLogger();
+const fast = { pollMs: 20, retryDelayMs: 50, leaseMs: 2_000 };
+
+for (const backend of backends()) {
+  describeBusConformance(`DbBus (${backend.name})`, async () => {
+    const provisioned = await backend.provision();
+    if (!provisioned.databaseUrl) {
+      // PGlite holds its database in this process: every client shares the one handle.
+      const db = await openDb({ schema: 'bus' });
+      return {
+        connect: () => DbBus.open({ db, log, ...fast }),
+        teardown: () => db.close(),
+      };
+    }
+    const url = provisioned.databaseUrl;
+    return {
+      connect: async () => DbBus.open({ db: new PostgresDb({ url, schema: 'bus', maxConnections: 4 }), log, ownsDb: true, ...fast }),
+      teardown: () => provisioned.dispose(),
+    };
+  });
+}
+
+describe.each(backends().map((b) => [b.name, b] as const))('DbBus (%s)', (_name, backend) => {
+  let provisioned: ProvisionedBackend;
+  let db: Db;
+
+  beforeAll(async () => {
+    provisioned = await backend.provision();
+    db = await openDb({ url: provisioned.databaseUrl, schema: 'bus' });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await provisioned?.dispose();
+  });
+
+  it('deletes expired messages only once every group reading their topic handled them', async () => {
+    const bus = await DbBus.open({ db, log, ...fast, retentionMs: 0 });
+    try {
+      await bus.publish('retained', [1, 2, 3].map((i) => ({ key: 'k', value: String(i), headers: {} })));
+      const handled: string[] = [];
+      const fastReader = await bus.subscribe('caught-up', ['retained'], async (m) => void handled.push(m.value));
+      await eventually(() => handled.length === 3, 'the first group handled all three');
+      await fastReader.stop();
+      let slowHandled = 0;
+      const slowReader = await bus.subscribe('behind', ['retained'], async (m) => {
+        if (m.value === '2') throw new Error('not yet');
+        slowHandled += 1;
+      });
+      await eventually(() => slowHandled === 1, 'the second group handled the first message');
+
+      await bus.deleteExpired();
+      const { rows } = await db.query<{ value: string }>("SELECT value FROM bus.messages WHERE topic = 'retained' ORDER BY \"offset\"");
+      expect(rows.map((r) => r.value)).toEqual(['2', '3']);
+      await slowReader.stop();
+    } finally {
+      await bus.close();
+    }
+  });
+
+  const realOnly = backend.name === 'embedded' ? it.skip : it;
+  realOnly(`hands a group over to another member when its holder dies${backend.name === 'embedded' ? ' (skipped: one process per PGlite database)' : ''}`, async () => {
+    const url = provisioned.databaseUrl!;
+    const dying = new PostgresDb({ url, schema: 'bus', maxConnections: 2 });
+    const survivorDb = new PostgresDb({ url, schema: 'bus', maxConnections: 2 });
+    const options = { log, pollMs: 20, retryDelayMs: 50, leaseMs: 500 };
+    const holder = await DbBus.open({ db: dying, ...options });
+    const successor = await DbBus.open({ db: survivorDb, ...options });
+    try {
+      const byHolder: string[] = [];
+      const bySuccessor: string[] = [];
+      await holder.subscribe('takeover', ['handover'], async (m) => void byHolder.push(m.value));
+      await holder.publish('handover', [{ key: 'k', value: 'one', headers: {} }]);
+      await eventually(() => byHolder.length === 1, 'the holder handled the first message');
+      await successor.subscribe('takeover', ['handover'], async (m) => void bySuccessor.push(m.value));
+
+      // The holder's process loses its database: no more heartbeats, no release.
+      await dying.close();
+      await successor.publish('handover', [{ key: 'k', value: 'two', headers: {} }]);
+      await eventually(() => bySuccessor.length === 1, 'the successor took over');
+      expect(bySuccessor).toEqual(['two']);
+      expect(byHolder).toEqual(['one']);
+    } finally {
+      await holder.close();
+      await successor.close();
+      await survivorDb.close();
+    }
+  });
+});
+
+describe('openBus', () => {
+  it('opens the embedded bus in HUB_DATA_DIR without KAFKA_BROKERS or DATABASE_URL', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-bus-'));
+    try {
+      const bus = await openBus(loadConfig({ HUB_DATA_DIR: dataDir }), log);
+      try {
+        expect(bus).toBeInstanceOf(DbBus);
+        const got: string[] = [];
+        await bus.subscribe('g', ['t'], async (m) => void got.push(m.value));
+        await bus.publish('t', [{ key: 'k', value: 'hello', headers: {} }]);
+        await eventually(() => got.length === 1, 'the message arrived');
+        expect(got).toEqual(['hello']);
+      } finally {
+        await bus.close();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

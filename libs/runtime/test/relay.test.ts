@@ -1,0 +1,229 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import {
+  appendEvent,
+  DbBus,
+  EVENT_ID_HEADER,
+  EVENT_TYPE_HEADER,
+  hasOutbox,
+  MemoryKv,
+  Metrics,
+  notifyOutboxWrites,
+  openDb,
+  OUTBOX_TABLE_SQL,
+  serveGrpc,
+  startRelay,
+  type Bus,
+  type BusMessage,
+  type ConsumedMessage,
+  type Db,
+  type Relay,
+  type RunningService,
+  type Subscription,
+} from '@agenthub/runtime';
+import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
+import { eventually } from './bus-conformance.js';
+
+const log = testLogger();
+
+/** An in-memory bus that records what was published and can be made to fail or hang. */
+class RecordingBus implements Bus {
+  readonly published: (BusMessage & { topic: string })[] = [];
+  attempts = 0;
+  failing = false;
+  gate: Promise<void> | undefined;
+
+  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+    this.attempts += 1;
+    if (this.gate) await this.gate;
+    if (this.failing) throw new Error('bus unreachable');
+    this.published.push(...messages.map((m) => ({ topic, ...m })));
+  }
+  subscribe(): Promise<Subscription> {
+    throw new Error('not used by the relay');
+  }
+  async ping(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', (_name, backend) => {
+  let provisioned: ProvisionedBackend;
+  const opened: Db[] = [];
+  const relays: Relay[] = [];
+
+  /** A service schema with an empty outbox, and a handle whose search path starts there. */
+  const service = async (): Promise<{ schema: string; db: Db; replica: () => Promise<Db> }> => {
+    const schema = `relay_${randomBytes(4).toString('hex')}`;
+    const open = async () => {
+      const db = await openDb({ url: provisioned.databaseUrl, schema });
+      opened.push(db);
+      return db;
+    };
+    const db = await open();
+    await db.transaction(async (tx) => {
+      await tx.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET LOCAL search_path = ${schema}; ${OUTBOX_TABLE_SQL}`);
+    });
+    // PGlite has one connection per database: a second replica is the same handle.
+    return { schema, db, replica: async () => (provisioned.databaseUrl ? open() : db) };
+  };
+
+  const append = (db: Db, count: number, key = 'ws_1', topic = 'agenthub.test.events') =>
+    db.transaction(async (tx) => {
+      const ids: string[] = [];
+      for (let i = 0; i < count; i += 1) ids.push(await appendEvent(tx, { topic, partitionKey: key, type: 'test.happened', data: { i } }));
+      return ids;
+    });
+
+  const unpublished = async (db: Db) =>
+    Number((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0]!.n);
+
+  const relay = (options: Parameters<typeof startRelay>[0]) => {
+    const started = startRelay(options);
+    relays.push(started);
+    return started;
+  };
+
+  beforeAll(async () => {
+    provisioned = await backend.provision();
+  });
+  afterEach(async () => {
+    await Promise.all(relays.splice(0).map((r) => r.stop()));
+  });
+  afterAll(async () => {
+    await Promise.all([...new Set(opened)].map((db) => db.close()));
+    await provisioned?.dispose();
+  });
+
+  it('publishes rows in seq order, keyed by partition key, with the event headers, then marks them', async () => {
+    const { db } = await service();
+    const first = await append(db, 3, 'ws_a');
+    const second = await append(db, 2, 'ws_b', 'agenthub.other.events');
+    const third = await append(db, 1, 'ws_a');
+    const bus = new RecordingBus();
+    relay({ db, bus, log, pollMs: 20 });
+    await eventually(async () => (await unpublished(db)) === 0, 'every row was marked published');
+
+    expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual([...first, ...second, ...third]);
+    expect(bus.published.map((m) => [m.topic, m.key])).toEqual([
+      ...first.map(() => ['agenthub.test.events', 'ws_a']),
+      ...second.map(() => ['agenthub.other.events', 'ws_b']),
+      ['agenthub.test.events', 'ws_a'],
+    ]);
+    const one = bus.published[0]!;
+    expect(one.headers).toEqual({ [EVENT_ID_HEADER]: first[0], [EVENT_TYPE_HEADER]: 'test.happened' });
+    expect(JSON.parse(one.value)).toEqual({ event: 'test.happened', timestamp: expect.any(String), data: { i: 0 } });
+  });
+
+  it('leaves rows unpublished while the bus fails, then publishes them once it is back', async () => {
+    const { db } = await service();
+    const bus = new RecordingBus();
+    bus.failing = true;
+    const ids = await append(db, 4);
+    relay({ db, bus, log, pollMs: 10, maxBackoffMs: 50 });
+    await eventually(() => bus.attempts >= 3, 'the relay retried');
+    expect(await unpublished(db)).toBe(4);
+    expect(bus.published).toEqual([]);
+
+    bus.failing = false;
+    await eventually(async () => (await unpublished(db)) === 0, 'the rows were published after the bus came back');
+    expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
+  });
+
+  it('publishes every row once and in seq order with two replicas relaying the same outbox', async () => {
+    const { db, replica } = await service();
+    const bus = new RecordingBus();
+    relay({ db, bus, log, pollMs: 5, batchSize: 7 });
+    relay({ db: await replica(), bus, log, pollMs: 5, batchSize: 7 });
+    const written: string[] = [];
+    for (let i = 0; i < 40; i += 1) written.push(...(await append(db, 1 + (i % 3), `ws_${i % 4}`)));
+    await eventually(async () => (await unpublished(db)) === 0, 'every row was published');
+
+    expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(written);
+  });
+
+  it('finishes the batch in flight when stopped', async () => {
+    const { db } = await service();
+    const bus = new RecordingBus();
+    let open!: () => void;
+    bus.gate = new Promise<void>((resolve) => (open = resolve));
+    const ids = await append(db, 3);
+    const running = relay({ db, bus, log, pollMs: 10 });
+    await eventually(() => bus.attempts === 1, 'a publish is in flight');
+    const stopping = running.stop();
+    open();
+    await stopping;
+
+    expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
+    expect(await unpublished(db)).toBe(0);
+    expect(bus.attempts).toBe(1);
+  });
+
+  it('is woken by a committed outbox write instead of waiting for its next poll, end to end over DbBus', async () => {
+    const { db: raw } = await service();
+    const db = notifyOutboxWrites(raw);
+    const busDb = await openDb({ url: provisioned.databaseUrl, schema: 'bus' });
+    opened.push(busDb);
+    const bus = await DbBus.open({ db: busDb, log, pollMs: 20 });
+    const received: ConsumedMessage[] = [];
+    await bus.subscribe('events', ['agenthub.test.events'], async (m) => void received.push(m));
+    try {
+      // The relay's first pass (at start) publishes the first row; after it, only a wake-up can
+      // make it look again within the hour.
+      const [before] = await append(db, 1, 'ws_wake');
+      relay({ db, bus, log, pollMs: 3_600_000 });
+      await eventually(() => received.length === 1, 'the first event reached the consumer');
+      const [after] = await append(db, 1, 'ws_wake');
+      await eventually(() => received.length === 2, 'the second event reached the consumer');
+      expect(received.map((m) => [m.key, m.headers[EVENT_ID_HEADER]])).toEqual([['ws_wake', before], ['ws_wake', after]]);
+    } finally {
+      await Promise.all(relays.splice(0).map((r) => r.stop()));
+      await bus.close();
+    }
+  });
+
+  it('deletes published rows once older than the retention', async () => {
+    const { db } = await service();
+    const bus = new RecordingBus();
+    await append(db, 2);
+    relay({ db, bus, log, pollMs: 10, retainPublishedMs: 0, pruneIntervalMs: 10 });
+    await eventually(async () => (await db.query('SELECT 1 FROM outbox')).rowCount === 0, 'the published rows were pruned');
+    expect(bus.published).toHaveLength(2);
+  });
+
+  it('tells whether the service schema has an outbox', async () => {
+    const { db } = await service();
+    expect(await hasOutbox(db)).toBe(true);
+    const none = await openDb({ url: provisioned.databaseUrl, schema: `plain_${randomBytes(4).toString('hex')}` });
+    opened.push(none);
+    expect(await hasOutbox(none)).toBe(false);
+  });
+
+  it('runs from serveGrpc for a service given a bus, and stops with it', async () => {
+    const schema = `svc_${randomBytes(4).toString('hex')}`;
+    const dir = await mkdtemp(join(tmpdir(), 'agenthub-relay-'));
+    await writeFile(join(dir, '001_outbox.sql'), OUTBOX_TABLE_SQL);
+    const db = notifyOutboxWrites(await openDb({ url: provisioned.databaseUrl, schema }));
+    opened.push(db);
+    const bus = new RecordingBus();
+    const kv = new MemoryKv();
+    const deps = { db, kv, log, metrics: new Metrics({ defaultMetrics: false }), listen: '127.0.0.1:0', grpcTimeoutMs: 5_000, bus, outboxPollMs: 3_600_000 };
+    let running: RunningService | undefined;
+    try {
+      running = await serveGrpc('svc', deps, { schema, migrations: pathToFileURL(`${dir}/`) }, () => undefined);
+      const [id] = await append(db, 1);
+      await eventually(() => bus.published.length === 1, 'the service relayed its event');
+      expect(bus.published[0]!.headers[EVENT_ID_HEADER]).toBe(id);
+      await running.stop(0);
+      running = undefined;
+      await append(db, 1);
+      expect(await unpublished(db)).toBe(1);
+    } finally {
+      await running?.stop(0);
+      await kv.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
