@@ -6,6 +6,7 @@
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { clientOptions, createClient, serveGrpc, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { startSweeper } from './inbox.js';
+import { startPushWorker, type PushOptions } from './push.js';
 import { createMessagingHandlers, messagingEnv } from './server.js';
 import type { MessagingLimits } from './tasks.js';
 
@@ -13,6 +14,7 @@ export { createMessagingHandlers, messagingEnv } from './server.js';
 export { sweepExpired, startSweeper } from './inbox.js';
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
 export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
+export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions } from './push.js';
 
 export interface MessagingDeps extends ServiceDeps {
   /** `host:port` of the identity service (recipients, output modes, grants). */
@@ -22,9 +24,11 @@ export interface MessagingDeps extends ServiceDeps {
   sweepIntervalMs?: number;
   /** Epoch milliseconds; tests inject a clock. */
   now?: () => number;
+  /** The push worker (deliveries to agents with an A2A endpoint); defaults in DEFAULT_PUSH_OPTIONS. */
+  push?: Partial<PushOptions>;
 }
 
-/** Migrates the `messaging` schema, serves MessagingService and runs the expiry sweeper. */
+/** Migrates the `messaging` schema, serves MessagingService and runs the expiry sweeper and the push worker. */
 export async function startMessaging(deps: MessagingDeps): Promise<RunningService> {
   const identity = createClient(identityv1.IdentityService, deps.identityAddr, clientOptions(deps));
   const env = messagingEnv({ db: deps.db, kv: deps.kv, identity, limits: deps.limits, now: deps.now });
@@ -36,11 +40,13 @@ export async function startMessaging(deps: MessagingDeps): Promise<RunningServic
       (server) => server.add(messagingv1.MessagingService, createMessagingHandlers(env)),
     );
     const stopSweeper = startSweeper(env, deps.log, deps.sweepIntervalMs ?? 5_000);
+    const stopPush = startPushWorker(env, { log: deps.log.child({ component: 'push' }), metrics: deps.metrics, options: deps.push });
     return {
       name: running.name,
       address: running.address,
       async stop(graceMs) {
         await stopSweeper();
+        await stopPush();
         await running.stop(graceMs);
         identity.close();
       },

@@ -131,7 +131,7 @@ export async function visibleTask(env: MessagingEnv, caller: Caller, taskId: str
   return task;
 }
 
-async function announce(env: MessagingEnv, task: TaskRecord, ctx: CallContext) {
+export async function announce(env: MessagingEnv, task: TaskRecord, ctx: CallContext) {
   try {
     await env.kv.publish(taskChannel(task.id), task.state);
   } catch (err) {
@@ -243,6 +243,8 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     };
     // x-ttl 0 to an online agent still queues: it has until its next poll (claim window) to take it.
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
+    // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
+    if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
     await env.store.createTask(task, delivery);
   }
   if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
@@ -316,6 +318,8 @@ export async function cancelTask(env: MessagingEnv, ctx: CallContext, caller: Ca
     return { next: { ...t, state: 'canceled', updatedAt: now }, purge: true };
   });
   if (!moved) throw taskNotFound();
+  // A push agent's own task is canceled too, best effort, by the push worker.
+  await env.store.requestPushCancel(task.id);
   await announce(env, moved.after, ctx);
   return { task: taskView(moved.after) };
 }

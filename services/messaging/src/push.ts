@@ -1,0 +1,447 @@
+/**
+ * The push worker: forwards the queued deliveries of push agents (recipients registered with an
+ * A2A endpoint) with the A2A 1.0 JSON-RPC client of `@a2a-js/sdk`, and relays each answer into the
+ * hub task through the store transition UpdateTask uses, announced on the task's Kv channel.
+ *
+ * - Work is claimed in the database with FOR UPDATE SKIP LOCKED and leases, so the replicas of the
+ *   service share it: an agent's queue is forwarded by one worker at a time, oldest first; a
+ *   delivery is acknowledged only after the agent accepted it (at-least-once, and the A2A
+ *   messageId is the hub message's, so the agent can recognise a redelivery).
+ * - An agent that does not answer (connection refused, timeout, HTTP 5xx/408/429) keeps its queue
+ *   and is retried with exponential backoff up to `maxBackoffMs`; an agent that answers with an
+ *   A2A error refused the message, and the task fails with that error in a message.
+ * - The agent's task is recorded against the hub task (continuations and cancels name it) and,
+ *   while it works, followed with GetTask at a backing-off pace until it is terminal or waits for
+ *   input. A hub cancel is forwarded, best effort.
+ * - A push agent counts online (for `x-ttl: 0`) while its endpoint answers.
+ */
+import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2ATask } from '@a2a-js/sdk';
+import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
+import { isJsonRpcError } from '@a2a-js/sdk/errors';
+import { Counter, Histogram } from 'prom-client';
+import { HubError, newId, Reason, type CallContext, type Logger, type Metrics } from '@agenthub/runtime';
+import { agentText, fromA2AArtifact, fromA2AMessage, hubState, toA2AMessage } from './a2a-codec.js';
+import { TERMINAL, type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName } from './store.js';
+import { announce, inboxChannel, onlineKey, type MessagingEnv } from './tasks.js';
+
+export interface PushOptions {
+  /** Deadline of one call to an agent (MESSAGING_PUSH_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Longest wait between attempts at an agent that does not answer, and between follow-ups (MESSAGING_PUSH_MAX_BACKOFF_MS). */
+  maxBackoffMs: number;
+  /** First such wait; each next one doubles. */
+  minBackoffMs: number;
+  /** How often a replica looks for due work besides being woken (a send to a push agent it has not served yet waits up to this long). */
+  pollMs: number;
+  /** Agents and follow-ups one replica works on at once. */
+  concurrency: number;
+}
+
+export const DEFAULT_PUSH_OPTIONS: PushOptions = {
+  timeoutMs: 30_000,
+  maxBackoffMs: 30_000,
+  minBackoffMs: 250,
+  pollMs: 1_000,
+  concurrency: 8,
+};
+
+/** Deliveries forwarded to one agent before its lease goes back, so busy agents take turns. */
+const TURN = 20;
+/** Lease beyond one call's deadline: a replica that dies mid-call frees its work after this. */
+const LEASE_SLACK_MS = 30_000;
+/** Longest agent error text kept in the failed task's message. */
+const ERROR_TEXT_MAX = 500;
+
+/** Calls to push agents, registered in the process's registry. */
+class PushMetrics {
+  readonly calls: Counter<'method' | 'outcome'>;
+  readonly seconds: Histogram<'method'>;
+
+  constructor(metrics: Metrics) {
+    // A service restarted on the same registry (tests) reuses the metrics it registered before.
+    const existing = (name: string) => metrics.registry.getSingleMetric(name);
+    this.calls =
+      (existing('agenthub_messaging_push_calls_total') as Counter<'method' | 'outcome'> | undefined) ??
+      new Counter({
+        name: 'agenthub_messaging_push_calls_total',
+        help: 'A2A calls to push agents by method (SendMessage, GetTask, CancelTask) and outcome: ok, unavailable (retried), refused (an A2A error).',
+        labelNames: ['method', 'outcome'],
+        registers: [metrics.registry],
+      });
+    this.seconds =
+      (existing('agenthub_messaging_push_call_seconds') as Histogram<'method'> | undefined) ??
+      new Histogram({
+        name: 'agenthub_messaging_push_call_seconds',
+        help: 'Time of one A2A call to a push agent, by method.',
+        labelNames: ['method'],
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        registers: [metrics.registry],
+      });
+  }
+}
+
+/** A status that asks the caller to come back later is the agent being unavailable, not its answer. */
+const RETRY_LATER = new Set([408, 429]);
+
+/** fetch for the SDK's transport, turning "try later" statuses into UNAVAILABLE before the SDK reads them. */
+const pushFetch: typeof fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  if (response.status >= 500 || RETRY_LATER.has(response.status)) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new HubError(Reason.UNAVAILABLE, `The agent answered HTTP ${response.status}`);
+  }
+  return response;
+};
+
+/** Failures after which the agent may well answer if asked again. */
+function isUnavailable(err: unknown): boolean {
+  if (err instanceof HubError) return err.reason === Reason.UNAVAILABLE;
+  const name = (err as { name?: unknown } | undefined)?.name;
+  // fetch rejects with TypeError "fetch failed" when no connection is made, with the signal's
+  // reason (TimeoutError, AbortError) past the deadline or on shutdown. By name, not class: fetch
+  // may come from another realm (a test VM).
+  return name === 'TimeoutError' || name === 'AbortError' || (name === 'TypeError' && (err as Error).message === 'fetch failed');
+}
+
+/** What the agent said when it refused, for the sender. */
+function refusalText(err: unknown): string {
+  const text = isJsonRpcError(err)
+    ? `${err.message} (${err.envelopeCode})`
+    : `its answer could not be read: ${err instanceof Error ? err.message : String(err)}`;
+  return text.length > ERROR_TEXT_MAX ? `${text.slice(0, ERROR_TEXT_MAX)}…` : text;
+}
+
+type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'unavailable' } | { kind: 'refused'; text: string };
+
+const idOf = (stored: unknown, key: 'messageId' | 'id') => (stored as Record<string, unknown>)[key];
+
+/** The items (with an id) whose id is neither held nor earlier in `items`: an agent repeats them. */
+function unseen(items: unknown[], held: unknown[], key: 'messageId' | 'id'): unknown[] {
+  const seen = new Set(held.map((h) => idOf(h, key)));
+  return items.filter((item) => {
+    const id = idOf(item, key);
+    if (!id || seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+class PushWorker {
+  private readonly abort = new AbortController();
+  private readonly ctx: CallContext;
+  private readonly metrics: PushMetrics;
+  private readonly clients = new Map<string, Promise<Client>>();
+  /** Inbox channels of the agents this replica served: a send to one wakes the worker. */
+  private readonly listening = new Map<string, Promise<() => Promise<void>>>();
+  private readonly active = new Set<Promise<void>>();
+  private passing: Promise<void> | undefined;
+  private again = false;
+  private readonly interval: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  /** Agents' and push tasks' leases (wall clock). */
+  private readonly leaseMs: number;
+  /** How long a delivery being forwarded stays hidden from inbox polls (service clock). */
+  private readonly claimMs: number;
+
+  constructor(
+    private readonly env: MessagingEnv,
+    private readonly options: PushOptions,
+    private readonly log: Logger,
+    metrics: Metrics,
+  ) {
+    this.ctx = { principal: undefined, deadline: undefined, signal: this.abort.signal, log };
+    this.metrics = new PushMetrics(metrics);
+    this.leaseMs = options.timeoutMs + LEASE_SLACK_MS;
+    this.claimMs = options.timeoutMs + env.limits.claimMs;
+    this.interval = setInterval(() => this.kick(), options.pollMs);
+    this.interval.unref();
+    this.kick();
+  }
+
+  /** Looks for due work now; kicks during a pass run one more pass after it. */
+  kick(): void {
+    if (this.abort.signal.aborted) return;
+    if (this.passing) {
+      this.again = true;
+      return;
+    }
+    this.passing = this.pass()
+      .catch((err) => this.log.error({ err }, 'the push worker could not look for work'))
+      .finally(() => {
+        this.passing = undefined;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    clearInterval(this.interval);
+    clearTimeout(this.timer);
+    await this.passing;
+    await Promise.all(this.active);
+    for (const subscribed of this.listening.values()) {
+      const unsubscribe = await subscribed.catch(() => undefined);
+      await unsubscribe?.().catch(() => undefined);
+    }
+  }
+
+  private wakeIn(ms: number): void {
+    const at = Date.now() + ms;
+    if (at >= this.timerAt || this.abort.signal.aborted) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timerAt = Infinity;
+      this.kick();
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** The wait after one that lasted `previousMs` (0: the first). */
+  private nextDelay(previousMs: number): number {
+    return Math.min(previousMs ? previousMs * 2 : this.options.minBackoffMs, this.options.maxBackoffMs);
+  }
+
+  /** The wait after `failures` attempts in a row found the agent unavailable. */
+  private backoff(failures: number): number {
+    return Math.min(this.options.minBackoffMs * 2 ** (failures - 1), this.options.maxBackoffMs);
+  }
+
+  private async pass(): Promise<void> {
+    const store = this.env.store;
+    let room = this.options.concurrency - this.active.size;
+    if (room > 0) {
+      const now = Date.now();
+      for (const push of await store.claimPushFollowUps(now, now + this.leaseMs, room)) this.track(this.followUp(push));
+    }
+    room = this.options.concurrency - this.active.size;
+    if (room > 0) {
+      const now = Date.now();
+      for (const agent of await store.claimPushAgents(this.env.now(), now, now + this.leaseMs, room)) this.track(this.drain(agent));
+    }
+  }
+
+  private track(work: Promise<void>): void {
+    const done: Promise<void> = work
+      .catch((err) => this.log.error({ err }, 'push work failed'))
+      .finally(() => {
+        this.active.delete(done);
+        this.kick();
+      });
+    this.active.add(done);
+  }
+
+  private listen(agentId: string): void {
+    if (this.listening.has(agentId)) return;
+    const subscribed = this.env.kv.subscribe(inboxChannel(agentId), () => this.kick());
+    subscribed.catch((err) => {
+      this.log.warn({ err, agent_id: agentId }, 'could not listen for sends to a push agent');
+      this.listening.delete(agentId);
+    });
+    this.listening.set(agentId, subscribed);
+  }
+
+  private client(endpointUrl: string): Promise<Client> {
+    let client = this.clients.get(endpointUrl);
+    if (!client) {
+      // The registered URL is the agent's JSON-RPC endpoint, so a card naming it is all the
+      // factory needs: no discovery round trip.
+      const card = AgentCard.fromJSON({
+        name: endpointUrl,
+        supportedInterfaces: [{ url: endpointUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      });
+      client = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: pushFetch })] }).createFromAgentCard(card);
+      client.catch(() => this.clients.delete(endpointUrl));
+      this.clients.set(endpointUrl, client);
+    }
+    return client;
+  }
+
+  /** One A2A call with the deadline, metrics, presence and the unavailable/refused verdict. */
+  private async call<T>(
+    method: string,
+    target: { agentId: string; endpointUrl: string },
+    log: Logger,
+    send: (client: Client, options: RequestOptions) => Promise<T>,
+  ): Promise<Outcome<T>> {
+    const end = this.metrics.seconds.startTimer({ method });
+    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.timeoutMs)]);
+    let outcome: Outcome<T>;
+    try {
+      outcome = { kind: 'ok', value: await send(await this.client(target.endpointUrl), { signal }) };
+    } catch (err) {
+      outcome = isUnavailable(err) ? { kind: 'unavailable' } : { kind: 'refused', text: refusalText(err) };
+      if (outcome.kind === 'unavailable') {
+        const cause = (err as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+        log.warn({ method, reason: err instanceof Error ? err.message : String(err), ...(cause ? { code: cause } : {}) }, 'push agent unavailable');
+      }
+      else log.info({ method, error: outcome.text }, 'push agent refused');
+    } finally {
+      end();
+    }
+    this.metrics.calls.inc({ method, outcome: outcome.kind });
+    await this.presence(target.agentId, outcome.kind !== 'unavailable');
+    return outcome;
+  }
+
+  private async presence(agentId: string, online: boolean): Promise<void> {
+    try {
+      if (online) await this.env.kv.set(onlineKey(agentId), '1', this.env.limits.onlineMs);
+      else await this.env.kv.del(onlineKey(agentId));
+    } catch (err) {
+      this.log.warn({ err, agent_id: agentId }, 'could not record a push agent\'s presence');
+    }
+  }
+
+  /** Forwards the agent's queue in order until it is empty, the agent stops answering, or its turn ends. */
+  private async drain(agent: PushAgentRecord): Promise<void> {
+    this.listen(agent.agentId);
+    let failures = agent.failures;
+    try {
+      for (let turn = 0; turn < TURN && !this.abort.signal.aborted; turn += 1) {
+        const now = this.env.now();
+        const [delivery] = await this.env.store.claimDeliveries(agent.agentId, now, now + this.claimMs, 1);
+        if (!delivery) return;
+        if (turn > 0) await this.env.store.renewPushAgent(agent.agentId, Date.now() + this.leaseMs);
+        const result = await this.deliver(agent, delivery);
+        if (result === 'stopped') return;
+        if (result === 'unavailable') {
+          failures += 1;
+          return;
+        }
+        failures = 0;
+      }
+    } finally {
+      const backoff = failures ? this.backoff(failures) : 0;
+      await this.env.store.releasePushAgent(agent.agentId, failures, failures ? Date.now() + backoff : 0);
+      if (failures) this.wakeIn(backoff);
+    }
+  }
+
+  private async deliver(agent: PushAgentRecord, delivery: DeliveryRecord): Promise<'done' | 'unavailable' | 'stopped'> {
+    const { store } = this.env;
+    const log = this.log.child({ agent_id: agent.agentId, task_id: delivery.taskId, delivery_id: delivery.id, attempt: delivery.attempts });
+    const task = await store.getTask(delivery.taskId);
+    if (!task || TERMINAL.has(task.state)) {
+      await store.ackDelivery(agent.agentId, delivery.id);
+      return 'done';
+    }
+    const remote = await store.getPushTask(delivery.taskId);
+    const message = toA2AMessage(delivery.message, { contextId: delivery.contextId, taskId: remote?.remoteTaskId ?? '' });
+    // returnImmediately: the agent accepts and works on its own time; the worker follows up.
+    const outcome = await this.call('SendMessage', agent, log, (client, options) =>
+      client.sendMessage(
+        {
+          tenant: '',
+          message,
+          configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+          metadata: undefined,
+        },
+        options,
+      ),
+    );
+    if (outcome.kind === 'unavailable') {
+      await store.releaseDelivery(delivery.id);
+      return this.abort.signal.aborted ? 'stopped' : 'unavailable';
+    }
+    if (outcome.kind === 'refused') await this.fail(delivery.taskId, `The agent refused the message: ${outcome.text}`);
+    else await this.relay(agent.agentId, delivery.taskId, outcome.value, 0);
+    await store.ackDelivery(agent.agentId, delivery.id);
+    log.info({ outcome: outcome.kind }, 'delivered to push agent');
+    return 'done';
+  }
+
+  /** Asks the agent about its task again (or forwards a cancel of it). */
+  private async followUp(push: PushTaskRecord): Promise<void> {
+    const { store } = this.env;
+    const log = this.log.child({ agent_id: push.agentId, task_id: push.taskId, remote_task_id: push.remoteTaskId });
+    if (push.cancelRequested) {
+      await this.call('CancelTask', push, log, (client, options) => client.cancelTask({ tenant: '', id: push.remoteTaskId, metadata: undefined }, options));
+      // Cut short by shutdown: due again at once, for another replica.
+      if (this.abort.signal.aborted) await store.requestPushCancel(push.taskId);
+      else await store.stopPushFollowUp(push.taskId);
+      return;
+    }
+    const task = await store.getTask(push.taskId);
+    if (!task || TERMINAL.has(task.state)) {
+      await store.stopPushFollowUp(push.taskId);
+      return;
+    }
+    const outcome = await this.call('GetTask', push, log, (client, options) => client.getTask({ tenant: '', id: push.remoteTaskId }, options));
+    if (outcome.kind === 'ok') {
+      await this.relay(push.agentId, push.taskId, outcome.value, push.followDelayMs);
+    } else if (outcome.kind === 'refused') {
+      await this.fail(push.taskId, `The agent could not report on its task: ${outcome.text}`);
+      await store.stopPushFollowUp(push.taskId);
+    } else if (this.abort.signal.aborted) {
+      // Cut short by shutdown: due again at once, for another replica.
+      await store.savePushTask(push.taskId, push.agentId, push.remoteTaskId, Date.now(), push.followDelayMs);
+    } else {
+      const delay = this.nextDelay(push.followDelayMs);
+      await store.savePushTask(push.taskId, push.agentId, push.remoteTaskId, Date.now() + delay, delay);
+      this.wakeIn(delay);
+    }
+  }
+
+  /**
+   * Moves the hub task to what the agent answered: a bare message completes it; a task gives its
+   * state, its agent messages and artifacts not relayed yet, and is followed up while it works.
+   */
+  private async relay(agentId: string, taskId: string, answer: A2AMessage | A2ATask, followDelayMs: number): Promise<void> {
+    if ('messageId' in answer) {
+      await this.apply(taskId, 'completed', [fromA2AMessage(answer)], []);
+      return;
+    }
+    const state = hubState(answer.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED);
+    const said = [...answer.history, ...(answer.status?.message ? [answer.status.message] : [])].filter((m) => m.role === Role.ROLE_AGENT);
+    const after = await this.apply(taskId, state, said.map(fromA2AMessage), answer.artifacts.filter((a) => a.parts.length).map(fromA2AArtifact));
+    const settled = TERMINAL.has(state) || state === 'input-required';
+    const delay = settled ? 0 : this.nextDelay(followDelayMs);
+    await this.env.store.savePushTask(taskId, agentId, answer.id, settled ? null : Date.now() + delay, delay);
+    if (settled) return;
+    if (after && TERMINAL.has(after)) {
+      // The hub task ended (canceled, expired) while the agent took the message: tell the agent.
+      await this.env.store.requestPushCancel(taskId);
+      this.kick();
+    } else {
+      this.wakeIn(delay);
+    }
+  }
+
+  private async fail(taskId: string, text: string): Promise<void> {
+    await this.apply(taskId, 'failed', [agentText(newId('msg'), text)], []);
+  }
+
+  /**
+   * One transition of the hub task: the state and the messages and artifacts (hub proto JSON) it
+   * does not hold yet, by id, so a repeated look at the agent's task adds nothing. A finished hub
+   * task stays as it is. Returns the hub task's state afterwards.
+   */
+  private async apply(taskId: string, state: StateName, messages: unknown[], artifacts: unknown[]): Promise<StateName | undefined> {
+    const now = this.env.now();
+    const moved = await this.env.store.transition(taskId, (t) => {
+      if (TERMINAL.has(t.state)) return { next: t };
+      const newMessages = unseen(messages, t.messages, 'messageId');
+      const newArtifacts = unseen(artifacts, t.artifacts, 'id');
+      if (state === t.state && !newMessages.length && !newArtifacts.length) return { next: t };
+      return {
+        next: { ...t, state, messages: [...t.messages, ...newMessages], artifacts: [...t.artifacts, ...newArtifacts], updatedAt: now },
+      };
+    });
+    if (moved && moved.after.version !== moved.before.version) await announce(this.env, moved.after, this.ctx);
+    return moved?.after.state;
+  }
+}
+
+/**
+ * Starts the push worker of one replica; returns how to stop it (in-flight calls are aborted and
+ * their deliveries stay queued).
+ */
+export function startPushWorker(env: MessagingEnv, deps: { log: Logger; metrics: Metrics; options?: Partial<PushOptions> }): () => Promise<void> {
+  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics);
+  return () => worker.stop();
+}

@@ -1,0 +1,187 @@
+import type { Server } from 'node:http';
+import { createServer } from 'node:net';
+import express from 'express';
+import { AgentCard, Role, TaskState, type Message, type Part } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+} from '@a2a-js/sdk/server';
+import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+
+/**
+ * A real A2A 1.0 agent for tests: an `@a2a-js/sdk` JSON-RPC server (express, loopback) whose
+ * executor behaves as asked.
+ *
+ * - `echo`: working (with a message), an artifact echoing the parts received, completed (with a message).
+ * - `ask`: a new task waits for input (with a question); a continuation is echoed, then completed.
+ * - `slow`: works until canceled.
+ * - `message`: answers with a bare message, no task.
+ * - `text-only`: like echo, but refuses (ContentTypeNotSupported) any part that is not text/plain.
+ */
+export type Behaviour = 'echo' | 'ask' | 'slow' | 'message' | 'text-only';
+
+export interface Received {
+  messageId: string;
+  /** The task id the message named (empty for a new task). */
+  taskId: string;
+  contextId: string;
+  /** The agent's task the message went to. */
+  agentTaskId: string;
+  parts: Part[];
+}
+
+export interface EchoAgent {
+  /** The JSON-RPC endpoint to register as the agent's endpoint_url. */
+  readonly url: string;
+  /** Messages the executor ran for, in order. */
+  readonly received: Received[];
+  /** Agent task ids it was asked to cancel. */
+  readonly canceled: string[];
+  stop(): Promise<void>;
+}
+
+/** A loopback port nothing listens on (yet): an agent that is down. */
+export async function reservePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+const text = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+
+function agentMessage(ctx: RequestContext, said: string): Message {
+  return {
+    messageId: `${ctx.taskId}:${said}`,
+    contextId: ctx.contextId,
+    taskId: ctx.taskId,
+    role: Role.ROLE_AGENT,
+    parts: [text(said)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+const status = (ctx: RequestContext, state: TaskState, message?: Message) =>
+  AgentEvent.statusUpdate({
+    taskId: ctx.taskId,
+    contextId: ctx.contextId,
+    status: { state, message, timestamp: new Date().toISOString() },
+    metadata: undefined,
+  });
+
+const echoArtifact = (ctx: RequestContext) =>
+  AgentEvent.artifactUpdate({
+    taskId: ctx.taskId,
+    contextId: ctx.contextId,
+    artifact: { artifactId: `${ctx.userMessage.messageId}:echo`, name: 'echo', description: '', parts: ctx.userMessage.parts, metadata: undefined, extensions: [] },
+    append: false,
+    lastChunk: true,
+    metadata: undefined,
+  });
+
+class Executor implements AgentExecutor {
+  private readonly cancelRequested = new Set<string>();
+
+  constructor(
+    private readonly behaviour: Behaviour,
+    private readonly agent: { received: Received[]; canceled: string[] },
+  ) {}
+
+  cancelTask = async (taskId: string): Promise<void> => {
+    this.agent.canceled.push(taskId);
+    this.cancelRequested.add(taskId);
+  };
+
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const m = ctx.userMessage;
+    this.agent.received.push({ messageId: m.messageId, taskId: m.taskId, contextId: m.contextId, agentTaskId: ctx.taskId, parts: m.parts });
+    if (this.behaviour === 'message') {
+      bus.publish(AgentEvent.message({ ...agentMessage(ctx, 'Hello from a message'), taskId: '' }));
+      bus.finished();
+      return;
+    }
+    if (!ctx.task) {
+      bus.publish(
+        AgentEvent.task({
+          id: ctx.taskId,
+          contextId: ctx.contextId,
+          status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+          artifacts: [],
+          history: [m],
+          metadata: undefined,
+        }),
+      );
+    }
+    if (this.behaviour === 'ask' && !ctx.task) {
+      bus.publish(status(ctx, TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage(ctx, 'Which format?')));
+      bus.finished();
+      return;
+    }
+    bus.publish(status(ctx, TaskState.TASK_STATE_WORKING, agentMessage(ctx, 'Working on it')));
+    if (this.behaviour === 'slow') {
+      while (!this.cancelRequested.has(ctx.taskId)) await new Promise((resolve) => setTimeout(resolve, 20));
+      bus.publish(status(ctx, TaskState.TASK_STATE_CANCELED));
+      bus.finished();
+      return;
+    }
+    // A moment of work, so the hub sees the task working before it completes.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    bus.publish(echoArtifact(ctx));
+    bus.publish(status(ctx, TaskState.TASK_STATE_COMPLETED, agentMessage(ctx, 'Done')));
+    bus.finished();
+  }
+}
+
+/**
+ * Starts an agent on `port` (default: a free one) of 127.0.0.1. `stallFirstMs` holds the answer
+ * to the first request that long, as an agent that took a message but answered too late.
+ */
+export async function startEchoAgent(behaviour: Behaviour, options: { port?: number; stallFirstMs?: number } = {}): Promise<EchoAgent> {
+  const app = express();
+  let stall = options.stallFirstMs ?? 0;
+  app.use((_req, res, next) => {
+    if (stall) {
+      const ms = stall;
+      const end = res.end.bind(res) as (...args: unknown[]) => typeof res;
+      res.end = ((...args: unknown[]) => {
+        setTimeout(() => end(...args), ms);
+        return res;
+      }) as typeof res.end;
+      stall = 0;
+    }
+    next();
+  });
+  const server = await new Promise<Server>((resolve) => {
+    const listening = app.listen(options.port ?? 0, '127.0.0.1', () => resolve(listening));
+  });
+  const { port } = server.address() as { port: number };
+  const url = `http://127.0.0.1:${port}/a2a`;
+  const card = AgentCard.fromJSON({
+    name: `${behaviour} agent`,
+    description: 'A test agent',
+    version: '1.0.0',
+    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    capabilities: { streaming: false },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+  });
+  const agent = { url, received: [] as Received[], canceled: [] as string[] };
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Executor(behaviour, agent), undefined, undefined, undefined, undefined, undefined, {
+    validateInputModes: behaviour === 'text-only',
+  });
+  app.use('/a2a', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  return {
+    ...agent,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,274 @@
+import { startIdentity } from '@agenthub/identity';
+import { identityv1, messagingv1 } from '@agenthub/proto';
+import { createClient, Metrics, openDb, openKv, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import { backends, testLogger, type Backend } from '@agenthub/testing';
+import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
+import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
+import { operator, TestClock, type MessagingClient, type TestAgent } from './harness.js';
+
+/**
+ * Push agents over gRPC, each a real `@a2a-js/sdk` JSON-RPC server on loopback, with two messaging
+ * replicas whose push workers share the work: forwarding and the answer flowing back (state,
+ * messages, artifacts with their parts), blocking sends, an agent that is down and comes back,
+ * input-required continuations, forwarded cancels, refusals, x-ttl.
+ *
+ * Push backoff and follow-ups run on the wall clock with a 200 ms cap; the service clock (queue
+ * expiry) is moved by hand.
+ */
+
+const { TaskState } = messagingv1;
+type Part = messagingv1.Part;
+const text = (t: string) => ({ content: { case: 'text' as const, value: { text: t } } });
+const message = (...parts: ReturnType<typeof text>[]) => ({ role: 'user', parts });
+const PNG = Buffer.from('not really a png').toString('base64');
+const MIXED = [
+  text('Summarise these, please.'),
+  { content: { case: 'file' as const, value: { name: 'chart.png', mimeType: 'image/png', data: PNG } } },
+  { content: { case: 'file' as const, value: { name: 'report.pdf', mimeType: 'application/pdf', uri: 'https://example.com/report.pdf' } } },
+  { content: { case: 'data' as const, value: { mimeType: 'application/json', data: '{"rows":3}' } } },
+];
+
+interface PushStack {
+  replicas: MessagingClient[];
+  env: MessagingEnv;
+  db: Db;
+  clock: TestClock;
+  agent(name: string, endpointUrl?: string): Promise<TestAgent>;
+  stop(): Promise<void>;
+}
+
+async function startPushStack(backend: Backend): Promise<PushStack> {
+  const log = testLogger();
+  const provisioned = await backend.provision();
+  const opened: { db: Db; kv: Kv }[] = [];
+  const base = async (schema: string) => {
+    const db = await openDb({ url: provisioned.databaseUrl, schema });
+    const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
+    opened.push({ db, kv });
+    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
+  };
+  const identityService = await startIdentity(await base('identity'));
+  const clock = new TestClock();
+  const shared = await base('messaging');
+  const services: RunningService[] = [];
+  const replicas: MessagingClient[] = [];
+  for (let i = 0; i < 2; i += 1) {
+    // On the real backend the second replica has its own pool and Kv connection, as in production.
+    const own = i === 0 || !provisioned.databaseUrl ? shared : await base('messaging');
+    const service = await startMessaging({
+      ...own,
+      identityAddr: identityService.address,
+      limits: { blockingMs: 10_000 },
+      sweepIntervalMs: 3_600_000,
+      now: clock.now,
+      push: { maxBackoffMs: 200, minBackoffMs: 50, pollMs: 100, timeoutMs: 1_000 },
+    });
+    services.push(service);
+    replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000 }));
+  }
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
+  return {
+    replicas,
+    env: messagingEnv({ db: shared.db, kv: shared.kv, identity, now: clock.now }),
+    db: shared.db,
+    clock,
+    async agent(name, endpointUrl = '') {
+      const { agent } = await identity.createAgent({ tenantId: 'acme', name, endpointUrl, createTenant: true }, operator);
+      return { id: agent!.id, tenantId: 'acme', as: { principal: { kind: 'agent', agentId: agent!.id, tenantId: 'acme' } } };
+    },
+    async stop() {
+      identity.close();
+      for (const client of replicas) client.close();
+      for (const service of services) await service.stop(1000);
+      await identityService.stop(1000);
+      await Promise.all(opened.flatMap(({ db, kv }) => [db.close(), kv.close()]));
+      await provisioned.dispose();
+    },
+  };
+}
+
+/** Polls `check` until it returns a value (bounded: about 10 s). */
+async function eventually<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
+  for (let i = 0; i < 200; i += 1) {
+    const value = await check();
+    if (value) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`Timed out waiting for ${what}`);
+}
+
+const partView = (p: Part) => {
+  const c = p.content;
+  if (c.case === 'text') return { text: c.value.text };
+  if (c.case === 'file') return { file: { name: c.value.name, mimeType: c.value.mimeType, data: c.value.data, uri: c.value.uri } };
+  if (c.case === 'data') return { data: { mimeType: c.value.mimeType, data: c.value.data } };
+  return {};
+};
+const said = (task: messagingv1.Task | undefined) =>
+  task?.messages.map((m) => `${m.role}: ${m.parts.map((p) => (p.content.case === 'text' ? p.content.value.text : `[${p.content.case}]`)).join(' ')}`);
+
+describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (_name, backend) => {
+  let stack: PushStack;
+  let sender: TestAgent;
+  const agents: EchoAgent[] = [];
+
+  beforeAll(async () => {
+    stack = await startPushStack(backend);
+    sender = await stack.agent('sender');
+  });
+  afterAll(async () => {
+    for (const agent of agents) await agent.stop();
+    await stack?.stop();
+  });
+
+  const [a, b] = [() => stack.replicas[0]!, () => stack.replicas[1]!];
+  async function pushAgent(behaviour: Behaviour, name: string) {
+    const remote = await startEchoAgent(behaviour);
+    agents.push(remote);
+    return { remote, agent: await stack.agent(name, remote.url) };
+  }
+  const state = async (taskId: string) => (await a().getTask({ taskId }, sender.as)).task!;
+  const queued = async (taskId: string) =>
+    Number((await stack.db.query<{ n: string | number }>('SELECT count(*) AS n FROM deliveries WHERE task_id = $1', [taskId])).rows[0]!.n);
+
+  it('a blocking send returns the completed task with the agent\'s messages and artifacts, parts mapped both ways', async () => {
+    const { remote, agent } = await pushAgent('echo', 'echo');
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: { role: 'user', parts: MIXED }, blocking: true }, sender.as);
+
+    expect(task?.state).toBe(TaskState.COMPLETED);
+    expect(said(task)).toEqual(['user: Summarise these, please. [file] [file] [data]', 'agent: Working on it', 'agent: Done']);
+    expect(task!.artifacts).toHaveLength(1);
+    expect(task!.artifacts[0]!.name).toBe('echo');
+    expect(task!.artifacts[0]!.parts.map(partView)).toEqual([
+      { text: 'Summarise these, please.' },
+      { file: { name: 'chart.png', mimeType: 'image/png', data: PNG, uri: '' } },
+      { file: { name: 'report.pdf', mimeType: 'application/pdf', data: '', uri: 'https://example.com/report.pdf' } },
+      { data: { mimeType: 'application/json', data: '{"rows":3}' } },
+    ]);
+    // The agent saw the hub's message id (a redelivery is recognisable) and the hub's context.
+    expect(remote.received.map((r) => [r.messageId, r.contextId])).toEqual([[task!.messages[0]!.messageId, task!.contextId]]);
+    expect(await queued(task!.id)).toBe(0);
+    // The other party sees the same task.
+    expect((await b().getTask({ taskId: task!.id }, agent.as)).task?.artifacts).toHaveLength(1);
+  });
+
+  it('a non-blocking send comes back submitted and completes on its own; an answering agent counts online for x-ttl 0', async () => {
+    const { agent } = await pushAgent('echo', 'echo-async');
+    const { task } = await b().sendMessage({ recipientAgentId: agent.id, message: message(text('hello')) }, sender.as);
+    expect(task?.state).toBe(TaskState.SUBMITTED);
+    const done = await eventually(async () => {
+      const t = await state(task!.id);
+      return t.state === TaskState.COMPLETED && t;
+    }, 'the task to complete');
+    expect(done.artifacts[0]!.parts.map(partView)).toEqual([{ text: 'hello' }]);
+
+    const { task: now } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('right now')), ttlSeconds: 0n, blocking: true }, sender.as);
+    expect(now?.state).toBe(TaskState.COMPLETED);
+  });
+
+  it('an agent that is down keeps its queue, is retried, and gets it in order soon after it comes back', async () => {
+    const port = await reservePort();
+    const agent = await stack.agent('sleeper', `http://127.0.0.1:${port}/a2a`);
+    const first = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('one')) }, sender.as)).task!;
+    const second = (await b().sendMessage({ recipientAgentId: agent.id, message: message(text('two')) }, sender.as)).task!;
+
+    // Several attempts fail (backoff capped at 200 ms); the tasks wait, the deliveries stay.
+    await eventually(async () => {
+      const { rows } = await stack.db.query<{ attempts: number }>('SELECT attempts FROM deliveries WHERE task_id = $1', [first.id]);
+      return (rows[0]?.attempts ?? 0) >= 3;
+    }, 'retries');
+    expect((await state(first.id)).state).toBe(TaskState.SUBMITTED);
+    expect(await queued(second.id)).toBe(1);
+    // Not answering, it is not online: x-ttl 0 fails at once.
+    expect((await a().sendMessage({ recipientAgentId: agent.id, message: message(text('now?')), ttlSeconds: 0n }, sender.as)).task?.state).toBe(
+      TaskState.FAILED,
+    );
+
+    const remote = await startEchoAgent('echo', { port });
+    agents.push(remote);
+    await eventually(async () => (await state(second.id)).state === TaskState.COMPLETED, 'the queue to arrive');
+    expect((await state(first.id)).state).toBe(TaskState.COMPLETED);
+    expect(remote.received.map((r) => r.parts.map((p) => p.content?.value))).toEqual([['one'], ['two']]);
+  });
+
+  it('two replicas share the work: each message reaches the agent once, in the order sent', async () => {
+    const { remote, agent } = await pushAgent('echo', 'popular');
+    const sent: string[] = [];
+    for (let i = 0; i < 8; i += 1) {
+      const { task } = await stack.replicas[i % 2]!.sendMessage({ recipientAgentId: agent.id, message: message(text(`m${i}`)) }, sender.as);
+      sent.push(task!.id);
+    }
+    for (const id of sent) await eventually(async () => (await state(id)).state === TaskState.COMPLETED, `task ${id} to complete`);
+    expect(remote.received.map((r) => r.parts.map((p) => p.content?.value).join())).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7']);
+  });
+
+  it('an agent too slow to answer in time gets the message again, under the same message id', async () => {
+    const remote = await startEchoAgent('echo', { stallFirstMs: 1_500 });
+    agents.push(remote);
+    const agent = await stack.agent('laggard', remote.url);
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('again?')), blocking: true }, sender.as);
+    expect(task?.state).toBe(TaskState.COMPLETED);
+    expect(said(task)).toEqual(['user: again?', 'agent: Working on it', 'agent: Done']);
+    // The agent took the first attempt but answered too late: it saw the same message id twice.
+    await eventually(async () => remote.received.length === 2, 'the stalled request');
+    expect(remote.received.map((r) => r.messageId)).toEqual([task!.messages[0]!.messageId, task!.messages[0]!.messageId]);
+  });
+
+  it('an input-required continuation goes to the agent\'s same task', async () => {
+    const { remote, agent } = await pushAgent('ask', 'asker');
+    const asked = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('Export the report')), blocking: true }, sender.as)).task!;
+    expect(asked.state).toBe(TaskState.INPUT_REQUIRED);
+    expect(said(asked)).toEqual(['user: Export the report', 'agent: Which format?']);
+
+    const { task } = await b().sendMessage({ taskId: asked.id, message: message(text('PDF')), blocking: true }, sender.as);
+    expect(task?.state).toBe(TaskState.COMPLETED);
+    expect(said(task)).toEqual(['user: Export the report', 'agent: Which format?', 'user: PDF', 'agent: Working on it', 'agent: Done']);
+    expect(task!.artifacts[0]!.parts.map(partView)).toEqual([{ text: 'PDF' }]);
+    const [one, two] = remote.received;
+    expect(two!.taskId).toBe(one!.agentTaskId);
+    expect(two!.agentTaskId).toBe(one!.agentTaskId);
+    expect(two!.contextId).toBe(asked.contextId);
+  });
+
+  it('CancelTask forwards the cancel to the agent\'s task', async () => {
+    const { remote, agent } = await pushAgent('slow', 'slowpoke');
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('take your time')) }, sender.as);
+    await eventually(async () => (await state(task!.id)).state === TaskState.WORKING, 'the agent to work');
+
+    const canceled = (await b().cancelTask({ taskId: task!.id }, sender.as)).task!;
+    expect(canceled.state).toBe(TaskState.CANCELED);
+    await eventually(async () => remote.canceled.length > 0, 'the cancel to reach the agent');
+    expect(remote.canceled).toEqual([remote.received[0]!.agentTaskId]);
+    expect((await state(task!.id)).state).toBe(TaskState.CANCELED);
+  });
+
+  it('an agent that refuses the message fails the task with its error, and is not asked again', async () => {
+    const { remote, agent } = await pushAgent('text-only', 'picky');
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: { role: 'user', parts: MIXED }, blocking: true }, sender.as);
+    expect(task?.state).toBe(TaskState.FAILED);
+    const last = said(task)!.at(-1)!;
+    expect(last).toMatch(/^agent: The agent refused the message: Media type 'image\/png' is not supported/);
+    expect(await queued(task!.id)).toBe(0);
+    expect(remote.received).toEqual([]);
+  });
+
+  it('an agent that answers with a message completes the task with it', async () => {
+    const { agent } = await pushAgent('message', 'talker');
+    const { task } = await b().sendMessage({ recipientAgentId: agent.id, message: message(text('hi')), blocking: true }, sender.as);
+    expect(task?.state).toBe(TaskState.COMPLETED);
+    expect(said(task)).toEqual(['user: hi', 'agent: Hello from a message']);
+  });
+
+  it('x-ttl: the sweeper fails a task whose push agent stayed down past it', async () => {
+    const agent = await stack.agent('gone', `http://127.0.0.1:${await reservePort()}/a2a`);
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('anyone?')), ttlSeconds: 60n }, sender.as);
+    await eventually(async () => {
+      const { rows } = await stack.db.query<{ attempts: number }>('SELECT attempts FROM deliveries WHERE task_id = $1', [task!.id]);
+      return (rows[0]?.attempts ?? 0) >= 1;
+    }, 'an attempt');
+    stack.clock.advance(61_000);
+    expect(await sweepExpired(stack.env, testLogger())).toBe(1);
+    expect((await state(task!.id)).state).toBe(TaskState.FAILED);
+    expect(await queued(task!.id)).toBe(0);
+  });
+});
