@@ -11,8 +11,8 @@ export default {
   },
   moduleNameMapper: {
     '^@agenthub/(proto|runtime|testing)$': '<rootDir>/libs/$1/src/index.ts',
-    '^@agenthub/(gateway|identity|workspace|secrets|messaging|hub)$': '<rootDir>/services/$1/src/index.ts',
-    '^@agenthub/(gateway|identity|workspace|secrets|messaging)/main$': '<rootDir>/services/$1/src/main.ts',
+    '^@agenthub/(gateway|identity|workspace|secrets|messaging|events|hub)$': '<rootDir>/services/$1/src/index.ts',
+    '^@agenthub/(gateway|identity|workspace|secrets|messaging|events)/main$': '<rootDir>/services/$1/src/main.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/libs/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],

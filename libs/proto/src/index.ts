@@ -4,6 +4,7 @@
  * `npm run generate`.
  */
 export * as commonv1 from './gen/agenthub/common/v1/error_pb.js';
+export * as eventsv1 from './gen/agenthub/events/v1/events_pb.js';
 export * as identityv1 from './gen/agenthub/identity/v1/identity_pb.js';
 export * as messagingv1 from './gen/agenthub/messaging/v1/messaging_pb.js';
 export * as secretsv1 from './gen/agenthub/secrets/v1/secrets_pb.js';

@@ -3,11 +3,11 @@ import { startGateway } from './index.js';
 
 /**
  * The gateway as its own process (split mode): HTTP on HUB_HOST:HUB_PORT, forwarding to
- * IDENTITY_ADDR, WORKSPACE_ADDR, SECRETS_ADDR and MESSAGING_ADDR. The operator token must be given (HUB_ADMIN_TOKEN): a
+ * IDENTITY_ADDR, WORKSPACE_ADDR, SECRETS_ADDR, MESSAGING_ADDR and EVENTS_ADDR. The operator token must be given (HUB_ADMIN_TOKEN): a
  * replicated gateway has no data directory of its own to keep a generated one in.
  */
 export async function main(config: HubConfig, log: Logger): Promise<Stop> {
-  const missing = (['IDENTITY_ADDR', 'WORKSPACE_ADDR', 'SECRETS_ADDR', 'MESSAGING_ADDR', 'HUB_ADMIN_TOKEN'] as const).filter((name) => !config[name]);
+  const missing = (['IDENTITY_ADDR', 'WORKSPACE_ADDR', 'SECRETS_ADDR', 'MESSAGING_ADDR', 'EVENTS_ADDR', 'HUB_ADMIN_TOKEN'] as const).filter((name) => !config[name]);
   if (missing.length) throw new ConfigError(`The gateway needs ${missing.join(', ')} in split mode`);
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
   const kv = await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX });
@@ -15,7 +15,7 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     log,
     metrics,
     kv,
-    upstreams: { identity: config.IDENTITY_ADDR!, workspace: config.WORKSPACE_ADDR!, secrets: config.SECRETS_ADDR!, messaging: config.MESSAGING_ADDR! },
+    upstreams: { identity: config.IDENTITY_ADDR!, workspace: config.WORKSPACE_ADDR!, secrets: config.SECRETS_ADDR!, messaging: config.MESSAGING_ADDR!, events: config.EVENTS_ADDR! },
     adminToken: config.HUB_ADMIN_TOKEN!,
     host: config.HUB_HOST,
     port: config.HUB_PORT,

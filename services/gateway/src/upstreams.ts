@@ -1,5 +1,5 @@
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import { identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
+import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
 
 /**
  * The services the gateway forwards to, by the name used in configuration (`<NAME>_ADDR`),
@@ -10,6 +10,7 @@ export const UPSTREAMS = {
   workspace: workspacev1.WorkspaceService,
   secrets: secretsv1.SecretsService,
   messaging: messagingv1.MessagingService,
+  events: eventsv1.EventsService,
 } as const satisfies Record<string, GenService<GenServiceMethods>>;
 
 export type UpstreamName = keyof typeof UPSTREAMS;

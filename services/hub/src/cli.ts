@@ -7,7 +7,7 @@ import { readAdminToken } from './admin-token.js';
 const USAGE = `agenthub — run and administer an AgentHub
 
 Run:
-  agenthub serve [all|gateway|identity|workspace|secrets|messaging]   all services in one process (default), or one
+  agenthub serve [all|gateway|identity|workspace|secrets|messaging|events]   all services in one process (default), or one
 
 Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/admin-token):
   agenthub tenants create <tenant-id> [--name <name>]
@@ -41,6 +41,7 @@ const services: Record<string, () => Promise<Main>> = {
   workspace: async () => (await import('@agenthub/workspace/main')).main,
   secrets: async () => (await import('@agenthub/secrets/main')).main,
   messaging: async () => (await import('@agenthub/messaging/main')).main,
+  events: async () => (await import('@agenthub/events/main')).main,
 };
 
 async function startAll(config: HubConfig, log: Logger): Promise<Stop> {

@@ -1,10 +1,11 @@
 import { startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
-import { identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, LocalTransport, Metrics, openBackends, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
+import { clientOptions, createClient, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { startMessaging } from '@agenthub/messaging';
+import { startEvents } from '@agenthub/events';
 import { loadOrCreateAdminToken } from './admin-token.js';
 
 export { loadOrCreateAdminToken, readAdminToken } from './admin-token.js';
@@ -35,7 +36,11 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     // Every service still listens on gRPC (probes, contract tests); with inproc, calls between
     // them in this process skip the loopback network.
     const local = config.HUB_TRANSPORT === 'inproc' ? new LocalTransport() : undefined;
-    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalToken: config.HUB_INTERNAL_TOKEN, local };
+    // One event log for the process: every service's outbox relay publishes to it, the events
+    // service consumes it. Closed after every service stopped.
+    const bus = await openBus(config, log, { kv });
+    stops.push(() => bus.close());
+    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalToken: config.HUB_INTERNAL_TOKEN, local, bus, outboxPollMs: config.OUTBOX_POLL_MS };
 
     const identityDb = (await openBackends(config, 'identity', { kv })).db;
     stops.push(() => identityDb.close());
@@ -79,15 +84,29 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       identityAddr: identity.address,
       limits: { blockingMs: config.MESSAGING_BLOCKING_MS, onlineMs: config.MESSAGING_ONLINE_MS },
       sweepIntervalMs: config.MESSAGING_SWEEP_MS,
+      push: { maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS, timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS },
     });
     stops.push(() => messaging.stop(config.HUB_SHUTDOWN_GRACE_MS));
+
+    const eventsDb = (await openBackends(config, 'events', { kv })).db;
+    stops.push(() => eventsDb.close());
+    const events = await startEvents({
+      ...common,
+      db: eventsDb,
+      log: log.child({ service: 'events' }),
+      workspaceAddr: workspace.address,
+      allowPrivate: config.HUB_WEBHOOK_ALLOW_PRIVATE,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      ...(config.WEBHOOK_RETRY_SCHEDULE_MS ? { limits: { retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS } } : {}),
+    });
+    stops.push(() => events.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
     const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
     const gateway = await startGateway({
       log: log.child({ service: 'gateway' }),
       metrics,
       kv,
-      upstreams: { identity: identity.address, workspace: workspace.address, secrets: secrets.address, messaging: messaging.address },
+      upstreams: { identity: identity.address, workspace: workspace.address, secrets: secrets.address, messaging: messaging.address, events: events.address },
       local,
       adminToken,
       host: config.HUB_HOST,
@@ -104,6 +123,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       [workspacev1.WorkspaceService.typeName]: workspace.address,
       [secretsv1.SecretsService.typeName]: secrets.address,
       [messagingv1.MessagingService.typeName]: messaging.address,
+      [eventsv1.EventsService.typeName]: events.address,
     };
     return { url: gateway.url, adminToken, services, stop: stopAll };
   } catch (err) {

@@ -3,6 +3,7 @@ import { grantMethods } from './grants.js';
 import { memoryMethods } from './memories.js';
 import { messagingMethods } from './messaging.js';
 import { secretMethods } from './secrets.js';
+import { webhookMethods } from './webhooks.js';
 import { workspaceMethods } from './workspaces.js';
 
 /**
@@ -11,5 +12,5 @@ import { workspaceMethods } from './workspaces.js';
  * specification; where it gives no shape, the README documents ours.
  */
 export function agentMethods(clients: Clients): Map<string, Route> {
-  return new Map<string, Route>([...workspaceMethods(clients), ...memoryMethods(clients), ...grantMethods(clients), ...secretMethods(clients), ...messagingMethods(clients)]);
+  return new Map<string, Route>([...workspaceMethods(clients), ...memoryMethods(clients), ...grantMethods(clients), ...secretMethods(clients), ...messagingMethods(clients), ...webhookMethods(clients)]);
 }

@@ -1,0 +1,513 @@
+#!/usr/bin/env node
+// Benchmark: webhook delivery through the whole hub (JSON-RPC call → service transaction with its
+// outbox row → outbox relay → event log → events service → signed HTTP POST) to a receiver in
+// this process, on real PostgreSQL and Redis.
+//
+//   1. Latency at a low rate: one `x-hub/workspace.store` at a time; the time from the call
+//      returning to its `workspace.memory.stored` webhook arriving (p50, p99), and from the call
+//      being sent. The next store waits for the previous webhook plus a pause.
+//   2. Throughput: bursts of `x-hub/workspace.secrets.set` calls from BENCH_CONCURRENCY callers
+//      over BENCH_WORKSPACES workspaces (one webhook each, same receiver); events/s delivered,
+//      counted as distinct webhook-ids, with zero loss required. Twice:
+//      - live: webhooks go out while the calls come in (end to end; bound by the slower side,
+//        usually the calls);
+//      - backlog: the receiver holds each endpoint's first request while the calls come in, then
+//        answers; the time to deliver the queued backlog measures delivery alone.
+//      Secrets, not memories: storing a memory embeds its text (CPU-bound, about 100/s on 2
+//      cores, see bench/memories.js), which would measure the embedding model, not delivery.
+//
+//   npm run build && node bench/webhooks.js
+//   npm run bench:events                  (after a build)
+//
+// Settings (environment):
+//   BENCH_LATENCY_EVENTS   stores timed one at a time (default 200)
+//   BENCH_LATENCY_PAUSE_MS pause between them (default 20)
+//   BENCH_BURST            secrets.set calls in the burst (default 5000)
+//   BENCH_CONCURRENCY      concurrent callers in the burst (default 32)
+//   BENCH_WORKSPACES       workspaces (one webhook each) the burst is spread over (default 8)
+//   BENCH_DRAIN_S          longest wait for the last webhooks after the burst (default 120)
+//   BENCH_PG_URL           PostgreSQL admin URL (default postgres://postgres@127.0.0.1:5432/postgres)
+//   BENCH_REDIS_URL        Redis URL (default redis://127.0.0.1:6379)
+//   BENCH_HUB_ENV          extra hub settings, "NAME=value NAME=value"
+//
+// Targets on a 2-core machine: p50 from the store returning to the webhook < 100 ms; ≥ 500
+// events/s delivered with zero loss. Every webhook's signature is verified (Standard Webhooks,
+// node:crypto). Results go to bench/results/webhooks.json.
+// Exit status: 0 when both parts ran cleanly, whatever the figures (PASS or BELOW TARGET is
+// printed); 1 when an event was not delivered within BENCH_DRAIN_S, a signature did not verify, a call failed or setup failed;
+// 2 when PostgreSQL or Redis is unreachable.
+
+import { spawn } from 'node:child_process';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, fmt, log, round, rpc, Unreachable, UsageError } from './lib.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '..');
+const RESULTS_DIR = join(HERE, 'results');
+const TARGET_P50_MS = 100;
+const TARGET_EVENTS_PER_SEC = 500;
+const SECRET_KEYS = 100;
+
+function settings() {
+  const number = (name, fallback, min) => {
+    const raw = process.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) throw new UsageError(`${name} must be an integer ≥ ${min} (got "${raw}")`);
+    return value;
+  };
+  const hubEnv = {};
+  for (const pair of (process.env.BENCH_HUB_ENV || '').split(/\s+/).filter(Boolean)) {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new UsageError(`BENCH_HUB_ENV entries must be NAME=value (got "${pair}")`);
+    hubEnv[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return {
+    latencyEvents: number('BENCH_LATENCY_EVENTS', 200, 10),
+    pauseMs: number('BENCH_LATENCY_PAUSE_MS', 20, 0),
+    burst: number('BENCH_BURST', 5000, 10),
+    concurrency: number('BENCH_CONCURRENCY', 32, 1),
+    workspaces: number('BENCH_WORKSPACES', 8, 1),
+    drainSeconds: number('BENCH_DRAIN_S', 120, 1),
+    hubEnv,
+    pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+    redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
+  };
+}
+
+async function main() {
+  let opts;
+  try {
+    opts = settings();
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(`bench: ${err.message}`);
+    process.exit(1);
+  }
+  const cleanups = [];
+  const cleanup = async () => {
+    while (cleanups.length) {
+      try {
+        await cleanups.pop()();
+      } catch (err) {
+        console.error(`bench: cleanup step failed: ${err?.message ?? err}`);
+      }
+    }
+  };
+  let interrupted = false;
+  const onSignal = (signal) => {
+    if (interrupted) return;
+    interrupted = true;
+    console.error(`\nbench: ${signal}, cleaning up…`);
+    cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  let exitCode = 0;
+  try {
+    exitCode = await run(opts, cleanups);
+  } catch (err) {
+    if (err instanceof Unreachable) {
+      console.error(`bench: ${err.message}`);
+      exitCode = 2;
+    } else {
+      console.error(`bench: FAILED: ${err?.stack ?? err}`);
+      exitCode = 1;
+    }
+  } finally {
+    await cleanup();
+  }
+  process.exit(exitCode);
+}
+
+async function run(opts, cleanups) {
+  const id = randomBytes(5).toString('hex');
+  const dbName = `agenthub_bench_${id}`;
+  const redisPrefix = `agenthub_bench_${id}:`;
+  const loadBefore = loadavg()[0];
+  log('AgentHub benchmark: webhooks (store/set → outbox → event log → events service → signed POST)');
+  log(`  node ${process.version}, ${cpus().length} CPUs; latency: ${opts.latencyEvents} memory stores one at a time; burst: ${fmt(opts.burst)} secrets.set, ${opts.concurrency} callers, ${opts.workspaces} workspace(s)`);
+
+  const pg = (await import('pg')).default;
+  await checkRedis(opts.redisUrl);
+  const databaseUrl = await createDatabase(pg, opts.pgUrl, dbName);
+  cleanups.push(() => dropDatabase(pg, opts.pgUrl, dbName));
+  cleanups.push(() => clearRedisPrefix(opts.redisUrl, redisPrefix));
+  const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-bench-'));
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+  log(`  database ${dbName}, Redis prefix ${redisPrefix}`);
+
+  const receiver = await startReceiver();
+  cleanups.push(() => receiver.close());
+
+  const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
+  const hub = await startHub({
+    HUB_HOST: '127.0.0.1',
+    HUB_PORT: '0',
+    HUB_DATA_DIR: dataDir,
+    HUB_ADMIN_TOKEN: adminToken,
+    HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: opts.redisUrl,
+    REDIS_PREFIX: redisPrefix,
+    LOG_LEVEL: 'warn',
+    HUB_METRICS: 'false',
+    HUB_SHUTDOWN_GRACE_MS: '2000',
+    // The receiver is on 127.0.0.1: loopback targets must be allowed explicitly.
+    HUB_WEBHOOK_ALLOW_PRIVATE: 'true',
+    // The backlog part holds requests unanswered while its calls run: no attempt may time out.
+    WEBHOOK_TIMEOUT_MS: '300000',
+    ...opts.hubEnv,
+  });
+  cleanups.push(() => hub.stop());
+  log(`  hub up at ${hub.url}, receiver at ${receiver.url('/')}`);
+
+  const call = async (key, method, params) => {
+    const reply = await rpc(hub.url, '/a2a', key, method, params);
+    if (reply.error || !reply.result) throw new Error(`${method} failed: ${JSON.stringify(reply.error ?? reply)}`);
+    return reply.result;
+  };
+  const agent = await rpc(hub.url, '/admin', adminToken, 'agents.create', { tenant_id: `bench-${id}`, name: 'bench agent', create_tenant: true });
+  if (agent.error) throw new Error(`agents.create failed: ${JSON.stringify(agent.error)}`);
+  const apiKey = agent.result.api_key;
+  const subscribe = async (workspaceId, path, events) =>
+    (await call(apiKey, 'x-hub/webhooks.create', { workspace_id: workspaceId, url: receiver.url(path), events })).webhook;
+
+  // ---- 1. latency at a low rate ------------------------------------------------------------
+  const latencyWs = (await call(apiKey, 'x-hub/workspace.create', { name: 'bench latency' })).workspace.id;
+  const latencyHook = await subscribe(latencyWs, '/latency', ['workspace.memory.stored']);
+  receiver.secrets.set('/latency', latencyHook.secret);
+  // Warm-up (model load, connections, first deliveries), not timed.
+  for (let i = 0; i < 5; i += 1) {
+    const { memory } = await call(apiKey, 'x-hub/workspace.store', { workspace_id: latencyWs, content: `Warm-up note ${i} ${id}.` });
+    await receiver.arrival('/latency', (body) => body.data?.memory_id === memory.id, 60_000);
+  }
+  log(`\n[latency] ${opts.latencyEvents} stores, one at a time, ${opts.pauseMs} ms apart…`);
+  const afterReturn = [];
+  const afterSend = [];
+  for (let i = 0; i < opts.latencyEvents; i += 1) {
+    const sent = performance.now();
+    const { memory } = await call(apiKey, 'x-hub/workspace.store', { workspace_id: latencyWs, content: `Latency probe ${i} of run ${id}: the launch moved to week ${i % 52}.` });
+    const returned = performance.now();
+    const arrived = await receiver.arrival('/latency', (body) => body.data?.memory_id === memory.id, 30_000);
+    // The webhook can arrive before the HTTP reply does: that counts as 0.
+    afterReturn.push(Math.max(0, arrived - returned));
+    afterSend.push(arrived - sent);
+    if (opts.pauseMs) await sleep(opts.pauseMs);
+  }
+  afterReturn.sort((a, b) => a - b);
+  afterSend.sort((a, b) => a - b);
+  const latency = {
+    events: opts.latencyEvents,
+    p50Ms: round(percentile(afterReturn, 50), 2),
+    p99Ms: round(percentile(afterReturn, 99), 2),
+    maxMs: round(afterReturn.at(-1), 2),
+    fromSendP50Ms: round(percentile(afterSend, 50), 2),
+    fromSendP99Ms: round(percentile(afterSend, 99), 2),
+  };
+  log(`[latency] store returned → webhook arrived: p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms`);
+  log(`[latency] store sent → webhook arrived:     p50 ${latency.fromSendP50Ms} ms, p99 ${latency.fromSendP99Ms} ms`);
+
+  // ---- 2. throughput over a burst -----------------------------------------------------------
+  const burstPaths = [];
+  const workspaceIds = [];
+  for (let w = 0; w < opts.workspaces; w += 1) {
+    const workspaceId = (await call(apiKey, 'x-hub/workspace.create', { name: `bench burst ${w}` })).workspace.id;
+    const path = `/burst/${w}`;
+    const hook = await subscribe(workspaceId, path, ['workspace.secret.set']);
+    receiver.secrets.set(path, hook.secret);
+    workspaceIds.push(workspaceId);
+    burstPaths.push(path);
+  }
+  const value = randomBytes(24).toString('base64');
+  let burstRound = 0;
+  /** One burst of `opts.burst` calls; resolves when the calls returned. */
+  const sendBurst = async () => {
+    burstRound += 1;
+    let next = 0;
+    let failed = 0;
+    await Promise.all(
+      Array.from({ length: opts.concurrency }, async () => {
+        while (next < opts.burst) {
+          const n = next++;
+          const w = n % opts.workspaces;
+          const key = `BURST_${burstRound}_${Math.floor(n / opts.workspaces) % SECRET_KEYS}`;
+          const reply = await rpc(hub.url, '/a2a', apiKey, 'x-hub/workspace.secrets.set', { workspace_id: workspaceIds[w], key, value });
+          if (reply.error || !reply.result) failed += 1;
+        }
+      }),
+    );
+    return failed;
+  };
+  const distinctArrived = () => burstPaths.reduce((sum, path) => sum + receiver.distinct(path), 0);
+  const requestsArrived = () => burstPaths.reduce((sum, path) => sum + receiver.count(path), 0);
+  const lastArrival = () => Math.max(...burstPaths.map((path) => receiver.lastArrival(path)));
+  /** Waits (at most BENCH_DRAIN_S) until `total` distinct webhook-ids arrived on the burst paths. */
+  const drain = async (total) => {
+    const deadline = performance.now() + opts.drainSeconds * 1000;
+    while (distinctArrived() < total && performance.now() < deadline) await sleep(20);
+    return distinctArrived();
+  };
+
+  // 2a. Live: webhooks go out while the calls come in; bound by whichever side is slower.
+  log(`\n[burst, live] ${fmt(opts.burst)} x-hub/workspace.secrets.set (no embedding) from ${opts.concurrency} callers over ${opts.workspaces} workspace(s)…`);
+  const liveStart = performance.now();
+  const liveFailed = await sendBurst();
+  const liveCallsDone = performance.now();
+  const liveAccepted = opts.burst - liveFailed;
+  const liveDelivered = await drain(liveAccepted);
+  const liveLast = lastArrival();
+  const live = {
+    event: 'workspace.secret.set',
+    calls: opts.burst,
+    failedCalls: liveFailed,
+    delivered: liveDelivered,
+    lost: liveAccepted - liveDelivered,
+    duplicates: requestsArrived() - liveDelivered,
+    callsPerSec: round(liveAccepted / ((liveCallsDone - liveStart) / 1000), 0),
+    eventsPerSec: liveDelivered > 0 ? round(liveDelivered / ((liveLast - liveStart) / 1000), 0) : 0,
+    lagAfterLastCallMs: round(liveLast - liveCallsDone, 0),
+  };
+  log(`[burst, live] calls accepted ${fmt(liveAccepted)} at ${fmt(live.callsPerSec)}/s; ${fmt(liveDelivered)} distinct webhook-ids delivered in ${((liveLast - liveStart) / 1000).toFixed(2)} s → ${fmt(live.eventsPerSec)} events/s`);
+  log(`[burst, live] undelivered after the drain wait ${live.lost}, duplicate requests ${live.duplicates}, failed calls ${liveFailed}, last webhook ${fmt(live.lagAfterLastCallMs)} ms after the last call returned`);
+
+  // 2b. Backlog: the receiver holds each endpoint's first request unanswered while the calls
+  // come in, so the events queue up in the hub (one delivery at a time per endpoint); then it
+  // answers, and the time to deliver the whole backlog measures delivery alone.
+  const before = { distinct: distinctArrived(), requests: requestsArrived() };
+  receiver.hold(burstPaths);
+  log(`[burst, backlog] ${fmt(opts.burst)} more calls while the receiver holds each endpoint's first request…`);
+  const backlogFailed = await sendBurst();
+  const backlogAccepted = opts.burst - backlogFailed;
+  // Give the relay time to hand the last events over (counted in the drain time if it has not).
+  await sleep(500);
+  const released = performance.now();
+  receiver.release();
+  const backlogDelivered = (await drain(before.distinct + backlogAccepted)) - before.distinct;
+  const backlogLast = lastArrival();
+  const backlog = {
+    event: 'workspace.secret.set',
+    calls: opts.burst,
+    failedCalls: backlogFailed,
+    delivered: backlogDelivered,
+    lost: backlogAccepted - backlogDelivered,
+    duplicates: requestsArrived() - before.requests - backlogDelivered,
+    eventsPerSec: backlogDelivered > 0 ? round(backlogDelivered / ((backlogLast - released) / 1000), 0) : 0,
+  };
+  log(`[burst, backlog] ${fmt(backlogDelivered)} distinct webhook-ids delivered ${((backlogLast - released) / 1000).toFixed(2)} s after the release → ${fmt(backlog.eventsPerSec)} events/s`);
+  log(`[burst, backlog] undelivered after the drain wait ${backlog.lost}, duplicate requests ${backlog.duplicates}, failed calls ${backlogFailed}`);
+  if (backlog.lost > 0) log(`[burst, backlog] distinct webhook-ids per endpoint: ${burstPaths.map((path) => `${path} ${receiver.distinct(path)}`).join(', ')}`);
+
+  const badSignatures = receiver.badSignatures();
+  const loadAfter = loadavg()[0];
+  const failedCalls = liveFailed + backlogFailed;
+  const lost = live.lost + backlog.lost;
+  const clean = lost === 0 && failedCalls === 0 && badSignatures === 0;
+  const verdict = (rate) => (!clean ? 'INVALID' : rate >= TARGET_EVENTS_PER_SEC ? 'PASS' : 'BELOW TARGET');
+  const verdicts = {
+    latency: latency.p50Ms < TARGET_P50_MS ? 'PASS' : 'BELOW TARGET',
+    throughputLive: verdict(live.eventsPerSec),
+    throughputBacklog: verdict(backlog.eventsPerSec),
+  };
+  log('');
+  log(`  signatures verified: ${fmt(receiver.verified())}, bad: ${badSignatures}`);
+  log(`  1-minute load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after, on ${cpus().length} CPUs${Math.max(loadBefore, loadAfter) > cpus().length / 2 ? ' — other work was running: figures are pessimistic' : ''}`);
+  log(`  latency p50 (store returned → webhook) ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms   target p50 < ${TARGET_P50_MS} ms   ${verdicts.latency}`);
+  log(`  throughput, live (bound by the calls: ${fmt(live.callsPerSec)}/s accepted) ${fmt(live.eventsPerSec)} events/s, ${live.lost} undelivered   target ≥ ${TARGET_EVENTS_PER_SEC}/s, zero loss   ${verdicts.throughputLive}`);
+  log(`  throughput, backlog (delivery alone) ${fmt(backlog.eventsPerSec)} events/s, ${backlog.lost} undelivered   target ≥ ${TARGET_EVENTS_PER_SEC}/s, zero loss   ${verdicts.throughputBacklog}`);
+  log('  (throughput measured with workspace.secret.set events: memory stores are bound by embedding, not delivery)');
+
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const report = {
+    benchmark: 'webhooks',
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    database: 'postgresql',
+    settings: { ...opts, pgUrl: undefined, redisUrl: undefined },
+    latency,
+    burst: { live, backlog },
+    signatures: { verified: receiver.verified(), bad: badSignatures },
+    loadAverage: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
+    targets: { p50Ms: TARGET_P50_MS, eventsPerSec: TARGET_EVENTS_PER_SEC },
+    verdicts,
+  };
+  await writeFile(join(RESULTS_DIR, 'webhooks.json'), `${JSON.stringify(report, null, 2)}\n`);
+  log(`\nResults written to ${join('bench', 'results', 'webhooks.json')}`);
+  if (!clean) for (const line of hub.logTail()) console.error(`  hub log: ${line}`);
+  return clean ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The receiver: records each webhook-id's first arrival per path and verifies every signature.
+
+async function startReceiver() {
+  const paths = new Map(); // path → { first: Map<id, {at, body}>, count, last }
+  const secrets = new Map(); // path → whsec_…
+  const waiters = new Set();
+  let held = new Set(); // paths whose first request is held unanswered
+  const holding = []; // answers held back
+  let verified = 0;
+  let bad = 0;
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.now();
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const path = req.url ?? '/';
+      res.statusCode = 204;
+      if (held.has(path)) {
+        held.delete(path);
+        holding.push(res);
+      } else res.end();
+      const secret = secrets.get(path);
+      if (secret && verify(secret, req.headers, raw)) verified += 1;
+      else bad += 1;
+      let entry = paths.get(path);
+      if (!entry) paths.set(path, (entry = { first: new Map(), count: 0, last: 0 }));
+      entry.count += 1;
+      const id = req.headers['webhook-id'];
+      if (!entry.first.has(id)) {
+        let body;
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          body = undefined;
+        }
+        entry.first.set(id, { at, body });
+        entry.last = at;
+        for (const waiter of waiters) waiter(path, body, at);
+      }
+    });
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const port = server.address().port;
+  return {
+    secrets,
+    url: (path) => `http://127.0.0.1:${port}${path}`,
+    distinct: (path) => paths.get(path)?.first.size ?? 0,
+    count: (path) => paths.get(path)?.count ?? 0,
+    lastArrival: (path) => paths.get(path)?.last ?? 0,
+    verified: () => verified,
+    badSignatures: () => bad,
+    /** Holds the next request on each of `list` unanswered until `release()`. */
+    hold(list) {
+      held = new Set(list);
+    },
+    release() {
+      held = new Set();
+      for (const res of holding.splice(0)) res.end();
+    },
+    /** performance.now() of the first webhook on `path` whose body matches (already arrived or next). */
+    arrival(path, match, timeoutMs) {
+      for (const { at, body } of paths.get(path)?.first.values() ?? []) if (match(body)) return Promise.resolve(at);
+      return new Promise((ok, fail) => {
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          fail(new Error(`no webhook on ${path} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const waiter = (p, body, at) => {
+          if (p !== path || !match(body)) return;
+          clearTimeout(timer);
+          waiters.delete(waiter);
+          ok(at);
+        };
+        waiters.add(waiter);
+      });
+    },
+    close: () =>
+      new Promise((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Standard Webhooks: HMAC-SHA256 over "<id>.<timestamp>.<body>" keyed by the secret's base64 part. */
+function verify(secret, headers, raw) {
+  const id = headers['webhook-id'];
+  const timestamp = headers['webhook-timestamp'];
+  const header = headers['webhook-signature'];
+  if (!id || !timestamp || !header) return false;
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return false;
+  const expected = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${timestamp}.${raw}`).digest();
+  return header.split(' ').some((entry) => {
+    const [version, value] = entry.split(',');
+    if (version !== 'v1' || !value) return false;
+    const given = Buffer.from(value, 'base64');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hub process (as in bench/secrets.js)
+
+async function startHub(env) {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|KAFKA_|WEBHOOK_|NODE_OPTIONS$)/.test(k)),
+  );
+  const child = spawn(process.execPath, [join(ROOT, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
+    cwd: ROOT,
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const tail = [];
+  const keep = (line) => {
+    tail.push(line);
+    if (tail.length > 20) tail.shift();
+  };
+  let exited = false;
+  const exit = new Promise((ok) => child.once('exit', (code, signal) => { exited = true; ok({ code, signal }); }));
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const url = await new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`the hub did not start within 60 s:\n${tail.join('\n')}`)), 60_000);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const match = /AgentHub is listening on (\S+)/.exec(line);
+      if (match) {
+        clearTimeout(timer);
+        ok(match[1]);
+      } else keep(line);
+    });
+    createInterface({ input: child.stderr }).on('line', keep);
+    exit.then(({ code, signal }) => {
+      clearTimeout(timer);
+      fail(new Error(`the hub exited (code ${code}, signal ${signal}) before it was ready:\n${tail.join('\n')}`));
+    });
+  });
+  return {
+    url,
+    pid: child.pid,
+    logTail: () => [...tail],
+    async stop() {
+      process.removeListener('exit', killOnExit);
+      if (exited) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exit;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+function sleep(ms) {
+  return new Promise((ok) => setTimeout(ok, ms));
+}
+
+await main();

@@ -1,0 +1,116 @@
+/**
+ * The events service: webhook subscriptions of workspaces, and the delivery of workspace events
+ * to them (Standard Webhooks signatures, a retry schedule, every attempt recorded, replay).
+ * Events come from the event log as consumer group `agenthub-events`; deliveries are rows
+ * claimed with FOR UPDATE SKIP LOCKED, so any number of replicas share the work.
+ */
+import { eventsv1, workspacev1 } from '@agenthub/proto';
+import { clientOptions, createClient, serveGrpc, WORKSPACE_EVENTS_TOPIC, type Bus, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { DeliveryWorker, intakeEvent } from './deliveries.js';
+import { DEFAULT_LIMITS, WebhookMetrics, type Clock, type EventsEnv, type EventsLimits } from './env.js';
+import { WebhookSender } from './send.js';
+import { createEventsHandlers } from './server.js';
+import { systemResolver, type Resolver } from './ssrf.js';
+import { EventsStore } from './store.js';
+
+export { createEventsHandlers } from './server.js';
+export { DEFAULT_LIMITS, type EventsLimits, type Clock } from './env.js';
+export { blockedClass, checkTarget, systemResolver, type Resolver, type ResolvedAddress } from './ssrf.js';
+export { sign, webhookHeaders } from './signing.js';
+export { EVENT_TYPES } from './validate.js';
+
+/** Consumer group of every events replica: each event reaches one of them. */
+export const CONSUMER_GROUP = 'agenthub-events';
+
+export interface EventsDeps extends ServiceDeps {
+  /** `host:port` of the workspace service, asked for the caller's role on every call. */
+  workspaceAddr: string;
+  /** The event log workspace events are consumed from. */
+  bus: Bus;
+  /** HUB_WEBHOOK_ALLOW_PRIVATE: allow targets on private, loopback and link-local addresses. */
+  allowPrivate: boolean;
+  /** WEBHOOK_TIMEOUT_MS: bound of one delivery attempt. */
+  timeoutMs: number;
+  limits?: Partial<EventsLimits>;
+  /** Host name resolution for the SSRF guard and connections; the system resolver by default. */
+  resolve?: Resolver;
+  /** Time as the retry schedule sees it; `Date.now` by default. */
+  clock?: Clock;
+  worker?: {
+    /** Longest sleep of the delivery loop when nothing wakes it (default 1000). */
+    pollMs?: number;
+    /** Deliveries claimed per pass (default 32). */
+    batchSize?: number;
+    /** False runs no loop: deliveries go out only on `deliverDue()` (tests). */
+    enabled?: boolean;
+  };
+}
+
+export interface RunningEvents extends RunningService {
+  /** Sends every delivery due now (by the service's clock); resolves with the attempts made. */
+  deliverDue(): Promise<number>;
+}
+
+/**
+ * Migrates the `events` schema, serves EventsService, starts the delivery worker, and then
+ * consumes workspace events. Stopping it stops consuming first, then the worker, then serving;
+ * the database, Kv and bus it was given stay open.
+ */
+export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
+  const workspace = createClient(workspacev1.WorkspaceService, deps.workspaceAddr, clientOptions(deps));
+  const policy = { allowPrivate: deps.allowPrivate, resolve: deps.resolve ?? systemResolver };
+  const sender = new WebhookSender({ policy, timeoutMs: deps.timeoutMs });
+  const log = deps.log;
+  let worker: DeliveryWorker | undefined;
+  const env: EventsEnv = {
+    store: new EventsStore(deps.db),
+    workspace,
+    sender,
+    policy,
+    limits: { ...DEFAULT_LIMITS, ...deps.limits },
+    clock: deps.clock ?? Date.now,
+    metrics: new WebhookMetrics(deps.metrics),
+    log,
+    wake: () => worker?.wake(),
+  };
+  const timeoutMs = deps.timeoutMs;
+  worker = new DeliveryWorker(env, {
+    pollMs: deps.worker?.pollMs ?? 1000,
+    batchSize: deps.worker?.batchSize ?? 32,
+    // Outlives any attempt, so a live worker's claim never lapses under it.
+    leaseMs: timeoutMs + 30_000,
+  });
+  const closeAll = () => {
+    sender.close();
+    workspace.close();
+  };
+  let running: RunningService | undefined;
+  try {
+    // No outbox table in this schema, so serveGrpc starts no relay: this service only consumes.
+    running = await serveGrpc(
+      'events',
+      deps,
+      { schema: 'events', migrations: new URL('../migrations/', import.meta.url) },
+      (server) => server.add(eventsv1.EventsService, createEventsHandlers(env)),
+    );
+    if (deps.worker?.enabled !== false) worker.start();
+    const subscription = await deps.bus.subscribe(CONSUMER_GROUP, [WORKSPACE_EVENTS_TOPIC], (message) => intakeEvent(env, message));
+    const service = running;
+    return {
+      name: service.name,
+      address: service.address,
+      deliverDue: () => worker.deliverDue(),
+      async stop(graceMs) {
+        await subscription.stop();
+        await worker.stop();
+        await service.stop(graceMs);
+        closeAll();
+      },
+    };
+  } catch (err) {
+    await worker.stop();
+    await running?.stop(0);
+    closeAll();
+    throw err;
+  }
+}

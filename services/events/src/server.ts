@@ -1,0 +1,19 @@
+import type { eventsv1 } from '@agenthub/proto';
+import type { ServiceHandlers } from '@agenthub/runtime';
+import { listDeliveries, replayDeliveries, testWebhook } from './deliveries.js';
+import type { EventsEnv } from './env.js';
+import { createWebhook, deleteWebhook, getWebhook, listWebhooks, rotateWebhookSecret } from './webhooks.js';
+
+/** The handlers of `agenthub.events.v1.EventsService`; every one checks the caller's admin role. */
+export function createEventsHandlers(env: EventsEnv): ServiceHandlers<typeof eventsv1.EventsService.method> {
+  return {
+    createWebhook: async (request, ctx) => createWebhook(env, ctx, request),
+    listWebhooks: async (request, ctx) => listWebhooks(env, ctx, request),
+    getWebhook: async (request, ctx) => getWebhook(env, ctx, request),
+    deleteWebhook: async (request, ctx) => deleteWebhook(env, ctx, request),
+    rotateWebhookSecret: async (request, ctx) => rotateWebhookSecret(env, ctx, request),
+    testWebhook: async (request, ctx) => testWebhook(env, ctx, request),
+    listDeliveries: async (request, ctx) => listDeliveries(env, ctx, request),
+    replayDeliveries: async (request, ctx) => replayDeliveries(env, ctx, request),
+  };
+}

@@ -1,0 +1,406 @@
+import type { Db, Queryable } from '@agenthub/runtime';
+
+export type DeliveryStatusText = 'pending' | 'delivered' | 'failed';
+
+export interface WebhookRecord {
+  id: string;
+  workspaceId: string;
+  url: string;
+  events: string[];
+  description: string;
+  enabled: boolean;
+  disabledReason: string;
+  disabledAt: number;
+  createdAt: number;
+}
+
+/** A claimed delivery with what sending it needs. */
+export interface DueDelivery {
+  seq: number;
+  webhookId: string;
+  eventId: string;
+  payload: string;
+  failures: number;
+  url: string;
+  /** The current secret first, then the previous one while its window lasts. */
+  secrets: string[];
+}
+
+export interface AttemptRecord {
+  at: number;
+  statusCode: number;
+  latencyMs: number;
+  error: string;
+}
+
+export interface DeliveryRecord {
+  seq: number;
+  eventId: string;
+  event: string;
+  status: DeliveryStatusText;
+  nextAttemptAt: number;
+  createdAt: number;
+  attempts: AttemptRecord[];
+}
+
+/** What the worker decided after an attempt; applied with the attempt in one transaction. */
+export type Outcome =
+  | { kind: 'delivered' }
+  | { kind: 'retry'; at: number }
+  | { kind: 'failed' }
+  | { kind: 'disable'; reason: 'gone' | 'failing' };
+
+interface WebhookRow {
+  id: string;
+  workspace_id: string;
+  url: string;
+  event_types: string[];
+  description: string;
+  enabled: boolean;
+  disabled_reason: string | null;
+  disabled_at: number | null;
+  created_at: number;
+}
+
+const WEBHOOK_COLUMNS = 'id, workspace_id, url, event_types, description, enabled, disabled_reason, disabled_at, created_at';
+
+function toWebhook(row: WebhookRow): WebhookRecord {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    url: row.url,
+    events: row.event_types,
+    description: row.description,
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason ?? '',
+    disabledAt: Number(row.disabled_at ?? 0),
+    createdAt: Number(row.created_at),
+  };
+}
+
+/** All SQL of the events service, in its own schema. bigint columns arrive as strings from pg. */
+export class EventsStore {
+  constructor(readonly db: Db) {}
+
+  /** Inserts a webhook unless the workspace already has `max`; false then. */
+  async createWebhook(input: {
+    id: string;
+    workspaceId: string;
+    url: string;
+    events: string[];
+    description: string;
+    secret: string;
+    agentId: string;
+    now: number;
+    max: number;
+  }): Promise<WebhookRecord | undefined> {
+    return this.db.transaction(async (tx) => {
+      // Serialises creations in one workspace so two concurrent calls cannot both pass the count.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhooks:${input.workspaceId}`]);
+      const count = await tx.query<{ count: number }>(
+        'SELECT count(*)::int AS count FROM webhooks WHERE workspace_id = $1 AND workspace_deleted_at IS NULL',
+        [input.workspaceId],
+      );
+      if ((count.rows[0]?.count ?? 0) >= input.max) return undefined;
+      const { rows } = await tx.query<WebhookRow>(
+        `INSERT INTO webhooks (id, workspace_id, url, event_types, description, secret, created_at, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${WEBHOOK_COLUMNS}`,
+        [input.id, input.workspaceId, input.url, input.events, input.description, input.secret, input.now, input.agentId],
+      );
+      return toWebhook(rows[0]!);
+    });
+  }
+
+  async listWebhooks(workspaceId: string): Promise<WebhookRecord[]> {
+    const { rows } = await this.db.query<WebhookRow>(
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE workspace_id = $1 AND workspace_deleted_at IS NULL ORDER BY seq`,
+      [workspaceId],
+    );
+    return rows.map(toWebhook);
+  }
+
+  async getWebhook(workspaceId: string, webhookId: string, tx: Queryable = this.db): Promise<WebhookRecord | undefined> {
+    const { rows } = await tx.query<WebhookRow>(
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = $1 AND workspace_id = $2 AND workspace_deleted_at IS NULL`,
+      [webhookId, workspaceId],
+    );
+    return rows[0] && toWebhook(rows[0]);
+  }
+
+  /** The current secret and, within its window, the previous one: what a delivery is signed with. */
+  async signingSecrets(webhookId: string, now: number): Promise<string[]> {
+    const { rows } = await this.db.query<{ secret: string; previous_secret: string | null; previous_expires_at: number | null }>(
+      'SELECT secret, previous_secret, previous_expires_at FROM webhooks WHERE id = $1',
+      [webhookId],
+    );
+    const row = rows[0];
+    if (!row) return [];
+    return secretsOf(row, now);
+  }
+
+  async deleteWebhook(workspaceId: string, webhookId: string): Promise<boolean> {
+    const { rowCount } = await this.db.query('DELETE FROM webhooks WHERE id = $1 AND workspace_id = $2 AND workspace_deleted_at IS NULL', [
+      webhookId,
+      workspaceId,
+    ]);
+    return rowCount > 0;
+  }
+
+  /** Replaces the secret, keeping the old one signing until `previousUntil`. */
+  async rotateSecret(workspaceId: string, webhookId: string, secret: string, previousUntil: number): Promise<WebhookRecord | undefined> {
+    const { rows } = await this.db.query<WebhookRow>(
+      `UPDATE webhooks SET previous_secret = secret, previous_expires_at = $3, secret = $4
+        WHERE id = $1 AND workspace_id = $2 AND workspace_deleted_at IS NULL RETURNING ${WEBHOOK_COLUMNS}`,
+      [webhookId, workspaceId, previousUntil, secret],
+    );
+    return rows[0] && toWebhook(rows[0]);
+  }
+
+  /**
+   * One delivery per enabled webhook of the workspace whose filter matches and that existed when
+   * the event happened (a consumer running behind must not hand a new webhook older events),
+   * each queued due `now`. Idempotent: an event consumed again adds nothing. `workspace.deleted` also retires the
+   * workspace's webhooks (after this, its last event, is delivered).
+   */
+  async intake(
+    event: { workspaceId: string; eventId: string; type: string; payload: string; occurredAt: number | undefined },
+    now: number,
+  ): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const { rowCount } = await tx.query(
+        `INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at)
+         SELECT id, $2, $3, $4, 'pending', $5, $5 FROM webhooks
+          WHERE workspace_id = $1 AND enabled AND workspace_deleted_at IS NULL
+            AND (cardinality(event_types) = 0 OR $3 = ANY (event_types))
+            AND ($6::bigint IS NULL OR created_at <= $6::bigint)
+          ORDER BY seq
+         ON CONFLICT (webhook_id, event_id) DO NOTHING`,
+        [event.workspaceId, event.eventId, event.type, event.payload, now, event.occurredAt ?? null],
+      );
+      if (event.type === 'workspace.deleted') {
+        await tx.query('UPDATE webhooks SET workspace_deleted_at = $2 WHERE workspace_id = $1 AND workspace_deleted_at IS NULL', [
+          event.workspaceId,
+          now,
+        ]);
+      }
+      return rowCount;
+    });
+  }
+
+  /**
+   * Claims up to `limit` due deliveries for `leaseMs`, skipping rows other workers hold. Only the
+   * oldest pending delivery of each webhook is eligible, so a webhook's events go out one at a
+   * time in order, and one waiting for its retry holds back those behind it.
+   */
+  async claimDue(now: number, limit: number, leaseMs: number): Promise<DueDelivery[]> {
+    const { rows } = await this.db.query<{
+      seq: string | number;
+      webhook_id: string;
+      event_id: string;
+      payload: string;
+      failures: number;
+      url: string;
+      secret: string;
+      previous_secret: string | null;
+      previous_expires_at: number | null;
+    }>(
+      `UPDATE deliveries d SET lease_until = $1::bigint + $3::bigint
+         FROM webhooks w
+        WHERE w.id = d.webhook_id AND d.seq IN (
+          SELECT c.seq FROM deliveries c JOIN webhooks cw ON cw.id = c.webhook_id
+           WHERE c.status = 'pending' AND c.next_attempt_at <= $1
+             AND (c.lease_until IS NULL OR c.lease_until <= $1) AND cw.enabled
+             AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.webhook_id = c.webhook_id AND e.status = 'pending' AND e.seq < c.seq)
+           ORDER BY c.next_attempt_at, c.seq LIMIT $2
+           FOR UPDATE OF c SKIP LOCKED)
+        RETURNING d.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at`,
+      [now, limit, leaseMs],
+    );
+    return rows.map((row) => ({
+      seq: Number(row.seq),
+      webhookId: row.webhook_id,
+      eventId: row.event_id,
+      payload: row.payload,
+      failures: row.failures,
+      url: row.url,
+      secrets: secretsOf(row, now),
+    }));
+  }
+
+  /** Gives a claimed delivery back unattempted (shutdown), so another worker may send it at once. */
+  async releaseLease(seq: number): Promise<void> {
+    await this.db.query('UPDATE deliveries SET lease_until = NULL WHERE seq = $1', [seq]);
+  }
+
+  /** When the next pending delivery falls due (any webhook), for the worker's sleep. */
+  async nextDue(): Promise<number | undefined> {
+    const { rows } = await this.db.query<{ at: string | number | null }>(
+      "SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0))) AS at FROM deliveries WHERE status = 'pending'",
+    );
+    const at = rows[0]?.at;
+    return at === null || at === undefined ? undefined : Number(at);
+  }
+
+  /**
+   * Records one attempt and applies the worker's decision in one transaction. A failure starts
+   * (or continues) the webhook's failing run and returns its start, which `decide` needs; a
+   * success ends it. Disabling fails every pending delivery of the webhook.
+   */
+  async recordAttempt(
+    delivery: { seq: number; webhookId: string },
+    attempt: AttemptRecord,
+    decide: (failingSince: number | undefined) => Outcome,
+  ): Promise<Outcome | undefined> {
+    return this.db.transaction(async (tx) => {
+      // The webhook may have been deleted while the attempt was in flight.
+      const held = await tx.query('SELECT 1 FROM deliveries WHERE seq = $1 FOR UPDATE', [delivery.seq]);
+      if (held.rows.length === 0) return undefined;
+      await tx.query('INSERT INTO attempts (delivery_seq, at, status_code, latency_ms, error) VALUES ($1, $2, $3, $4, $5)', [
+        delivery.seq,
+        attempt.at,
+        attempt.statusCode,
+        attempt.latencyMs,
+        attempt.error,
+      ]);
+      let failingSince: number | undefined;
+      if (attempt.error) {
+        const { rows } = await tx.query<{ failing_since: string | number }>(
+          'UPDATE webhooks SET failing_since = coalesce(failing_since, $2) WHERE id = $1 RETURNING failing_since',
+          [delivery.webhookId, attempt.at],
+        );
+        failingSince = rows[0] ? Number(rows[0].failing_since) : undefined;
+      } else {
+        await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = $1', [delivery.webhookId]);
+      }
+      const outcome = decide(failingSince);
+      switch (outcome.kind) {
+        case 'delivered':
+        case 'failed':
+          await tx.query('UPDATE deliveries SET status = $2, next_attempt_at = NULL, lease_until = NULL WHERE seq = $1', [
+            delivery.seq,
+            outcome.kind,
+          ]);
+          break;
+        case 'retry':
+          await tx.query('UPDATE deliveries SET next_attempt_at = $2, lease_until = NULL, failures = failures + 1 WHERE seq = $1', [
+            delivery.seq,
+            outcome.at,
+          ]);
+          break;
+        case 'disable':
+          await tx.query(
+            'UPDATE webhooks SET enabled = false, disabled_reason = $2, disabled_at = $3 WHERE id = $1',
+            [delivery.webhookId, outcome.reason, attempt.at],
+          );
+          await tx.query(
+            "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, lease_until = NULL WHERE webhook_id = $1 AND status = 'pending'",
+            [delivery.webhookId],
+          );
+          break;
+      }
+      return outcome;
+    });
+  }
+
+  /** A delivery sent outside the queue (webhooks.test), stored already finished. */
+  async recordTest(input: { webhookId: string; eventId: string; type: string; payload: string; attempt: AttemptRecord }): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ seq: string | number }>(
+        `INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`,
+        [input.webhookId, input.eventId, input.type, input.payload, input.attempt.error ? 'failed' : 'delivered', input.attempt.at],
+      );
+      const { attempt } = input;
+      await tx.query('INSERT INTO attempts (delivery_seq, at, status_code, latency_ms, error) VALUES ($1, $2, $3, $4, $5)', [
+        rows[0]!.seq,
+        attempt.at,
+        attempt.statusCode,
+        attempt.latencyMs,
+        attempt.error,
+      ]);
+    });
+  }
+
+  /** Newest first, each with its attempts oldest first. */
+  async listDeliveries(webhookId: string, limit: number, status: DeliveryStatusText | undefined): Promise<DeliveryRecord[]> {
+    const { rows } = await this.db.query<{
+      seq: string | number;
+      event_id: string;
+      event_type: string;
+      status: DeliveryStatusText;
+      next_attempt_at: string | number | null;
+      created_at: string | number;
+    }>(
+      `SELECT seq, event_id, event_type, status, next_attempt_at, created_at FROM deliveries
+        WHERE webhook_id = $1 AND ($2::text IS NULL OR status = $2) ORDER BY seq DESC LIMIT $3`,
+      [webhookId, status ?? null, limit],
+    );
+    if (rows.length === 0) return [];
+    const seqs = rows.map((row) => Number(row.seq));
+    const attempts = await this.db.query<{ delivery_seq: string | number; at: string | number; status_code: number; latency_ms: number; error: string }>(
+      'SELECT delivery_seq, at, status_code, latency_ms, error FROM attempts WHERE delivery_seq = ANY ($1::bigint[]) ORDER BY id',
+      [seqs],
+    );
+    const bySeq = new Map<number, AttemptRecord[]>(seqs.map((seq) => [seq, []]));
+    for (const a of attempts.rows) {
+      bySeq.get(Number(a.delivery_seq))?.push({ at: Number(a.at), statusCode: a.status_code, latencyMs: a.latency_ms, error: a.error });
+    }
+    return rows.map((row) => ({
+      seq: Number(row.seq),
+      eventId: row.event_id,
+      event: row.event_type,
+      status: row.status,
+      nextAttemptAt: row.status === 'pending' ? Number(row.next_attempt_at ?? 0) : 0,
+      createdAt: Number(row.created_at),
+      attempts: bySeq.get(Number(row.seq)) ?? [],
+    }));
+  }
+
+  /**
+   * Queues finished deliveries again from the start of the retry schedule (one event, or every
+   * failed one created since a time), keeping their place in event order. Replaying is how an
+   * admin brings a disabled endpoint back, so it also re-enables the webhook. Undefined when
+   * `eventId` names no delivery of the webhook.
+   */
+  async replay(webhookId: string, target: { eventId: string } | { since: number }, now: number): Promise<number | undefined> {
+    return this.db.transaction(async (tx) => {
+      let rowCount: number;
+      if ('eventId' in target) {
+        const exists = await tx.query('SELECT 1 FROM deliveries WHERE webhook_id = $1 AND event_id = $2', [webhookId, target.eventId]);
+        if (exists.rows.length === 0) return undefined;
+        ({ rowCount } = await tx.query(
+          `UPDATE deliveries SET status = 'pending', failures = 0, next_attempt_at = $3, lease_until = NULL
+            WHERE webhook_id = $1 AND event_id = $2 AND status <> 'pending'`,
+          [webhookId, target.eventId, now],
+        ));
+      } else {
+        ({ rowCount } = await tx.query(
+          `UPDATE deliveries SET status = 'pending', failures = 0, next_attempt_at = $3, lease_until = NULL
+            WHERE webhook_id = $1 AND status = 'failed' AND created_at >= $2`,
+          [webhookId, target.since, now],
+        ));
+      }
+      if (rowCount > 0) {
+        await tx.query(
+          'UPDATE webhooks SET enabled = true, disabled_reason = NULL, disabled_at = NULL, failing_since = NULL WHERE id = $1 AND NOT enabled',
+          [webhookId],
+        );
+      }
+      return rowCount;
+    });
+  }
+
+  /** Deletes webhooks of deleted workspaces once nothing is pending for them any more. */
+  async sweepRetired(): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `DELETE FROM webhooks w WHERE w.workspace_deleted_at IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending')`,
+    );
+    return rowCount;
+  }
+}
+
+function secretsOf(row: { secret: string; previous_secret: string | null; previous_expires_at: string | number | null }, now: number): string[] {
+  const previousValid = row.previous_secret && row.previous_expires_at !== null && Number(row.previous_expires_at) > now;
+  return previousValid ? [row.secret, row.previous_secret!] : [row.secret];
+}

@@ -1,0 +1,91 @@
+import type { eventsv1 } from '@agenthub/proto';
+import { HubError, newId, Reason, type CallContext } from '@agenthub/runtime';
+import { callerOf, requireAdmin } from './access.js';
+import type { EventsEnv } from './env.js';
+import { newSigningSecret } from './signing.js';
+import { checkTarget } from './ssrf.js';
+import type { WebhookRecord } from './store.js';
+import * as validate from './validate.js';
+
+/** The wire shape of a webhook; never its secret. */
+export function webhookInfo(webhook: WebhookRecord) {
+  return {
+    id: webhook.id,
+    workspaceId: webhook.workspaceId,
+    url: webhook.url,
+    events: webhook.events,
+    description: webhook.description,
+    enabled: webhook.enabled,
+    createdAt: BigInt(webhook.createdAt),
+    disabledReason: webhook.disabledReason,
+    disabledAt: BigInt(webhook.disabledAt),
+  };
+}
+
+/** Admin role, then the webhook of that workspace (NOT_FOUND `Webhook not found` otherwise). */
+export async function adminWebhook(env: EventsEnv, ctx: CallContext, request: { workspaceId: string; webhookId: string }) {
+  callerOf(ctx);
+  const workspaceId = validate.workspaceId(request.workspaceId);
+  const webhookId = validate.webhookId(request.webhookId);
+  await requireAdmin(env.workspace, ctx, workspaceId);
+  const webhook = await env.store.getWebhook(workspaceId, webhookId);
+  if (!webhook) throw HubError.notFound('Webhook not found');
+  return webhook;
+}
+
+export async function createWebhook(env: EventsEnv, ctx: CallContext, request: eventsv1.CreateWebhookRequest) {
+  const caller = callerOf(ctx);
+  const workspaceId = validate.workspaceId(request.workspaceId);
+  const events = validate.eventTypes(request.events);
+  const description = validate.description(request.description);
+  // Syntax before the role check; the DNS look-up only for an admin.
+  const syntaxOnly = await checkTarget(request.url, { ...env.policy, allowPrivate: true });
+  await requireAdmin(env.workspace, ctx, workspaceId);
+  const url = env.policy.allowPrivate ? syntaxOnly : await checkTarget(request.url, env.policy);
+  const secret = newSigningSecret();
+  const max = env.limits.maxWebhooksPerWorkspace;
+  const webhook = await env.store.createWebhook({
+    id: newId('wh'),
+    workspaceId,
+    url,
+    events,
+    description,
+    secret,
+    agentId: caller.agentId,
+    now: env.clock(),
+    max,
+  });
+  if (!webhook) {
+    throw new HubError(Reason.LIMIT_EXCEEDED, `A workspace holds at most ${max} webhooks; delete one first`, { field: 'workspace_id' });
+  }
+  ctx.log.info({ workspace_id: workspaceId, webhook_id: webhook.id }, 'webhook created');
+  return { webhook: webhookInfo(webhook), secret };
+}
+
+export async function listWebhooks(env: EventsEnv, ctx: CallContext, request: eventsv1.ListWebhooksRequest) {
+  callerOf(ctx);
+  const workspaceId = validate.workspaceId(request.workspaceId);
+  await requireAdmin(env.workspace, ctx, workspaceId);
+  return { webhooks: (await env.store.listWebhooks(workspaceId)).map(webhookInfo) };
+}
+
+export async function getWebhook(env: EventsEnv, ctx: CallContext, request: eventsv1.GetWebhookRequest) {
+  return { webhook: webhookInfo(await adminWebhook(env, ctx, request)) };
+}
+
+export async function deleteWebhook(env: EventsEnv, ctx: CallContext, request: eventsv1.DeleteWebhookRequest) {
+  const webhook = await adminWebhook(env, ctx, request);
+  if (!(await env.store.deleteWebhook(webhook.workspaceId, webhook.id))) throw HubError.notFound('Webhook not found');
+  ctx.log.info({ workspace_id: webhook.workspaceId, webhook_id: webhook.id }, 'webhook deleted');
+  return { webhookId: webhook.id };
+}
+
+export async function rotateWebhookSecret(env: EventsEnv, ctx: CallContext, request: eventsv1.RotateWebhookSecretRequest) {
+  const webhook = await adminWebhook(env, ctx, request);
+  const secret = newSigningSecret();
+  const previousUntil = env.clock() + env.limits.secretRotationWindowMs;
+  const rotated = await env.store.rotateSecret(webhook.workspaceId, webhook.id, secret, previousUntil);
+  if (!rotated) throw HubError.notFound('Webhook not found');
+  ctx.log.info({ workspace_id: webhook.workspaceId, webhook_id: webhook.id }, 'webhook secret rotated');
+  return { webhook: webhookInfo(rotated), secret, previousSecretExpiresAt: BigInt(previousUntil) };
+}
