@@ -86,3 +86,187 @@ export function fmt(n) {
 export function log(line) {
   process.stdout.write(`${line}\n`);
 }
+
+/**
+ * Runs a benchmark's `run(cleanups)` with the shared exit protocol: cleanups run in reverse on
+ * success, failure and Ctrl-C; exit 0 when it measured cleanly (whatever the verdict), 1 on a
+ * failed run, 2 when PostgreSQL or Redis is unreachable.
+ */
+export async function runBench(run) {
+  const cleanups = [];
+  const cleanup = async () => {
+    while (cleanups.length) {
+      try {
+        await cleanups.pop()();
+      } catch (err) {
+        console.error(`bench: cleanup step failed: ${err?.message ?? err}`);
+      }
+    }
+  };
+  let interrupted = false;
+  const onSignal = (signal) => {
+    if (interrupted) return;
+    interrupted = true;
+    console.error(`\nbench: ${signal}, cleaning up…`);
+    cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let exitCode = 0;
+  try {
+    exitCode = await run(cleanups);
+  } catch (err) {
+    if (err instanceof Unreachable) {
+      console.error(`bench: ${err.message}`);
+      exitCode = 2;
+    } else if (err instanceof UsageError) {
+      console.error(`bench: ${err.message}`);
+      exitCode = 1;
+    } else {
+      console.error(`bench: FAILED: ${err?.stack ?? err}`);
+      exitCode = 1;
+    }
+  } finally {
+    await cleanup();
+  }
+  process.exit(exitCode);
+}
+
+/** A number from the environment, or `fallback`; a UsageError names a bad one. */
+export function envNumber(name, fallback, min) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) throw new UsageError(`${name} must be a number ≥ ${min} (got "${raw}")`);
+  return value;
+}
+
+/**
+ * A fresh PostgreSQL database, Redis prefix and data directory for one hub, all removed by the
+ * cleanups; returns the hub settings that point at them.
+ */
+export async function freshHubSettings(cleanups, { pgUrl, redisUrl }) {
+  const { randomBytes } = await import('node:crypto');
+  const { mkdtemp, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const id = randomBytes(5).toString('hex');
+  const dbName = `agenthub_bench_${id}`;
+  const redisPrefix = `agenthub_bench_${id}:`;
+  const pg = (await import('pg')).default;
+  await checkRedis(redisUrl);
+  const databaseUrl = await createDatabase(pg, pgUrl, dbName);
+  cleanups.push(() => dropDatabase(pg, pgUrl, dbName));
+  cleanups.push(() => clearRedisPrefix(redisUrl, redisPrefix));
+  const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-bench-'));
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+  return {
+    id,
+    adminToken: `bench-admin-${randomBytes(16).toString('hex')}`,
+    env: {
+      HUB_HOST: '127.0.0.1',
+      HUB_PORT: '0',
+      HUB_DATA_DIR: dataDir,
+      HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      REDIS_PREFIX: redisPrefix,
+      LOG_LEVEL: 'warn',
+      HUB_METRICS: 'false',
+      HUB_SHUTDOWN_GRACE_MS: '2000',
+    },
+  };
+}
+
+/** `agenthub serve all` as a child process; resolves once it listens. */
+export async function startHubProcess(root, env) {
+  const { spawn } = await import('node:child_process');
+  const { createInterface } = await import('node:readline');
+  const { join } = await import('node:path');
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|NODE_OPTIONS$)/.test(k)),
+  );
+  const child = spawn(process.execPath, [join(root, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
+    cwd: root,
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const tail = [];
+  const keep = (line) => {
+    tail.push(line);
+    if (tail.length > 20) tail.shift();
+  };
+  let exited = false;
+  const exit = new Promise((ok) => child.once('exit', (code, signal) => { exited = true; ok({ code, signal }); }));
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const url = await new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`the hub did not start within 60 s:\n${tail.join('\n')}`)), 60_000);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const match = /AgentHub is listening on (\S+)/.exec(line);
+      if (match) {
+        clearTimeout(timer);
+        ok(match[1]);
+      } else keep(line);
+    });
+    createInterface({ input: child.stderr }).on('line', keep);
+    exit.then(({ code, signal }) => {
+      clearTimeout(timer);
+      fail(new Error(`the hub exited (code ${code}, signal ${signal}) before it was ready:\n${tail.join('\n')}`));
+    });
+  });
+  return {
+    url,
+    pid: child.pid,
+    logTail: () => [...tail],
+    async stop() {
+      process.removeListener('exit', killOnExit);
+      if (exited) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exit;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The foundation's baseline: a bare Koa app answering every POST with {jsonrpc, id, result: params}. */
+export async function startEchoServer() {
+  const { default: Koa } = await import('koa');
+  const { createServer } = await import('node:http');
+  const app = new Koa();
+  app.silent = true;
+  app.use(async (ctx) => {
+    const chunks = [];
+    for await (const chunk of ctx.req) chunks.push(chunk);
+    let body;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      ctx.body = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } };
+      return;
+    }
+    ctx.body = { jsonrpc: '2.0', id: body.id ?? null, result: body.params };
+  });
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', ok);
+  });
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    stop: () =>
+      new Promise((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Percentile of sorted numbers (nearest rank). */
+export function percentile(sorted, p) {
+  if (!sorted.length) return null;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}

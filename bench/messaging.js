@@ -1,0 +1,246 @@
+#!/usr/bin/env node
+// Benchmark: messaging through the whole hub (HTTP gateway → gRPC messaging → PostgreSQL, Redis
+// pub/sub), against the foundation's bare Koa echo server measured in the same run.
+//   1. echo baseline: autocannon POSTs to the echo server;
+//   2. SendMessage, non-blocking, to an agent that is not connected (each send stores a task, its
+//      first event and a durable delivery): sends/s, p50, p99;
+//   3. SendMessage with blocking: true to a connected echo agent (long-polling x-hub/inbox.poll,
+//      completing each task with its message as an artifact, then acking): the round trip one at a
+//      time (p50, p99) and with BENCH_BLOCKING_CONCURRENCY senders (throughput).
+// Targets of the messaging issue on this machine: ≥ 1,500 non-blocking sends/s, blocking p50 < 10 ms.
+//
+//   npm run build && node bench/messaging.js
+//
+// Settings (environment):
+//   BENCH_DURATION               measured seconds of each autocannon run (default 10)
+//   BENCH_WARMUP                 warm-up seconds before each, not measured (default 3)
+//   BENCH_CONNECTIONS            autocannon connections (default 32)
+//   BENCH_BLOCKING_REQUESTS      blocking round trips measured one at a time (default 300)
+//   BENCH_BLOCKING_CONCURRENCY   concurrent blocking senders for the throughput run (default 16)
+//   BENCH_PG_URL / BENCH_REDIS_URL / BENCH_HUB_ENV   as in the other benchmarks
+// Results go to bench/results/messaging.json. Exit 0 when every run measured cleanly (PASS or
+// BELOW TARGET is printed), 1 on failures, 2 when PostgreSQL or Redis is unreachable.
+
+import { spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { cpus } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { envNumber, fmt, freshHubSettings, log, percentile, round, rpc, runBench, startHubProcess, UsageError } from './lib.js';
+
+const require = createRequire(import.meta.url);
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '..');
+const TARGET_SENDS_PER_SEC = 1500;
+const TARGET_BLOCKING_P50_MS = 10;
+
+function settings() {
+  const hubEnv = {};
+  for (const pair of (process.env.BENCH_HUB_ENV || '').split(/\s+/).filter(Boolean)) {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new UsageError(`BENCH_HUB_ENV entries must be NAME=value (got "${pair}")`);
+    hubEnv[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return {
+    duration: envNumber('BENCH_DURATION', 10, 1),
+    warmup: envNumber('BENCH_WARMUP', 3, 0),
+    connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
+    blockingRequests: Math.round(envNumber('BENCH_BLOCKING_REQUESTS', 300, 10)),
+    blockingConcurrency: Math.round(envNumber('BENCH_BLOCKING_CONCURRENCY', 16, 1)),
+    hubEnv,
+    pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+    redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
+  };
+}
+
+/** The echo server in its own process, so it does not share autocannon's event loop. */
+async function startEchoProcess(cleanups) {
+  const code = `import(${JSON.stringify(join(HERE, 'lib.js'))}).then((m) => m.startEchoServer()).then((s) => console.log(s.url));`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  cleanups.push(() => child.kill('SIGTERM'));
+  const url = await new Promise((ok, fail) => {
+    child.once('exit', (c) => fail(new Error(`the echo server exited with ${c}`)));
+    createInterface({ input: child.stdout }).once('line', ok);
+  });
+  return url;
+}
+
+/** One autocannon run against `url` with one JSON body; JSON-RPC errors count as failures. */
+async function measure(label, url, headers, body, opts) {
+  const autocannon = require('autocannon');
+  const once = (seconds) =>
+    new Promise((ok, fail) => {
+      autocannon(
+        {
+          url,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body,
+          connections: opts.connections,
+          duration: seconds,
+          timeout: 10,
+          verifyBody: (text) => text.startsWith('{"jsonrpc":"2.0","id":1,"result":'),
+        },
+        (err, result) => (err ? fail(err) : ok(result)),
+      );
+    });
+  if (opts.warmup > 0) await once(opts.warmup);
+  log(`[${label}] measuring ${opts.duration} s…`);
+  const result = await once(opts.duration);
+  const ok = result['2xx'] - result.mismatches;
+  const failed = result.errors + result.timeouts + result.non2xx + result.mismatches;
+  const summary = { valid: failed === 0 && ok > 0, failed, perSec: round(ok / result.duration, 0), p50: result.latency.p50, p99: result.latency.p99 };
+  log(`[${label}] ${summary.valid ? `${fmt(summary.perSec)} req/s, p50 ${summary.p50} ms, p99 ${summary.p99} ms` : `INVALID RUN: ${failed} failed`}`);
+  return summary;
+}
+
+/**
+ * A connected echo agent: `pollers` long-polls of its inbox; each delivery's task is completed with
+ * the delivered parts as an artifact, then acknowledged.
+ */
+function startEchoAgent(hubUrl, apiKey, pollers) {
+  let running = true;
+  let failures = 0;
+  const loop = async () => {
+    while (running) {
+      const polled = await rpc(hubUrl, '/a2a', apiKey, 'x-hub/inbox.poll', { wait_ms: 1000, max: 50 });
+      if (polled.error) {
+        failures += 1;
+        continue;
+      }
+      await Promise.all(
+        polled.result.deliveries.map(async (d) => {
+          const done = await rpc(hubUrl, '/a2a', apiKey, 'x-hub/tasks.update', {
+            task_id: d.task_id,
+            state: 'completed',
+            artifacts: [{ name: 'echo', parts: d.message.parts }],
+          });
+          if (done.error) failures += 1;
+          await rpc(hubUrl, '/a2a', apiKey, 'x-hub/inbox.ack', { delivery_id: d.delivery_id });
+        }),
+      );
+    }
+  };
+  const loops = Array.from({ length: pollers }, loop);
+  return {
+    failures: () => failures,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+async function blockingSend(hubUrl, apiKey, to, text) {
+  const started = process.hrtime.bigint();
+  const reply = await rpc(hubUrl, '/a2a', apiKey, 'SendMessage', {
+    message: { role: 'user', parts: [{ kind: 'text', text }] },
+    configuration: { agentId: to, blocking: true },
+  });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  const ok = reply.result?.status?.state === 'completed' && reply.result.artifacts?.[0]?.parts?.[0]?.text === text;
+  return { ms, ok };
+}
+
+async function run(cleanups) {
+  const opts = settings();
+  log('AgentHub benchmark: SendMessage (non-blocking and blocking to a connected echo agent) vs bare Koa echo, same run');
+  log(`  ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s measured per autocannon run; node ${process.version}, ${cpus().length} CPUs`);
+  const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
+  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, ...opts.hubEnv });
+  cleanups.push(() => hub.stop());
+  log(`  hub up at ${hub.url} on PostgreSQL and Redis`);
+  const echoUrl = await startEchoProcess(cleanups);
+
+  const agent = async (name) => {
+    const created = await rpc(hub.url, '/admin', adminToken, 'agents.create', { tenant_id: `bench-${id}`, name, create_tenant: true });
+    if (created.error) throw new Error(`agents.create failed: ${JSON.stringify(created.error)}`);
+    return { agentId: created.result.agent.id, apiKey: created.result.api_key };
+  };
+  const sender = await agent('sender');
+  const queue = await agent('offline recipient');
+  const echoer = await agent('echo agent');
+
+  const sendBody = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'SendMessage',
+    params: { message: { role: 'user', parts: [{ kind: 'text', text: 'benchmark message' }] }, configuration: { agentId: queue.agentId } },
+  });
+  const echo = await measure('echo baseline', echoUrl, {}, sendBody, opts);
+  const sends = await measure('SendMessage non-blocking', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, sendBody, opts);
+
+  const echoAgent = startEchoAgent(hub.url, echoer.apiKey, 4);
+  cleanups.push(() => echoAgent.stop());
+  for (let i = 0; i < 20; i += 1) {
+    const warm = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `warm ${i}`);
+    if (!warm.ok) throw new Error('a blocking send to the echo agent did not come back completed with its echo');
+  }
+  log(`[blocking round trip] ${opts.blockingRequests} sends one at a time…`);
+  const latencies = [];
+  let blockingFailed = 0;
+  for (let i = 0; i < opts.blockingRequests; i += 1) {
+    const r = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `m${i}`);
+    if (r.ok) latencies.push(r.ms);
+    else blockingFailed += 1;
+  }
+  latencies.sort((a, b) => a - b);
+  const single = { valid: blockingFailed === 0, failed: blockingFailed, p50: round(percentile(latencies, 50), 2), p99: round(percentile(latencies, 99), 2) };
+  log(`[blocking round trip] p50 ${single.p50} ms, p99 ${single.p99} ms, ${blockingFailed} failed`);
+
+  log(`[blocking, ${opts.blockingConcurrency} senders] measuring ${opts.duration} s…`);
+  const until = Date.now() + opts.duration * 1000;
+  const concurrentLatencies = [];
+  let concurrentFailed = 0;
+  const startedAt = Date.now();
+  await Promise.all(
+    Array.from({ length: opts.blockingConcurrency }, async (_, s) => {
+      for (let i = 0; Date.now() < until; i += 1) {
+        const r = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `c${s}-${i}`);
+        if (r.ok) concurrentLatencies.push(r.ms);
+        else concurrentFailed += 1;
+      }
+    }),
+  );
+  concurrentLatencies.sort((a, b) => a - b);
+  const concurrent = {
+    valid: concurrentFailed === 0,
+    failed: concurrentFailed,
+    perSec: round(concurrentLatencies.length / ((Date.now() - startedAt) / 1000), 0),
+    p50: round(percentile(concurrentLatencies, 50), 2),
+    p99: round(percentile(concurrentLatencies, 99), 2),
+  };
+  log(`[blocking, ${opts.blockingConcurrency} senders] ${fmt(concurrent.perSec)} round trips/s, p50 ${concurrent.p50} ms, p99 ${concurrent.p99} ms, ${concurrentFailed} failed`);
+  await echoAgent.stop();
+  if (echoAgent.failures()) log(`  the echo agent saw ${echoAgent.failures()} failed calls`);
+
+  const valid = echo.valid && sends.valid && single.valid && concurrent.valid && echoAgent.failures() === 0;
+  const verdict = (ok) => (ok ? 'PASS' : 'BELOW TARGET');
+  log('');
+  log(`echo baseline                 ${fmt(echo.perSec)} req/s`);
+  log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s (ratio to echo ${(sends.perSec / echo.perSec).toFixed(3)})   target ≥ ${fmt(TARGET_SENDS_PER_SEC)}/s   ${verdict(sends.perSec >= TARGET_SENDS_PER_SEC)}`);
+  log(`blocking round trip (single)  p50 ${single.p50} ms, p99 ${single.p99} ms   target p50 < ${TARGET_BLOCKING_P50_MS} ms   ${verdict(single.p50 < TARGET_BLOCKING_P50_MS)}`);
+  log(`blocking round trips (${opts.blockingConcurrency})     ${fmt(concurrent.perSec)}/s, p50 ${concurrent.p50} ms, p99 ${concurrent.p99} ms`);
+
+  const report = {
+    benchmark: 'messaging',
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    settings: { ...opts, pgUrl: undefined, redisUrl: undefined },
+    echo,
+    nonBlocking: sends,
+    blockingSingle: single,
+    blockingConcurrent: concurrent,
+    targets: { sendsPerSec: TARGET_SENDS_PER_SEC, blockingP50Ms: TARGET_BLOCKING_P50_MS },
+  };
+  await mkdir(join(HERE, 'results'), { recursive: true });
+  await writeFile(join(HERE, 'results', 'messaging.json'), `${JSON.stringify(report, null, 2)}\n`);
+  log(`Results written to ${join('bench', 'results', 'messaging.json')}`);
+  if (!valid) for (const l of hub.logTail()) console.error(`  hub log: ${l}`);
+  return valid ? 0 : 1;
+}
+
+await runBench(run);
