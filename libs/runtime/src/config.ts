@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_AUTH_CACHE_MS } from './auth-cache.js';
+import { DEFAULT_MAX_CONNECTION_AGE_GRACE_MS, DEFAULT_MAX_CONNECTION_AGE_MS } from './grpc/server.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -32,6 +33,10 @@ const schema = z.object({
   // Ops endpoint of a split-mode service process (/metrics, /healthz, /readyz); host defaults to GRPC_HOST.
   OPS_HOST: z.string().min(1).optional(),
   OPS_PORT: port.default(9090),
+  // gRPC servers recycle client connections this old (clients re-resolve DNS and reach replicas
+  // added since); calls running on a recycled connection get the grace to finish.
+  GRPC_MAX_CONNECTION_AGE_MS: positiveInt.default(DEFAULT_MAX_CONNECTION_AGE_MS),
+  GRPC_MAX_CONNECTION_AGE_GRACE_MS: positiveInt.default(DEFAULT_MAX_CONNECTION_AGE_GRACE_MS),
   IDENTITY_ADDR: z.string().min(1).optional(),
   WORKSPACE_ADDR: z.string().min(1).optional(),
   SECRETS_ADDR: z.string().min(1).optional(),
@@ -41,6 +46,9 @@ const schema = z.object({
   MESSAGING_BLOCKING_MS: positiveInt.max(60_000).default(60_000),
   MESSAGING_SWEEP_MS: positiveInt.default(5_000),
   MESSAGING_ONLINE_MS: positiveInt.default(60_000),
+  // How long a delivery handed to a connected agent stays hidden, waiting for its ack, before it is
+  // handed out again (same delivery id).
+  MESSAGING_CLAIM_MS: positiveInt.default(30_000),
   HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),

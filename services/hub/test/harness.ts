@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@agenthub/runtime';
-import { testLogger, type Backend } from '@agenthub/testing';
+import { backends, testLogger, type Backend, type ProvisionedBackend } from '@agenthub/testing';
 import { startHub, type RunningHub } from '@agenthub/hub';
+import { splitCredentials, splitMode, startSplitStack, type SplitMode, type SplitStack } from './split-hub.js';
 
 export interface RpcReply {
   status: number;
@@ -28,13 +29,37 @@ export interface TestHub extends RunningHub {
   ok(key: string, method: string, params?: unknown): Promise<any>;
   admin(method: string, params?: unknown): Promise<any>;
   agent(tenant: string, name: string, id?: string): Promise<Agent>;
+  /** Stops this hub and starts a new one on the same database, Redis prefix and data directory. */
+  restart(): Promise<TestHub>;
 }
 
 let nextId = 1;
 
-export async function startTestHub(backend: Backend, env: Record<string, string> = {}): Promise<TestHub> {
+/** How a suite runs the hub: all-in-one on a backend, or split mode (split-hub.ts). */
+export type HubMode = Backend | SplitMode;
+
+/**
+ * The modes an end-to-end suite covers: the all-in-one hub on every backend, plus split mode (one
+ * process per service, replicas behind the gateway) when real PostgreSQL and Redis are there.
+ * AGENTHUB_TEST_SPLIT=0 leaves split mode out (a quicker local run).
+ */
+export function hubModes(): HubMode[] {
+  const all: HubMode[] = backends();
+  const real = backends().find((backend) => backend.name === 'postgres+redis');
+  return real && process.env.AGENTHUB_TEST_SPLIT !== '0' ? [...all, splitMode(real)] : all;
+}
+
+export async function startTestHub(mode: SplitMode, env?: Record<string, string>): Promise<TestHub & SplitStack>;
+export async function startTestHub(mode: HubMode, env?: Record<string, string>): Promise<TestHub>;
+export async function startTestHub(backend: HubMode, env: Record<string, string> = {}): Promise<TestHub> {
   const provisioned = await backend.provision();
   const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-test-'));
+  if (backend.name !== 'split') return startOn(provisioned, dataDir, env, false);
+  // Chosen once, so that restart() brings the processes back with the same keys.
+  return startOn(provisioned, dataDir, { ...splitCredentials(), ...env }, true);
+}
+
+async function startOn(provisioned: ProvisionedBackend, dataDir: string, env: Record<string, string>, split: boolean): Promise<TestHub> {
   const config = loadConfig({
     HUB_PORT: '0',
     HUB_DATA_DIR: dataDir,
@@ -44,7 +69,7 @@ export async function startTestHub(backend: Backend, env: Record<string, string>
     REDIS_PREFIX: provisioned.redisPrefix,
     ...env,
   });
-  const hub = await startHub(config, testLogger());
+  const hub = split ? await startSplitStack(provisioned, { HUB_DATA_DIR: dataDir, ...env }) : await startHub(config, testLogger());
 
   const call: TestHub['call'] = async (key, method, params = {}, options = {}) => {
     const headers: Record<string, string> = { 'Content-Type': 'application/json', ...options.headers };
@@ -78,10 +103,17 @@ export async function startTestHub(backend: Backend, env: Record<string, string>
       const result = await admin('agents.create', { tenant_id: tenant, name, create_tenant: true, ...(id ? { agent_id: id } : {}) });
       return { agent_id: result.agent.id, tenant_id: result.agent.tenant_id, api_key: result.api_key, key_id: result.key.id };
     },
-    async stop() {
+    async restart() {
       await hub.stop();
-      await provisioned.dispose();
-      await rm(dataDir, { recursive: true, force: true });
+      return startOn(provisioned, dataDir, env, split);
+    },
+    async stop() {
+      try {
+        await hub.stop();
+      } finally {
+        await provisioned.dispose();
+        await rm(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }
