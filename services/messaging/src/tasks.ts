@@ -22,6 +22,11 @@ export interface MessagingLimits {
   defaultTtlSeconds: number;
   /** Messages and parts per message. */
   maxParts: number;
+  /**
+   * Messages, and artifacts, one task may hold: both live in the task row, so an endless
+   * conversation on one task would make every read of it slower. Continue in a new task instead.
+   */
+  maxTaskItems: number;
 }
 
 export const DEFAULT_LIMITS: MessagingLimits = {
@@ -31,7 +36,19 @@ export const DEFAULT_LIMITS: MessagingLimits = {
   claimMs: 30_000,
   defaultTtlSeconds: 30 * 24 * 3600,
   maxParts: 100,
+  maxTaskItems: 1000,
 };
+
+/** Refuses a change that would grow the task past `maxTaskItems` messages or artifacts. */
+function checkTaskSize(env: MessagingEnv, task: TaskRecord, addedMessages: number, addedArtifacts: number): void {
+  const max = env.limits.maxTaskItems;
+  if (task.messages.length + addedMessages > max) {
+    throw new HubError(Reason.LIMIT_EXCEEDED, `The task holds its maximum of ${max} messages; continue in a new task`, { field: 'message' });
+  }
+  if (task.artifacts.length + addedArtifacts > max) {
+    throw new HubError(Reason.LIMIT_EXCEEDED, `The task holds its maximum of ${max} artifacts`, { field: 'artifacts' });
+  }
+}
 
 export interface MessagingEnv {
   store: MessagingStore;
@@ -201,6 +218,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
       if (t.state !== 'input-required' && t.state !== 'submitted' && t.state !== 'working') {
         throw HubError.invalidOperation(`Task is ${t.state}; only a task in input-required can be continued`);
       }
+      checkTaskSize(env, t, 1, 0);
       return {
         next: { ...t, state: 'submitted', messages: [...t.messages, messageJson(stored)], updatedAt: now },
         delivery: newDelivery(env, stored, ttl, now),
@@ -342,6 +360,7 @@ export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Ca
   const now = env.now();
   const moved = await env.store.transition(task.id, (t) => {
     if (!UPDATABLE_FROM.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
+    checkTaskSize(env, t, request.message ? 1 : 0, request.artifacts.length);
     const messages = request.message
       ? [...t.messages, messageJson({ ...request.message, role: request.message.role || 'agent', messageId: request.message.messageId || newId('msg') })]
       : t.messages;
