@@ -178,15 +178,15 @@ export async function freshHubSettings(cleanups, { pgUrl, redisUrl }) {
   };
 }
 
-/** `agenthub serve all` as a child process; resolves once it listens. */
-export async function startHubProcess(root, env) {
+/** `agenthub serve all` as a child process (with `nodeArgs`, e.g. --cpu-prof); resolves once it listens. */
+export async function startHubProcess(root, env, nodeArgs = []) {
   const { spawn } = await import('node:child_process');
   const { createInterface } = await import('node:readline');
   const { join } = await import('node:path');
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|NODE_OPTIONS$)/.test(k)),
   );
-  const child = spawn(process.execPath, [join(root, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
+  const child = spawn(process.execPath, [...nodeArgs, join(root, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
     cwd: root,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,6 +1,7 @@
 import { messagingv1 } from '@agenthub/proto';
 import type { Db, Kv, ServiceHandlers } from '@agenthub/runtime';
 import { ackDelivery, pollInbox } from './inbox.js';
+import { Recipients } from './recipients.js';
 import { MessagingStore } from './store.js';
 import { watchTask } from './streams.js';
 import {
@@ -27,6 +28,7 @@ export function messagingEnv(deps: {
   return {
     store: new MessagingStore(deps.db),
     identity: deps.identity,
+    recipients: new Recipients(deps.identity),
     kv: deps.kv,
     limits: { ...DEFAULT_LIMITS, ...deps.limits },
     now: deps.now ?? Date.now,

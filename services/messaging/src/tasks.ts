@@ -1,6 +1,7 @@
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, type CallContext, type Client, type Kv } from '@agenthub/runtime';
+import type { Recipients } from './recipients.js';
 import { TERMINAL, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
 
 const { TaskState } = messagingv1;
@@ -53,6 +54,7 @@ function checkTaskSize(env: MessagingEnv, task: TaskRecord, addedMessages: numbe
 export interface MessagingEnv {
   store: MessagingStore;
   identity: IdentityClient;
+  recipients: Recipients;
   kv: Kv;
   limits: MessagingLimits;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
@@ -230,7 +232,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   } else {
     const recipientId = request.recipientAgentId;
     if (!recipientId) throw HubError.invalidParams('configuration.agentId', 'is required');
-    const { agent } = await env.identity.getAgent({ agentId: recipientId }, { parent: ctx });
+    const agent = await env.recipients.get(recipientId, ctx);
     if (!agent) throw new HubError(Reason.NOT_FOUND, 'Agent not found', { field: 'configuration.agentId' });
     if (agent.tenantId !== caller.tenantId) {
       const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agent.id }, { parent: ctx });
