@@ -1,5 +1,7 @@
 // Helpers shared by the benchmark scripts: backends, JSON-RPC calls and output.
 
+import { readFileSync } from 'node:fs';
+
 export class UsageError extends Error {}
 export class Unreachable extends Error {}
 
@@ -270,3 +272,28 @@ export function percentile(sorted, p) {
   if (!sorted.length) return null;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
+
+/** BENCH_HUB_ENV, "NAME=value NAME=value", as an object of extra hub settings. */
+export function parseHubEnv(raw = process.env.BENCH_HUB_ENV || '') {
+  const hubEnv = {};
+  for (const pair of raw.split(/\s+/).filter(Boolean)) {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new UsageError(`BENCH_HUB_ENV entries must be NAME=value (got "${pair}")`);
+    hubEnv[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return hubEnv;
+}
+
+/** CPU time (user + system) of a process in clock ticks, from /proc; 0 where there is none. */
+export function processTicks(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** Linux's USER_HZ: 100 on every mainstream architecture. */
+export const TICKS_PER_SECOND = 100;

@@ -28,7 +28,7 @@ import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { envNumber, fmt, freshHubSettings, log, percentile, round, rpc, runBench, startHubProcess, UsageError } from './lib.js';
+import { envNumber, fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -37,19 +37,13 @@ const TARGET_SENDS_PER_SEC = 1500;
 const TARGET_BLOCKING_P50_MS = 10;
 
 function settings() {
-  const hubEnv = {};
-  for (const pair of (process.env.BENCH_HUB_ENV || '').split(/\s+/).filter(Boolean)) {
-    const at = pair.indexOf('=');
-    if (at < 1) throw new UsageError(`BENCH_HUB_ENV entries must be NAME=value (got "${pair}")`);
-    hubEnv[pair.slice(0, at)] = pair.slice(at + 1);
-  }
   return {
     duration: envNumber('BENCH_DURATION', 10, 1),
     warmup: envNumber('BENCH_WARMUP', 3, 0),
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
     blockingRequests: Math.round(envNumber('BENCH_BLOCKING_REQUESTS', 300, 10)),
     blockingConcurrency: Math.round(envNumber('BENCH_BLOCKING_CONCURRENCY', 16, 1)),
-    hubEnv,
+    hubEnv: parseHubEnv(),
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
   };

@@ -24,16 +24,13 @@
 // Exit status: 0 when every run measured cleanly, whatever the ratio (PASS or BELOW TARGET is
 // printed); 1 when a run had failures or setup failed; 2 when PostgreSQL or Redis is unreachable.
 
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { cpus, tmpdir } from 'node:os';
+import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, fmt, log, round, rpc, Unreachable, UsageError } from './lib.js';
+import { envNumber, fmt, freshHubSettings, log, parseHubEnv, processTicks, round, rpc, runBench, startHubProcess, TICKS_PER_SECOND } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -44,108 +41,25 @@ const SET_KEYS = 32;
 
 
 function settings() {
-  const number = (name, fallback, min) => {
-    const raw = process.env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isFinite(value) || value < min) throw new UsageError(`${name} must be a number ≥ ${min} (got "${raw}")`);
-    return value;
-  };
-  const hubEnv = {};
-  for (const pair of (process.env.BENCH_HUB_ENV || '').split(/\s+/).filter(Boolean)) {
-    const at = pair.indexOf('=');
-    if (at < 1) throw new UsageError(`BENCH_HUB_ENV entries must be NAME=value (got "${pair}")`);
-    hubEnv[pair.slice(0, at)] = pair.slice(at + 1);
-  }
+  const hubEnv = parseHubEnv();
   return {
-    duration: number('BENCH_DURATION', 10, 1),
-    warmup: number('BENCH_WARMUP', 3, 0),
-    connections: Math.round(number('BENCH_CONNECTIONS', 32, 1)),
-    rounds: Math.round(number('BENCH_ROUNDS', 2, 1)),
-    valueBytes: Math.round(number('BENCH_VALUE_BYTES', 64, 1)),
+    duration: envNumber('BENCH_DURATION', 10, 1),
+    warmup: envNumber('BENCH_WARMUP', 3, 0),
+    connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
+    rounds: Math.round(envNumber('BENCH_ROUNDS', 2, 1)),
+    valueBytes: Math.round(envNumber('BENCH_VALUE_BYTES', 64, 1)),
     hubEnv,
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
   };
 }
 
-async function main() {
-  let opts;
-  try {
-    opts = settings();
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    console.error(`bench: ${err.message}`);
-    process.exit(1);
-  }
-  const cleanups = [];
-  const cleanup = async () => {
-    while (cleanups.length) {
-      try {
-        await cleanups.pop()();
-      } catch (err) {
-        console.error(`bench: cleanup step failed: ${err?.message ?? err}`);
-      }
-    }
-  };
-  let interrupted = false;
-  const onSignal = (signal) => {
-    if (interrupted) return;
-    interrupted = true;
-    console.error(`\nbench: ${signal}, cleaning up…`);
-    cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-
-  let exitCode = 0;
-  try {
-    exitCode = await run(opts, cleanups);
-  } catch (err) {
-    if (err instanceof Unreachable) {
-      console.error(`bench: ${err.message}`);
-      exitCode = 2;
-    } else {
-      console.error(`bench: FAILED: ${err?.stack ?? err}`);
-      exitCode = 1;
-    }
-  } finally {
-    await cleanup();
-  }
-  process.exit(exitCode);
-}
-
-async function run(opts, cleanups) {
-  const id = randomBytes(5).toString('hex');
-  const dbName = `agenthub_bench_${id}`;
-  const redisPrefix = `agenthub_bench_${id}:`;
+async function run(cleanups) {
+  const opts = settings();
   log('AgentHub benchmark: x-hub/workspace.secrets.get and .set vs x-hub/workspace.get, same hub, same run');
   log(`  ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s measured per run, ${opts.rounds} round(s); node ${process.version}, ${cpus().length} CPUs`);
-
-  const pg = (await import('pg')).default;
-  await checkRedis(opts.redisUrl);
-  const databaseUrl = await createDatabase(pg, opts.pgUrl, dbName);
-  cleanups.push(() => dropDatabase(pg, opts.pgUrl, dbName));
-  cleanups.push(() => clearRedisPrefix(opts.redisUrl, redisPrefix));
-  const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-bench-'));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  log(`  database ${dbName}, Redis prefix ${redisPrefix}`);
-
-  const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
-  const hub = await startHub({
-    HUB_HOST: '127.0.0.1',
-    HUB_PORT: '0',
-    HUB_DATA_DIR: dataDir,
-    HUB_ADMIN_TOKEN: adminToken,
-    HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: opts.redisUrl,
-    REDIS_PREFIX: redisPrefix,
-    LOG_LEVEL: 'warn',
-    HUB_METRICS: 'false',
-    HUB_SHUTDOWN_GRACE_MS: '2000',
-    ...opts.hubEnv,
-  });
+  const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
+  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, ...opts.hubEnv });
   cleanups.push(() => hub.stop());
   log(`  hub up at ${hub.url}`);
 
@@ -297,92 +211,10 @@ async function measure(label, hub, apiKey, body, opts) {
     requestsPerSec: round(ok / result.duration, 0),
     p50: result.latency.p50,
     p99: result.latency.p99,
-    cpuMsPerRequest: ticks > 0 && ok > 0 ? round((ticks * 1000) / ticksPerSecond() / ok, 3) : null,
+    cpuMsPerRequest: ticks > 0 && ok > 0 ? round((ticks * 1000) / TICKS_PER_SECOND / ok, 3) : null,
   };
   log(`[${label}] ${summary.valid ? `${fmt(summary.requestsPerSec)} req/s, p50 ${summary.p50} ms, p99 ${summary.p99} ms` : `INVALID RUN: ${failed} failed`}`);
   return summary;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The hub process
-
-async function startHub(env) {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|IDENTITY_ADDR$|WORKSPACE_ADDR$|SECRETS_ADDR$|NODE_OPTIONS$)/.test(k)),
-  );
-  const child = spawn(process.execPath, [join(ROOT, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
-    cwd: ROOT,
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const tail = [];
-  const keep = (line) => {
-    tail.push(line);
-    if (tail.length > 20) tail.shift();
-  };
-  let exited = false;
-  const exit = new Promise((ok) => child.once('exit', (code, signal) => { exited = true; ok({ code, signal }); }));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  const url = await new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the hub did not start within 60 s:\n${tail.join('\n')}`)), 60_000);
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const match = /AgentHub is listening on (\S+)/.exec(line);
-      if (match) {
-        clearTimeout(timer);
-        ok(match[1]);
-      } else keep(line);
-    });
-    createInterface({ input: child.stderr }).on('line', keep);
-    exit.then(({ code, signal }) => {
-      clearTimeout(timer);
-      fail(new Error(`the hub exited (code ${code}, signal ${signal}) before it was ready:\n${tail.join('\n')}`));
-    });
-  });
-  return {
-    url,
-    pid: child.pid,
-    logTail: () => [...tail],
-    async stop() {
-      process.removeListener('exit', killOnExit);
-      if (exited) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exit;
-      clearTimeout(timer);
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Backends
-
-
-
-
-
-// ---------------------------------------------------------------------------------------------
-// Helpers
-
-/** CPU time (user + system) of a process in clock ticks, from /proc; 0 where there is none. */
-function processTicks(pid) {
-  if (!existsSync(`/proc/${pid}/stat`)) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0;
-  }
-}
-
-function ticksPerSecond() {
-  // Linux's USER_HZ is 100 on every mainstream architecture.
-  return 100;
-}
-
-
-
-
-
-await main();
+await runBench(run);

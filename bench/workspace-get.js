@@ -35,7 +35,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, fmt, log, round, rpc, Unreachable, UsageError } from './lib.js';
+import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, log, parseHubEnv, round, rpc, runBench, startEchoServer, UsageError } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -46,71 +46,19 @@ const TARGET_RATIO = 0.25;
 const BACKGROUND_WARN_PERCENT = 15;
 
 // ---------------------------------------------------------------------------------------------
-// The echo server: a bare Koa app answering every POST with {jsonrpc, id, result: params}.
-// Run as `node bench/workspace-get.js --echo-server` (child mode) or through startEcho().
-
-async function startEcho() {
-  const { default: Koa } = await import('koa');
-  const { createServer } = await import('node:http');
-  const app = new Koa();
-  app.silent = true;
-  app.use(async (ctx) => {
-    const chunks = [];
-    for await (const chunk of ctx.req) chunks.push(chunk);
-    let body;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    } catch {
-      ctx.body = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } };
-      return;
-    }
-    ctx.body = { jsonrpc: '2.0', id: body.id ?? null, result: body.params };
-  });
-  const server = createServer(app.callback());
-  // The same keep-alive settings as the gateway's server.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  await new Promise((ok, fail) => {
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', ok);
-  });
-  const { port } = server.address();
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise((ok) => {
-        server.close(() => ok());
-        server.closeAllConnections();
-      }),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
 
 function settings() {
-  const number = (name, fallback, min) => {
-    const raw = process.env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isFinite(value) || value < min) throw new UsageError(`${name} must be a number ≥ ${min} (got "${raw}")`);
-    return value;
-  };
   const mode = process.env.BENCH_MODE || 'child';
   if (mode !== 'child' && mode !== 'inprocess') throw new UsageError(`BENCH_MODE must be child or inprocess (got "${mode}")`);
   const only = process.env.BENCH_ONLY || '';
   if (only && only !== 'hub' && only !== 'echo') throw new UsageError(`BENCH_ONLY must be hub or echo (got "${only}")`);
-  const hubEnv = {};
-  for (const pair of (process.env.BENCH_HUB_ENV || '').split(/\s+/).filter(Boolean)) {
-    const at = pair.indexOf('=');
-    if (at < 1) throw new UsageError(`BENCH_HUB_ENV entries must be NAME=value (got "${pair}")`);
-    hubEnv[pair.slice(0, at)] = pair.slice(at + 1);
-  }
+  const hubEnv = parseHubEnv();
   const profile = process.env.BENCH_PROFILE === '1';
   if (profile && mode !== 'child') throw new UsageError('BENCH_PROFILE=1 needs BENCH_MODE=child');
   return {
-    duration: number('BENCH_DURATION', 10, 1),
-    warmup: number('BENCH_WARMUP', 3, 0),
-    connections: Math.round(number('BENCH_CONNECTIONS', 32, 1)),
+    duration: envNumber('BENCH_DURATION', 10, 1),
+    warmup: envNumber('BENCH_WARMUP', 3, 0),
+    connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
     mode,
     only,
     profile,
@@ -122,56 +70,8 @@ function settings() {
 }
 
 
-async function main() {
-  let opts;
-  try {
-    opts = settings();
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    console.error(`bench: ${err.message}`);
-    process.exit(1);
-  }
-
-  const cleanups = [];
-  const cleanup = async () => {
-    while (cleanups.length) {
-      const step = cleanups.pop();
-      try {
-        await step();
-      } catch (err) {
-        console.error(`bench: cleanup step failed: ${err?.message ?? err}`);
-      }
-    }
-  };
-  // Ctrl-C mid-run still drops the database and stops the children.
-  let interrupted = false;
-  const onSignal = (signal) => {
-    if (interrupted) return;
-    interrupted = true;
-    console.error(`\nbench: ${signal}, cleaning up…`);
-    cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-
-  let exitCode = 0;
-  try {
-    exitCode = await run(opts, cleanups);
-  } catch (err) {
-    if (err instanceof Unreachable) {
-      console.error(`bench: ${err.message}`);
-      exitCode = 2;
-    } else {
-      console.error(`bench: FAILED: ${err?.stack ?? err}`);
-      exitCode = 1;
-    }
-  } finally {
-    await cleanup();
-  }
-  process.exit(exitCode);
-}
-
-async function run(opts, cleanups) {
+async function run(cleanups) {
+  const opts = settings();
   const id = randomBytes(5).toString('hex');
   const dbName = `agenthub_bench_${id}`;
   const redisPrefix = `agenthub_bench_${id}:`;
@@ -245,7 +145,7 @@ async function run(opts, cleanups) {
   if (opts.only !== 'hub') {
     echo = opts.mode === 'child'
       ? await startChild('echo', [...nodeArgs('echo'), fileURLToPath(import.meta.url), '--echo-server'], {}, /ECHO listening on (\S+)/)
-      : { ...(await startEcho()), pid: process.pid };
+      : { ...(await startEchoServer()), pid: process.pid };
     cleanups.push(() => echo.stop());
     const echoed = await rpc(echo.url, '/a2a', apiKey, null, null, body);
     if (echoed.error || echoed.result?.workspace_id !== workspaceId) throw new Error(`the echo server answered ${JSON.stringify(echoed)}`);
@@ -599,11 +499,11 @@ function cpuUsage(a, b, mode) {
 // Entry: the benchmark, or (in child mode) the echo server it spawns.
 
 if (process.argv[2] === '--echo-server') {
-  const echo = await startEcho();
+  const echo = await startEchoServer();
   process.stdout.write(`ECHO listening on ${echo.url}\n`);
   const stop = () => echo.stop().then(() => process.exit(0));
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 } else {
-  await main();
+  await runBench(run);
 }
