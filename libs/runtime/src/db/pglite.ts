@@ -1,7 +1,33 @@
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult } from './db.js';
 import { assertIdentifier } from './db.js';
+
+/**
+ * An empty cluster, dumped after this process created its first one: initdb in WASM takes
+ * seconds, while loading its result takes a fraction, and the all-in-one hub (like every test
+ * stack) creates a cluster per service.
+ */
+let emptyCluster: Promise<Blob> | undefined;
+
+async function createCluster(dataDir: string | undefined): Promise<PGlite> {
+  const options = {
+    ...(dataDir ? { dataDir } : {}),
+    parsers: { [types.INT8]: (value: string) => Number(value) },
+  };
+  const isNew = !dataDir || !existsSync(join(dataDir, 'PG_VERSION'));
+  if (!isNew) return PGlite.create(options);
+  if (emptyCluster) {
+    const template = await emptyCluster.catch(() => undefined);
+    if (template) return PGlite.create({ ...options, loadDataDir: template });
+  }
+  const pg = await PGlite.create(options);
+  emptyCluster ??= pg.dumpDataDir('none');
+  await emptyCluster.catch(() => undefined);
+  return pg;
+}
 
 /**
  * Embedded PostgreSQL (PGlite, WASM) in a data directory: the same SQL as production with
@@ -16,10 +42,7 @@ export class PgliteDb implements Db {
   static async open(options: { dataDir?: string; schema: string }): Promise<PgliteDb> {
     const schema = assertIdentifier(options.schema);
     if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
-    const pg = await PGlite.create({
-      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-      parsers: { [types.INT8]: (value: string) => Number(value) },
-    });
+    const pg = await createCluster(options.dataDir);
     await pg.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path = ${schema}, public;`);
     return new PgliteDb(pg);
   }
