@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # One image for every AgentHub service; the service is the argument:
-#   docker run agenthub gateway      (identity | workspace | secrets | messaging | gateway | all)
+#   docker run agenthub gateway      (identity | workspace | secrets | messaging | events | gateway | all)
 # Build: docker build -t agenthub .
 
 ARG NODE_IMAGE=node:20-slim

@@ -5,7 +5,7 @@ import type { HubConfig } from './config.js';
 import { migrate, openDb, type Db } from './db/index.js';
 import type { ClientOptions } from './grpc/client.js';
 import type { LocalTransport } from './grpc/local.js';
-import { GrpcServer } from './grpc/server.js';
+import { GrpcServer, type GrpcServerOptions } from './grpc/server.js';
 import { openKv, type Kv } from './kv/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -30,6 +30,8 @@ export interface ServiceDeps {
   bus?: Bus;
   /** How often the outbox relay polls (OUTBOX_POLL_MS); each committed outbox write also wakes it. */
   outboxPollMs?: number;
+  /** GRPC_MAX_CONNECTION_AGE_MS and its grace; the server's defaults when absent. */
+  connectionAge?: Pick<GrpcServerOptions, 'maxConnectionAgeMs' | 'maxConnectionAgeGraceMs'>;
 }
 
 /** Options for the clients a service makes of other services, from its own deps. */
@@ -54,7 +56,7 @@ export async function serveGrpc(
 ): Promise<RunningService> {
   await migrate(deps.db, { schema: options.schema, dir: options.migrations, log: deps.log });
   const relayOutbox = deps.bus !== undefined && (await hasOutbox(deps.db));
-  const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalToken: deps.internalToken });
+  const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalToken: deps.internalToken, ...deps.connectionAge });
   register(server);
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
   const port = await server.listen(deps.listen);
@@ -118,6 +120,7 @@ export async function serviceProcess(
       internalToken: config.HUB_INTERNAL_TOKEN,
       bus,
       outboxPollMs: config.OUTBOX_POLL_MS,
+      connectionAge: { maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
     });
     // The ops endpoint (metrics, liveness, readiness) on OPS_HOST:OPS_PORT; readiness turns 503
     // the moment stopping begins, before the gRPC server drains.

@@ -44,8 +44,8 @@ export type HubMode = Backend | SplitMode;
  * AGENTHUB_TEST_SPLIT=0 leaves split mode out (a quicker local run).
  */
 export function hubModes(): HubMode[] {
-  const all: HubMode[] = backends();
-  const real = backends().find((backend) => backend.name === 'postgres+redis');
+  const all = backends();
+  const real = all.find((backend) => backend.name === 'postgres+redis');
   return real && process.env.AGENTHUB_TEST_SPLIT !== '0' ? [...all, splitMode(real)] : all;
 }
 

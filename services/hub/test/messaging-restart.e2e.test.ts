@@ -1,5 +1,4 @@
-import { backends } from '@agenthub/testing';
-import { startTestHub, type Agent, type TestHub } from './harness.js';
+import { hubModes, startTestHub, type Agent, type TestHub } from './harness.js';
 
 /**
  * The whole hub restarted with deliveries queued, over real HTTP: every queued message is still
@@ -9,7 +8,7 @@ import { startTestHub, type Agent, type TestHub } from './harness.js';
 
 const CLAIM_MS = 1000;
 
-describe.each(backends().map((b) => [b.name, b] as const))('restart with queued deliveries (%s)', (_name, backend) => {
+describe.each(hubModes().map((m) => [m.name, m] as const))('restart with queued deliveries (%s)', (_name, backend) => {
   let hub: TestHub;
   let sender: Agent;
   let recipient: Agent;

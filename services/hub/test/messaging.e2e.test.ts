@@ -1,5 +1,4 @@
-import { backends } from '@agenthub/testing';
-import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Messaging end to end over real HTTP on both backends: a sender's SendMessage/GetTask/CancelTask
@@ -16,7 +15,7 @@ const MIXED = [
   { kind: 'data', mimeType: 'application/json', data: '{"rows":3}' },
 ];
 
-describe.each(backends().map((b) => [b.name, b] as const))('messaging over HTTP (%s)', (_name, backend) => {
+describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let sender: Agent;
   let recipient: Agent;

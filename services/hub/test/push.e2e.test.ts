@@ -1,6 +1,5 @@
-import { backends } from '@agenthub/testing';
 import { startEchoAgent, type EchoAgent } from '../../messaging/test/echo-agent.js';
-import { startTestHub, type Agent, type TestHub } from './harness.js';
+import { hubModes, startTestHub, type Agent, type TestHub } from './harness.js';
 
 /**
  * Push agents end to end over real HTTP on both backends: the operator registers an agent with an
@@ -18,7 +17,7 @@ const MIXED = [
   { kind: 'data', mimeType: 'application/json', data: '{"rows":3}' },
 ];
 
-describe.each(backends().map((b) => [b.name, b] as const))('push agents over HTTP (%s)', (_name, backend) => {
+describe.each(hubModes().map((m) => [m.name, m] as const))('push agents over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let remote: EchoAgent;
   let sender: Agent;

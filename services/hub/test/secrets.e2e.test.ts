@@ -1,6 +1,5 @@
 import pg from 'pg';
-import { backends } from '@agenthub/testing';
-import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Workspace secrets end to end: real HTTP into the gateway, gRPC to the secrets service, which
@@ -10,7 +9,7 @@ import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness
 
 const UNKNOWN_WS = 'ws_doesnotexist0000000';
 
-describe.each(backends().map((b) => [b.name, b] as const))('secrets over HTTP (%s)', (_name, backend) => {
+describe.each(hubModes().map((m) => [m.name, m] as const))('secrets over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let owner: Agent;
   let reader: Agent;
@@ -168,8 +167,8 @@ describe.each(backends().map((b) => [b.name, b] as const))('secrets over HTTP (%
     await expectError(call(owner, 'workspace.secrets.get', { workspace_id: workspaceId, key: 'shared' }), -32101, 'Workspace not found');
   });
 
-  const onPostgres = backend.name === 'postgres+redis' ? it : it.skip;
-  const why = backend.name === 'postgres+redis' ? '' : ' (skipped: reads the tables directly, which PGlite keeps inside the hub)';
+  const onPostgres = backend.name !== 'embedded' ? it : it.skip;
+  const why = backend.name !== 'embedded' ? '' : ' (skipped: reads the tables directly, which PGlite keeps inside the hub)';
   onPostgres(`destroys the data key and ciphertexts as soon as the workspace is deleted${why}`, async () => {
     const workspaceId = await staffed();
     await ok(writer, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'doomed', value: unique('doomed') });

@@ -1,5 +1,4 @@
-import { backends } from '@agenthub/testing';
-import { startTestHub, type Agent, type TestHub } from './harness.js';
+import { hubModes, startTestHub, type Agent, type TestHub } from './harness.js';
 
 /**
  * Streams over real HTTP (Server-Sent Events, one JSON-RPC response object per `data:` line):
@@ -52,7 +51,7 @@ class SseReader {
   }
 }
 
-describe.each(backends().map((b) => [b.name, b] as const))('streams over HTTP (%s)', (_name, backend) => {
+describe.each(hubModes().map((m) => [m.name, m] as const))('streams over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let sender: Agent;
   let recipient: Agent;

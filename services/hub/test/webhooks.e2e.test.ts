@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { backends, type Backend } from '@agenthub/testing';
-import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import type { ProvisionedBackend } from '@agenthub/testing';
+import { hubModes, startTestHub, type HubMode, type Agent, type RpcReply, type TestHub } from './harness.js';
 import { signatures, verifySignature, WebhookReceiver, type Received } from './webhook-receiver.js';
 
 /**
@@ -74,7 +74,7 @@ function expectDuplicatesIdentical(requests: readonly Received[]) {
 }
 
 /** A backend that hands out the same database every time, so a second hub finds the first's data. */
-function pinned(provisioned: Awaited<ReturnType<Backend['provision']>>, name: Backend['name']): Backend {
+function pinned(provisioned: ProvisionedBackend, name: HubMode['name']): HubMode {
   return { name, provision: async () => ({ ...provisioned, dispose: async () => undefined }) };
 }
 
@@ -92,7 +92,7 @@ describe('the test receiver\'s signature check', () => {
   });
 });
 
-describe.each(backends().map((b) => [b.name, b] as const))('webhooks over HTTP (%s)', (_name, backend) => {
+describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let receiver: WebhookReceiver;
   let owner: Agent;

@@ -50,7 +50,22 @@ export interface GrpcServerOptions {
   internalToken?: string;
   /** Largest message accepted, in bytes. */
   maxMessageBytes?: number;
+  /**
+   * A connection older than this (±10 % jitter) is told to go away (GOAWAY), so a client opens a
+   * new one, re-resolving DNS first: replicas added by a scale-up get their share of the calls.
+   * Calls already running on the old connection go on for `maxConnectionAgeGraceMs`.
+   */
+  maxConnectionAgeMs?: number;
+  maxConnectionAgeGraceMs?: number;
 }
+
+/** GRPC_MAX_CONNECTION_AGE_MS's default: clients spread over new replicas within about 5 minutes. */
+export const DEFAULT_MAX_CONNECTION_AGE_MS = 5 * 60_000;
+/**
+ * GRPC_MAX_CONNECTION_AGE_GRACE_MS's default: longer than any call the gateway makes (it ends SSE
+ * streams at 30 minutes, and the client resumes them), so connection ageing never cuts a call.
+ */
+export const DEFAULT_MAX_CONNECTION_AGE_GRACE_MS = 31 * 60_000;
 
 /**
  * A grpc-js server whose services are described by protobuf-es descriptors. It answers the
@@ -68,6 +83,8 @@ export class GrpcServer {
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': max,
       'grpc.max_send_message_length': max,
+      'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS,
+      'grpc.max_connection_age_grace_ms': options.maxConnectionAgeGraceMs ?? DEFAULT_MAX_CONNECTION_AGE_GRACE_MS,
     });
     this.addHealth();
   }

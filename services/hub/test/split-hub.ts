@@ -1,0 +1,250 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
+import type { Backend, ProvisionedBackend } from '@agenthub/testing';
+import type { RunningHub } from '@agenthub/hub';
+
+/**
+ * Split mode as operators run it: every service its own built `agenthub serve <service>` process
+ * on loopback, over one real PostgreSQL database (a schema per service, plus the event log's `bus`
+ * schema) and Redis, with two workspace and two messaging replicas behind one gateway
+ * (WORKSPACE_ADDR and MESSAGING_ADDR list both; clients balance round-robin). It runs the compiled
+ * code (`npm run build`, or `npx tsc -b`, first), exactly what the image ships.
+ */
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const BIN = join('services', 'hub', 'bin', 'agenthub.js');
+/** Migrations of a fresh database and the processes' start on a busy 2-core machine. */
+const START_TIMEOUT_MS = 90_000;
+/** Above the shutdown grace the stack gives every process (HUB_SHUTDOWN_GRACE_MS below). */
+const STOP_TIMEOUT_MS = 20_000;
+
+/** The hub mode of a suite that runs in split mode; `provision` gives it its own database. */
+export interface SplitMode {
+  readonly name: 'split';
+  provision(): Promise<ProvisionedBackend>;
+}
+
+/** Split mode over the real backend (split mode needs a shared PostgreSQL and Redis). */
+export function splitMode(real: Backend): SplitMode {
+  return { name: 'split', provision: () => real.provision() };
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** One `agenthub serve <service>` process of the stack. */
+export interface SplitProcess {
+  /** `identity`, `workspace-a`, `workspace-b`, `secrets`, `messaging-a`, `messaging-b`, `events`, `gateway`. */
+  readonly name: string;
+  readonly pid: number;
+  /** Its ops endpoint (`http://127.0.0.1:<OPS_PORT>`); the gateway's own URL for the gateway. */
+  readonly opsUrl: string;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<Exit>;
+  /** Everything it wrote to stdout and stderr so far. */
+  output(): string;
+  /** Sends `signal` and waits for the exit (SIGKILL and a failure after STOP_TIMEOUT_MS). */
+  stop(signal?: NodeJS.Signals): Promise<Exit>;
+}
+
+export type SplitProcessName = 'identity' | 'workspace-a' | 'workspace-b' | 'secrets' | 'messaging-a' | 'messaging-b' | 'events' | 'gateway';
+
+/** A running split-mode hub: what startHub returns, plus its processes. */
+export interface SplitStack extends RunningHub {
+  readonly processes: Readonly<Record<SplitProcessName, SplitProcess>>;
+}
+
+/** Every child this test process started, killed if the test process goes away first. */
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The child's environment: this process's, minus every hub setting it may carry (a developer's
+ * shell, CI), plus the stack's. Only what the stack sets reaches the services.
+ */
+function childEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(HUB_|DATABASE_|REDIS_|GRPC_|OPS_|[A-Z]+_ADDR$|EMBEDDINGS_|QDRANT_|KAFKA_|MESSAGING_|WEBHOOK_|OUTBOX_|LOG_LEVEL$|NODE_OPTIONS$)/.test(key)) continue;
+    env[key] = value;
+  }
+  return { ...env, ...settings };
+}
+
+function spawnProcess(name: string, service: string, env: Record<string, string>, opsUrl: string): SplitProcess {
+  const child = spawn(process.execPath, [BIN, 'serve', service], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let output = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const exited = new Promise<Exit>((resolve) =>
+    child.once('exit', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  return {
+    name,
+    pid: child.pid!,
+    opsUrl,
+    exited,
+    output: () => output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS)));
+      const result = await Promise.race([exited, late]);
+      clearTimeout(timer);
+      if (result === 'late') {
+        child.kill('SIGKILL');
+        await exited;
+        throw new Error(`${name} did not exit within ${STOP_TIMEOUT_MS} ms of ${signal}:\n${output}`);
+      }
+      return result;
+    },
+  };
+}
+
+async function waitReady(proc: SplitProcess): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let exit: Exit | undefined;
+  void proc.exited.then((e) => (exit = e));
+  for (;;) {
+    if (exit) throw new Error(`${proc.name} exited while starting (${exit.code ?? exit.signal}):\n${proc.output()}`);
+    try {
+      const response = await fetch(`${proc.opsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) });
+      if (response.status === 200) return;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) throw new Error(`${proc.name} was not ready within ${START_TIMEOUT_MS} ms:\n${proc.output()}`);
+    await sleep(200);
+  }
+}
+
+/** Fresh operator and internal tokens and a KEK; a stack restarted on the same database needs the same. */
+export function splitCredentials(): Record<'HUB_ADMIN_TOKEN' | 'HUB_INTERNAL_TOKEN' | 'HUB_KEKS', string> {
+  return {
+    HUB_ADMIN_TOKEN: `admin-${randomBytes(16).toString('hex')}`,
+    HUB_INTERNAL_TOKEN: `internal-${randomBytes(16).toString('hex')}`,
+    HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
+  };
+}
+
+/**
+ * Starts the stack on `provisioned` (which must be real PostgreSQL and Redis). `env` reaches every
+ * process after the stack's own settings, so a suite sets what it would set on the all-in-one hub
+ * (MESSAGING_BLOCKING_MS, HUB_WEBHOOK_ALLOW_PRIVATE, HUB_ADMIN_TOKEN, HUB_KEKS, …). Resolves once
+ * every process reports ready; `stop` SIGTERMs them (gateway first) and fails unless each exits 0.
+ */
+export async function startSplitStack(provisioned: ProvisionedBackend, env: Record<string, string> = {}): Promise<SplitStack> {
+  if (!provisioned.databaseUrl || !provisioned.redisUrl) throw new Error('Split mode needs real PostgreSQL and Redis');
+  if (!existsSync(join(ROOT, 'services', 'hub', 'dist', 'cli.js'))) {
+    throw new Error('Split mode runs the built code: run `npm run build` (or `npx tsc -b`) first');
+  }
+  const [idGrpc, idOps, waGrpc, waOps, wbGrpc, wbOps, seGrpc, seOps, maGrpc, maOps, mbGrpc, mbOps, evGrpc, evOps, hubPort] = (await Promise.all(
+    Array.from({ length: 15 }, freePort),
+  )) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
+  const addrs = {
+    identity: `127.0.0.1:${idGrpc}`,
+    workspace: `127.0.0.1:${waGrpc},127.0.0.1:${wbGrpc}`,
+    secrets: `127.0.0.1:${seGrpc}`,
+    messaging: `127.0.0.1:${maGrpc},127.0.0.1:${mbGrpc}`,
+    events: `127.0.0.1:${evGrpc}`,
+  };
+  const common: Record<string, string> = {
+    DATABASE_URL: provisioned.databaseUrl,
+    // Nine processes share the test database server with the other suites.
+    DATABASE_POOL_SIZE: '4',
+    REDIS_URL: provisioned.redisUrl,
+    REDIS_PREFIX: provisioned.redisPrefix,
+    ...splitCredentials(),
+    HUB_SHUTDOWN_GRACE_MS: '5000',
+    HUB_METRICS: 'false',
+    LOG_LEVEL: 'warn',
+    EMBEDDINGS_THREADS: '1',
+    GRPC_HOST: '127.0.0.1',
+    // Servers recycle connections every few seconds (production default: 5 minutes), so every
+    // suite run in split mode also shows that connection ageing cuts no call and no stream.
+    GRPC_MAX_CONNECTION_AGE_MS: '3000',
+    IDENTITY_ADDR: addrs.identity,
+    WORKSPACE_ADDR: addrs.workspace,
+    SECRETS_ADDR: addrs.secrets,
+    MESSAGING_ADDR: addrs.messaging,
+    EVENTS_ADDR: addrs.events,
+    ...env,
+  };
+  const service = (name: string, svc: string, grpcPort: number, opsPort: number) =>
+    spawnProcess(name, svc, { ...common, GRPC_PORT: String(grpcPort), OPS_PORT: String(opsPort) }, `http://127.0.0.1:${opsPort}`);
+  const url = `http://127.0.0.1:${hubPort}`;
+  // Started together, as a deployment rolls out: replicas race for their schema's migrations
+  // (advisory lock), and the gateway waits for its upstreams to become ready.
+  const processes: Record<SplitProcessName, SplitProcess> = {
+    identity: service('identity', 'identity', idGrpc, idOps),
+    'workspace-a': service('workspace-a', 'workspace', waGrpc, waOps),
+    'workspace-b': service('workspace-b', 'workspace', wbGrpc, wbOps),
+    secrets: service('secrets', 'secrets', seGrpc, seOps),
+    'messaging-a': service('messaging-a', 'messaging', maGrpc, maOps),
+    'messaging-b': service('messaging-b', 'messaging', mbGrpc, mbOps),
+    events: service('events', 'events', evGrpc, evOps),
+    gateway: spawnProcess('gateway', 'gateway', { ...common, HUB_HOST: '127.0.0.1', HUB_PORT: String(hubPort) }, url),
+  };
+
+  /** SIGTERMs the gateway, then every service together; fails naming each unclean exit. */
+  const stop = async () => {
+    const results = await Promise.allSettled([processes.gateway.stop()]);
+    const services = Object.values(processes).filter((p) => p !== processes.gateway);
+    results.push(...(await Promise.allSettled(services.map((p) => p.stop()))));
+    const problems = results.flatMap((result, i) => {
+      const proc = i === 0 ? processes.gateway : services[i - 1]!;
+      if (result.status === 'rejected') return [String(result.reason)];
+      const { code, signal } = result.value;
+      // Stopped earlier by a test (SIGKILL to play a crash) is not this stop's failure.
+      if (code === 0 || signal === 'SIGKILL') return [];
+      return [`${proc.name} exited with ${code ?? signal}:\n${proc.output()}`];
+    });
+    if (problems.length) throw new Error(`The split stack did not stop cleanly:\n${problems.join('\n')}`);
+  };
+
+  try {
+    await Promise.all(Object.values(processes).map(waitReady));
+  } catch (err) {
+    await Promise.allSettled(Object.values(processes).map((p) => p.stop('SIGKILL')));
+    throw err;
+  }
+  return {
+    url,
+    adminToken: common.HUB_ADMIN_TOKEN!,
+    services: {
+      [identityv1.IdentityService.typeName]: addrs.identity,
+      [workspacev1.WorkspaceService.typeName]: addrs.workspace,
+      [secretsv1.SecretsService.typeName]: addrs.secrets,
+      [messagingv1.MessagingService.typeName]: addrs.messaging,
+      [eventsv1.EventsService.typeName]: addrs.events,
+    },
+    processes,
+    stop,
+  };
+}
