@@ -1,5 +1,5 @@
 import { identityv1 } from '@agenthub/proto';
-import { createClient, GrpcServer, HubError, LocalTransport, Metrics, Reason, type CallContext } from '@agenthub/runtime';
+import { createClient, GrpcServer, HubError, LocalTransport, Metrics, Reason, waitSignal, type CallContext } from '@agenthub/runtime';
 import { testLogger } from '@agenthub/testing';
 
 type Impl = Partial<Record<string, (request: any, ctx: CallContext) => Promise<unknown>>>;
@@ -105,6 +105,29 @@ describe('gRPC bridge', () => {
     await outer.client.getAgent({}, { principal: { kind: 'agent', agentId: 'a', tenantId: 't' }, timeoutMs: 1500 });
     expect(innerPrincipal).toEqual({ kind: 'agent', agentId: 'a', tenantId: 't' });
     expect(innerDeadline!.getTime()).toBeLessThanOrEqual(before + 1500 + 50);
+  });
+
+  it('on shutdown, a waiting call keeps waiting through the grace, then answers with what it has instead of being cut', async () => {
+    let waited = 0;
+    const { server, client } = await setup(
+      {
+        // Waits like a blocking send: for news that never comes, until told to stop waiting.
+        getAgent: async (req, ctx) => {
+          const started = Date.now();
+          await new Promise<void>((resolve) => waitSignal(ctx).addEventListener('abort', () => resolve(), { once: true }));
+          waited = Date.now() - started;
+          return { agent: { id: req.agentId, name: 'as it stands' } };
+        },
+      },
+      { timeoutMs: 10_000 },
+    );
+    const answer = client.getAgent({ agentId: 'a1' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const stopped = server.shutdown(3000);
+    expect((await answer).agent).toMatchObject({ id: 'a1', name: 'as it stands' });
+    await stopped;
+    // It was told to answer only near the end of the grace (3 s less the last second).
+    expect(waited).toBeGreaterThanOrEqual(1900);
   });
 
   it('refuses calls without the internal token when one is configured', async () => {

@@ -1,6 +1,6 @@
 import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, type CallContext, type Logger } from '@agenthub/runtime';
+import { HubError, waitSignal, type CallContext, type Logger } from '@agenthub/runtime';
 import type { DeliveryRecord } from './store.js';
 import { inboxChannel, onlineKey, taskChannel, type Caller, type MessagingEnv } from './tasks.js';
 
@@ -40,11 +40,12 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
     const woken = new Promise<void>((resolve) => (wake = resolve));
     const unsubscribe = await env.kv.subscribe(inboxChannel(caller.agentId), () => wake());
     const timer = setTimeout(() => wake(), waitMs);
-    ctx.signal.addEventListener('abort', () => wake(), { once: true });
+    const stop = waitSignal(ctx);
+    stop.addEventListener('abort', () => wake(), { once: true });
     try {
       // A send between the first claim and the subscription is caught by claiming once more.
       deliveries = await claim();
-      if (!deliveries.length && !ctx.signal.aborted) {
+      if (!deliveries.length && !stop.aborted) {
         await woken;
         deliveries = await claim();
       }

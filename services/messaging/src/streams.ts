@@ -1,6 +1,6 @@
 import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, type CallContext } from '@agenthub/runtime';
+import { HubError, waitSignal, type CallContext } from '@agenthub/runtime';
 import { TERMINAL, type TransitionRecord } from './store.js';
 import { taskChannel, taskView, visibleTask, type Caller, type MessagingEnv } from './tasks.js';
 
@@ -63,7 +63,8 @@ export async function* watchTask(
     wake();
   });
   const onAbort = () => wake();
-  ctx.signal.addEventListener('abort', onAbort);
+  const stop = waitSignal(ctx);
+  stop.addEventListener('abort', onAbort);
   try {
     // Subscribed before reading, so a transition between the read and the wait still wakes us.
     const task = await visibleTask(env, caller, request.taskId);
@@ -75,7 +76,7 @@ export async function* watchTask(
     } else {
       version = Number(request.afterVersion);
     }
-    while (!ctx.signal.aborted) {
+    while (!stop.aborted) {
       announced = false;
       const transitions = await env.store.transitionsAfter(task.id, version);
       for (const transition of transitions) {
@@ -98,7 +99,7 @@ export async function* watchTask(
       wake = () => undefined;
     }
   } finally {
-    ctx.signal.removeEventListener('abort', onAbort);
+    stop.removeEventListener('abort', onAbort);
     await unsubscribe().catch(() => undefined);
   }
 }

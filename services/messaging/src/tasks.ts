@@ -1,6 +1,6 @@
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { HubError, newId, Reason, type CallContext, type Client, type Kv } from '@agenthub/runtime';
+import { HubError, newId, Reason, waitSignal, type CallContext, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
 import { TERMINAL, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
 
@@ -270,7 +270,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
 
   if (request.blocking && !TERMINAL.has(task.state)) {
-    await waitForSettled(env, task.id, env.limits.blockingMs, ctx.signal);
+    await waitForSettled(env, task.id, env.limits.blockingMs, waitSignal(ctx));
     task = (await env.store.getTask(task.id)) ?? task;
   }
   return { task: taskView(task, request.historyLength) };

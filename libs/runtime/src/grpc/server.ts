@@ -18,7 +18,20 @@ export interface CallContext {
   readonly deadline: Date | undefined;
   /** Aborted when the caller cancels or the deadline passes. */
   readonly signal: AbortSignal;
+  /**
+   * Aborted when the server begins shutting down: calls that wait (blocking sends, long polls,
+   * streams) stop waiting and answer with what they have, so they end cleanly within the grace.
+   */
+  readonly drain?: AbortSignal;
   readonly log: Logger;
+}
+
+/** How long before the end of a shutdown's grace waiting calls are told to answer. */
+const LAST_ANSWER_MS = 1_000;
+
+/** What a waiting handler should stop on: its caller leaving, or the server draining. */
+export function waitSignal(ctx: Pick<CallContext, 'signal' | 'drain'>): AbortSignal {
+  return ctx.drain ? AbortSignal.any([ctx.signal, ctx.drain]) : ctx.signal;
 }
 
 /** A unary handler as called in-process: the server supplies the logger. */
@@ -76,6 +89,7 @@ export class GrpcServer {
   private readonly server: grpc.Server;
   private readonly health = new Map<string, boolean>([['', true]]);
   private readonly active = new Set<AbortController>();
+  private readonly draining = new AbortController();
   private readonly local = new Map<string, LocalHandler>();
 
   constructor(private readonly options: GrpcServerOptions) {
@@ -124,6 +138,11 @@ export class GrpcServer {
   /** Stops taking calls, lets running ones finish for up to `graceMs`, then cancels the rest. */
   async shutdown(graceMs = 10_000): Promise<void> {
     this.setServing(false);
+    // Waiting calls keep waiting through most of the grace (their answer may still come), then
+    // get a last moment to answer with what they have before connections are cut.
+    const answerMs = Math.min(LAST_ANSWER_MS, graceMs / 2);
+    const drain = setTimeout(() => this.draining.abort(), graceMs - answerMs);
+    drain.unref();
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         for (const controller of this.active) controller.abort();
@@ -136,6 +155,7 @@ export class GrpcServer {
         resolve();
       });
     });
+    clearTimeout(drain);
   }
 
   private context(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, controller: AbortController): CallContext {
@@ -146,6 +166,7 @@ export class GrpcServer {
       principal,
       deadline: deadlineDate,
       signal: controller.signal,
+      drain: this.draining.signal,
       log: this.options.log,
     };
   }
@@ -179,7 +200,7 @@ export class GrpcServer {
 
   private wrapUnary(serviceName: string, method: DescMethod, handler: UnaryHandler<DescMethod>): grpc.handleUnaryCall<unknown, unknown> {
     this.local.set(`/${serviceName}/${method.name}`, (request, call) =>
-      this.runUnary(serviceName, method, handler, request, { ...call, log: this.options.log }),
+      this.runUnary(serviceName, method, handler, request, { ...call, drain: this.draining.signal, log: this.options.log }),
     );
     return (call, callback) => {
       const controller = new AbortController();
