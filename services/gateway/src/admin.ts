@@ -4,6 +4,12 @@ import { route, type Clients, type Route } from './route.js';
 import { field } from './params.js';
 import { agentView, keyView, tenantView } from './views.js';
 
+/** An agent as the operator sees it, with what its A2A Agent Card advertises. */
+function agentWithCard(a: identityv1.Agent | undefined) {
+  const view = agentView(a);
+  return view && a ? { ...view, description: a.description, skills: a.skills.map((s) => ({ id: s.id, name: s.name, description: s.description, tags: s.tags })) } : view;
+}
+
 /**
  * Operator methods of `POST /admin`, authorised by the operator token instead of an API key.
  * The `agenthub` command is their client.
@@ -29,6 +35,11 @@ export function adminMethods(clients: Clients): Map<string, Route> {
         endpoint_url: z.string().max(2048).optional(),
         output_modes: z.array(z.string().max(255)).max(32).optional(),
         create_tenant: z.boolean().optional(),
+        description: z.string().max(2000).optional(),
+        skills: z
+          .array(z.object({ id: z.string().min(1).max(64), name: z.string().min(1).max(200), description: z.string().max(2000).optional(), tags: z.array(z.string().max(200)).max(16).optional() }))
+          .max(32)
+          .optional(),
       }),
       request: (p) => ({
         tenantId: p.tenant_id,
@@ -37,18 +48,20 @@ export function adminMethods(clients: Clients): Map<string, Route> {
         endpointUrl: p.endpoint_url ?? '',
         outputModes: p.output_modes ?? [],
         createTenant: p.create_tenant ?? false,
+        description: p.description ?? '',
+        skills: (p.skills ?? []).map((skill) => ({ id: skill.id, name: skill.name, description: skill.description ?? '', tags: skill.tags ?? [] })),
       }),
-      result: (r) => ({ agent: agentView(r.agent), key: keyView(r.key), api_key: r.apiKey, tenant_created: r.tenantCreated }),
+      result: (r) => ({ agent: agentWithCard(r.agent), key: keyView(r.key), api_key: r.apiKey, tenant_created: r.tenantCreated }),
     })],
     ['agents.get', route(clients, id, 'getAgent', {
       params: z.object({ agent_id: field.agentId }),
       request: (p) => ({ agentId: p.agent_id }),
-      result: (r) => ({ agent: agentView(r.agent) }),
+      result: (r) => ({ agent: agentWithCard(r.agent) }),
     })],
     ['agents.list', route(clients, id, 'listAgents', {
       params: z.object({ tenant_id: z.string().max(63).optional() }),
       request: (p) => ({ tenantId: p.tenant_id ?? '' }),
-      result: (r) => ({ agents: r.agents.map(agentView) }),
+      result: (r) => ({ agents: r.agents.map(agentWithCard) }),
     })],
     ['keys.create', route(clients, id, 'createApiKey', {
       params: z.object({ agent_id: field.agentId }),

@@ -5,6 +5,7 @@ import { isOperator, type Authenticator } from './auth.js';
 import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
 import { writeSse } from './sse.js';
+import { cardResponse, hubCard, type A2aRpcHandler } from './a2a/index.js';
 
 export interface Readiness {
   ready: boolean;
@@ -14,6 +15,10 @@ export interface Readiness {
 export interface GatewayAppOptions {
   agentRpc: JsonRpcHandler;
   adminRpc: JsonRpcHandler;
+  /** Strict A2A 1.0 on `/agents/{agentId}/a2a/v1`. */
+  a2aRpc: A2aRpcHandler;
+  /** An agent's Agent Card for `baseUrl`, or undefined when there is no such agent. */
+  agentCard: (agentId: string, baseUrl: string, signal?: AbortSignal) => Promise<Record<string, unknown> | undefined>;
   authenticator: Authenticator;
   adminToken: string;
   maxBodyBytes: number;
@@ -23,6 +28,9 @@ export interface GatewayAppOptions {
 }
 
 const AGENT_PATH = /^\/agents\/([^/]+)\/a2a$/;
+const STRICT_A2A_PATH = /^\/agents\/([^/]+)\/a2a\/v1$/;
+const AGENT_CARD_PATH = /^\/agents\/([^/]+)\/\.well-known\/agent-card\.json$/;
+const HUB_CARD_PATH = '/.well-known/agent-card.json';
 
 class BodyTooLarge extends Error {}
 
@@ -45,12 +53,16 @@ export function createApp(options: GatewayAppOptions): Koa {
     }
     const routeLabel = ctx.path === '/a2a' || ctx.path === '/admin' || ctx.path.startsWith('/health') || ctx.path === '/readyz' || ctx.path === '/metrics'
       ? ctx.path
-      : AGENT_PATH.test(ctx.path) ? '/agents/:id/a2a' : 'other';
+      : AGENT_PATH.test(ctx.path) ? '/agents/:id/a2a'
+      : STRICT_A2A_PATH.test(ctx.path) ? '/agents/:id/a2a/v1'
+      : AGENT_CARD_PATH.test(ctx.path) ? '/agents/:id/.well-known/agent-card.json'
+      : ctx.path === HUB_CARD_PATH ? HUB_CARD_PATH : 'other';
     options.metrics.httpRequests.inc({ route: routeLabel, status: String(ctx.status) });
   });
 
   app.use(async (ctx) => {
-    const agentPath = AGENT_PATH.exec(ctx.path);
+    const strictPath = STRICT_A2A_PATH.exec(ctx.path);
+    const agentPath = AGENT_PATH.exec(ctx.path) ?? strictPath;
     const rpcPath = ctx.path === '/a2a' || ctx.path === '/admin' || agentPath;
     if (rpcPath && ctx.method !== 'POST') {
       ctx.set('Allow', 'POST');
@@ -71,6 +83,22 @@ export function createApp(options: GatewayAppOptions): Koa {
     if (ctx.method === 'GET' && ctx.path === '/metrics') {
       ctx.type = options.metrics.registry.contentType;
       ctx.body = await options.metrics.registry.metrics();
+      return;
+    }
+    const cardPath = AGENT_CARD_PATH.exec(ctx.path);
+    if ((cardPath || ctx.path === HUB_CARD_PATH) && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      // Cards name absolute URLs; this hub's as the caller reached it.
+      const baseUrl = `${ctx.protocol}://${ctx.host}`;
+      const card = cardPath ? await options.agentCard(decodeURIComponent(cardPath[1]!), baseUrl) : hubCard(baseUrl);
+      if (!card) {
+        ctx.status = 404;
+        ctx.body = { error: 'Agent not found' };
+        return;
+      }
+      const answer = cardResponse(card, ctx.get('If-None-Match') || undefined);
+      ctx.set(answer.headers);
+      ctx.status = answer.status;
+      if (answer.body) ctx.body = answer.body;
       return;
     }
     if (!rpcPath) {
@@ -119,7 +147,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       }
     }
 
-    const handler = ctx.path === '/admin' ? options.adminRpc : options.agentRpc;
+    const handler = ctx.path === '/admin' ? options.adminRpc : strictPath ? options.a2aRpc : options.agentRpc;
     if (!parsed) {
       ctx.body = handler.parseError();
       return;

@@ -14,6 +14,8 @@ Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/
   agenthub tenants list
   agenthub agents create --tenant <tenant-id> --name <name> [--id <agent-id>] [--endpoint <url>]
                          [--output-modes <mime,mime>]      (creates the tenant when missing)
+                         [--description <text>] [--skill <id>:<name>[:<description>]]...
+                                                   what the agent's A2A Agent Card advertises
   agenthub agents list [--tenant <tenant-id>]
   agenthub agents get <agent-id>
   agenthub keys create --agent <agent-id>
@@ -29,7 +31,7 @@ Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/
 Options: --json (print the result as JSON), --url <hub url> (default HUB_URL or
 http://127.0.0.1:<HUB_PORT|8080>), --token <operator token>.`;
 
-type Flags = Record<string, string | boolean | undefined>;
+type Flags = Record<string, string | string[] | boolean | undefined>;
 
 type Main = (config: HubConfig, log: Logger) => Promise<Stop>;
 
@@ -81,6 +83,8 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
         ...(values.id ? { agent_id: values.id } : {}),
         ...(values.endpoint ? { endpoint_url: values.endpoint } : {}),
         ...(values['output-modes'] ? { output_modes: String(values['output-modes']).split(',').map((m) => m.trim()).filter(Boolean) } : {}),
+        ...(values.description ? { description: values.description } : {}),
+        ...(Array.isArray(values.skill) ? { skills: values.skill.map(skillFlag) } : {}),
       },
     );
     const flat = {
@@ -171,6 +175,8 @@ async function run(argv: string[]): Promise<void> {
       id: { type: 'string' },
       endpoint: { type: 'string' },
       'output-modes': { type: 'string' },
+      description: { type: 'string' },
+      skill: { type: 'string', multiple: true },
       agent: { type: 'string' },
       workspace: { type: 'string' },
       model: { type: 'string' },
@@ -198,7 +204,14 @@ async function run(argv: string[]): Promise<void> {
   await command({ admin, values, arg, print });
 }
 
-function need(value: string | boolean | undefined, what: string): string {
+/** `--skill id:name[:description]`; the description may itself hold colons. */
+function skillFlag(value: string): { id: string; name: string; description: string } {
+  const [id = '', name = '', ...rest] = value.split(':');
+  if (!id || !name) throw new AdminError(`--skill ${value}: expected <id>:<name>[:<description>]`);
+  return { id, name, description: rest.join(':') };
+}
+
+function need(value: Flags[string], what: string): string {
   if (typeof value !== 'string' || value === '') throw new AdminError(`Missing ${what}`);
   return value;
 }

@@ -1,6 +1,6 @@
 import { HubError, isUniqueViolation, newId, Reason } from '@agenthub/runtime';
 import { issueKey, type IssuedKey } from './keys.js';
-import type { AgentRecord, IdentityStore } from './store.js';
+import type { AgentRecord, AgentSkillRecord, IdentityStore } from './store.js';
 
 /** A validated CreateAgent request. */
 export interface NewAgent {
@@ -10,6 +10,9 @@ export interface NewAgent {
   agentId: string | undefined;
   endpointUrl: string;
   outputModes: string[];
+  /** For the agent's Agent Card. */
+  description: string;
+  skills: AgentSkillRecord[];
   /** Create the tenant (named after its id) when it does not exist. */
   createTenant: boolean;
 }
@@ -38,6 +41,8 @@ export function createAgent(store: IdentityStore, input: NewAgent): Promise<Crea
         name: input.name,
         endpointUrl: input.endpointUrl,
         outputModes: input.outputModes,
+        description: input.description,
+        skills: input.skills,
         at: now,
       });
     } catch (err) {

@@ -47,6 +47,8 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandle
         agentId: req.agentId === '' ? undefined : valid.agentId(req.agentId),
         endpointUrl: valid.endpointUrl(req.endpointUrl),
         outputModes: valid.outputModes(req.outputModes),
+        description: valid.description(req.description),
+        skills: valid.skills(req.skills),
         createTenant: req.createTenant,
       });
     },

@@ -24,6 +24,16 @@ export interface AgentRecord {
   endpointUrl: string;
   outputModes: string[];
   createdAt: bigint;
+  description: string;
+  skills: AgentSkillRecord[];
+}
+
+/** One skill of an agent's Agent Card. */
+export interface AgentSkillRecord {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
 }
 
 export interface ApiKeyRecord {
@@ -74,6 +84,8 @@ interface AgentRow {
   endpoint_url: string;
   output_modes: string[];
   created_at: number;
+  description: string;
+  skills: AgentSkillRecord[];
 }
 
 interface ApiKeyRow {
@@ -103,6 +115,8 @@ const agentOf = (r: AgentRow): AgentRecord => ({
   endpointUrl: r.endpoint_url,
   outputModes: r.output_modes,
   createdAt: BigInt(r.created_at),
+  description: r.description,
+  skills: r.skills,
 });
 
 const keyOf = (r: ApiKeyRow): ApiKeyRecord => ({
@@ -163,9 +177,9 @@ export class IdentityStore {
   /** Throws a unique violation when the id is taken. */
   async insertAgent(agent: Omit<AgentRecord, 'createdAt'> & { at: number }): Promise<AgentRecord> {
     const { rows } = await this.q.query<AgentRow>(
-      `INSERT INTO agents (id, tenant_id, name, endpoint_url, output_modes, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-      [agent.id, agent.tenantId, agent.name, agent.endpointUrl, agent.outputModes, agent.at],
+      `INSERT INTO agents (id, tenant_id, name, endpoint_url, output_modes, created_at, description, skills)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING *`,
+      [agent.id, agent.tenantId, agent.name, agent.endpointUrl, agent.outputModes, agent.at, agent.description, JSON.stringify(agent.skills)],
     );
     return agentOf(rows[0] as AgentRow);
   }

@@ -1,6 +1,6 @@
 import { identityv1 } from '@agenthub/proto';
 import { HubError } from '@agenthub/runtime';
-import type { StoredGrantStatus } from './store.js';
+import type { AgentSkillRecord, StoredGrantStatus } from './store.js';
 
 const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 // Agent ids appear in URL paths (`/agents/{agentId}/a2a`), so only path-safe characters.
@@ -85,6 +85,34 @@ export function outputModes(values: readonly string[]): string[] {
     modes.add(value.toLowerCase());
   });
   return [...modes];
+}
+
+const DESCRIPTION_MAX = 2000;
+const SKILLS_MAX = 32;
+const TAGS_MAX = 16;
+const SKILL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** Optional free text for the agent's Agent Card. */
+export function description(value: string, field = 'description'): string {
+  const text = value.trim();
+  if (text.length > DESCRIPTION_MAX) throw HubError.invalidParams(field, `must be at most ${DESCRIPTION_MAX} characters`);
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text)) throw HubError.invalidParams(field, 'must not contain control characters');
+  return text;
+}
+
+/** The skills of the agent's Agent Card: unique ids, a name each, short tags. */
+export function skills(values: readonly identityv1.AgentSkill[]): AgentSkillRecord[] {
+  if (values.length > SKILLS_MAX) throw HubError.invalidParams('skills', `must hold at most ${SKILLS_MAX} entries`);
+  const seen = new Set<string>();
+  return values.map((skill, i) => {
+    const at = `skills.${i}`;
+    if (!SKILL_ID.test(skill.id)) throw HubError.invalidParams(`${at}.id`, 'must be 1-64 letters, digits, dots, underscores or hyphens');
+    if (seen.has(skill.id)) throw HubError.invalidParams(`${at}.id`, 'must be unique among the skills');
+    seen.add(skill.id);
+    if (skill.tags.length > TAGS_MAX) throw HubError.invalidParams(`${at}.tags`, `must hold at most ${TAGS_MAX} entries`);
+    const tags = skill.tags.map((tag, j) => required(displayName(tag, `${at}.tags.${j}`), `${at}.tags.${j}`));
+    return { id: skill.id, name: required(displayName(skill.name, `${at}.name`), `${at}.name`), description: description(skill.description, `${at}.description`), tags };
+  });
 }
 
 /** A status filter; undefined means every status. */

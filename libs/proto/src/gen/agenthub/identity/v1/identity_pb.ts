@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agenthub/identity/v1/identity.proto.
  */
 export const file_agenthub_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("CiNhZ2VudGh1Yi9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIUYWdlbnRodWIuaWRlbnRpdHkudjEiNgoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyJ0CgVBZ2VudBIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIUCgxlbmRwb2ludF91cmwYBCABKAkSFAoMb3V0cHV0X21vZGVzGAUgAygJEhIKCmNyZWF0ZWRfYXQYBiABKAMiXgoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgDEhIKCnJldm9rZWRfYXQYBSABKAMiowEKBUdyYW50EgoKAmlkGAEgASgJEhoKEnJlcXVlc3Rlcl9hZ2VudF9pZBgCIAEoCRIXCg90YXJnZXRfYWdlbnRfaWQYAyABKAkSMQoGc3RhdHVzGAQgASgOMiEuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnRTdGF0dXMSEgoKY3JlYXRlZF9hdBgFIAEoAxISCgp1cGRhdGVkX2F0GAYgASgDIjAKCVByaW5jaXBhbBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkiNgoTQ3JlYXRlVGVuYW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJVChRDcmVhdGVUZW5hbnRSZXNwb25zZRIsCgZ0ZW5hbnQYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnQSDwoHY3JlYXRlZBgCIAEoCCIUChJMaXN0VGVuYW50c1JlcXVlc3QiRAoTTGlzdFRlbmFudHNSZXNwb25zZRItCgd0ZW5hbnRzGAEgAygLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50IooBChJDcmVhdGVBZ2VudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRIVCg1jcmVhdGVfdGVuYW50GAYgASgIIpUBChNDcmVhdGVBZ2VudFJlc3BvbnNlEioKBWFnZW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuQWdlbnQSKQoDa2V5GAIgASgLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuQXBpS2V5Eg8KB2FwaV9rZXkYAyABKAkSFgoOdGVuYW50X2NyZWF0ZWQYBCABKAgiIwoPR2V0QWdlbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIj4KEEdldEFnZW50UmVzcG9uc2USKgoFYWdlbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5BZ2VudCImChFMaXN0QWdlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiQQoSTGlzdEFnZW50c1Jlc3BvbnNlEisKBmFnZW50cxgBIAMoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50IicKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiUgoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USKQoDa2V5GAEgASgLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuQXBpS2V5Eg8KB2FwaV9rZXkYAiABKAkiJQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkiQQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USKQoDa2V5GAEgASgLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuQXBpS2V5IiYKEkxpc3RBcGlLZXlzUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJBChNMaXN0QXBpS2V5c1Jlc3BvbnNlEioKBGtleXMYASADKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIkoKFEF1dGhlbnRpY2F0ZVJlc3BvbnNlEjIKCXByaW5jaXBhbBgBIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlByaW5jaXBhbCInChNSZXF1ZXN0R3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIlMKFFJlcXVlc3RHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSDwoHY3JlYXRlZBgCIAEoCCInChNBcHByb3ZlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkIKFEFwcHJvdmVHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQiJgoSUmV2b2tlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkEKE1Jldm9rZUdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCJGChFMaXN0R3JhbnRzUmVxdWVzdBIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudFN0YXR1cyJBChJMaXN0R3JhbnRzUmVzcG9uc2USKwoGZ3JhbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQiPQoRQ2hlY2tHcmFudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSFgoOb3RoZXJfYWdlbnRfaWQYAiABKAkiOAoSQ2hlY2tHcmFudFJlc3BvbnNlEhAKCGFwcHJvdmVkGAEgASgIEhAKCGdyYW50X2lkGAIgASgJKnoKC0dyYW50U3RhdHVzEhwKGEdSQU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFEdSQU5UX1NUQVRVU19QRU5ESU5HEAESGQoVR1JBTlRfU1RBVFVTX0FQUFJPVkVEEAISGAoUR1JBTlRfU1RBVFVTX1JFVk9LRUQQAzKJCwoPSWRlbnRpdHlTZXJ2aWNlEmUKDENyZWF0ZVRlbmFudBIpLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZVRlbmFudFJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVUZW5hbnRSZXNwb25zZRJiCgtMaXN0VGVuYW50cxIoLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RUZW5hbnRzUmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RUZW5hbnRzUmVzcG9uc2USYgoLQ3JlYXRlQWdlbnQSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBZ2VudFJlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBZ2VudFJlc3BvbnNlElkKCEdldEFnZW50EiUuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0QWdlbnRSZXF1ZXN0GiYuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0QWdlbnRSZXNwb25zZRJfCgpMaXN0QWdlbnRzEicuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFnZW50c1JlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QWdlbnRzUmVzcG9uc2USZQoMQ3JlYXRlQXBpS2V5EikuYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEmUKDFJldm9rZUFwaUtleRIpLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUFwaUtleVJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJiCgtMaXN0QXBpS2V5cxIoLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBcGlLZXlzUmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USZQoMQXV0aGVudGljYXRlEikuYWdlbnRodWIuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlEmUKDFJlcXVlc3RHcmFudBIpLmFnZW50aHViLmlkZW50aXR5LnYxLlJlcXVlc3RHcmFudFJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXF1ZXN0R3JhbnRSZXNwb25zZRJlCgxBcHByb3ZlR3JhbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcHByb3ZlR3JhbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQXBwcm92ZUdyYW50UmVzcG9uc2USYgoLUmV2b2tlR3JhbnQSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VHcmFudFJlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VHcmFudFJlc3BvbnNlEl8KCkxpc3RHcmFudHMSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0R3JhbnRzUmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RHcmFudHNSZXNwb25zZRJfCgpDaGVja0dyYW50EicuYWdlbnRodWIuaWRlbnRpdHkudjEuQ2hlY2tHcmFudFJlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5DaGVja0dyYW50UmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiNhZ2VudGh1Yi9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIUYWdlbnRodWIuaWRlbnRpdHkudjEiNgoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyK7AQoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiSQoKQWdlbnRTa2lsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHRhZ3MYBCADKAkiXgoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgDEhIKCnJldm9rZWRfYXQYBSABKAMiowEKBUdyYW50EgoKAmlkGAEgASgJEhoKEnJlcXVlc3Rlcl9hZ2VudF9pZBgCIAEoCRIXCg90YXJnZXRfYWdlbnRfaWQYAyABKAkSMQoGc3RhdHVzGAQgASgOMiEuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnRTdGF0dXMSEgoKY3JlYXRlZF9hdBgFIAEoAxISCgp1cGRhdGVkX2F0GAYgASgDIjAKCVByaW5jaXBhbBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkiNgoTQ3JlYXRlVGVuYW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJVChRDcmVhdGVUZW5hbnRSZXNwb25zZRIsCgZ0ZW5hbnQYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnQSDwoHY3JlYXRlZBgCIAEoCCIUChJMaXN0VGVuYW50c1JlcXVlc3QiRAoTTGlzdFRlbmFudHNSZXNwb25zZRItCgd0ZW5hbnRzGAEgAygLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50ItEBChJDcmVhdGVBZ2VudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRIVCg1jcmVhdGVfdGVuYW50GAYgASgIEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwilQEKE0NyZWF0ZUFnZW50UmVzcG9uc2USKgoFYWdlbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5BZ2VudBIpCgNrZXkYAiABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgDIAEoCRIWCg50ZW5hbnRfY3JlYXRlZBgEIAEoCCIjCg9HZXRBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiPgoQR2V0QWdlbnRSZXNwb25zZRIqCgVhZ2VudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50IiYKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJBChJMaXN0QWdlbnRzUmVzcG9uc2USKwoGYWdlbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuQWdlbnQiJwoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJSChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkiJgoSTGlzdEFwaUtleXNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkEKE0xpc3RBcGlLZXlzUmVzcG9uc2USKgoEa2V5cxgBIAMoCzIcLmFnZW50aHViLmlkZW50aXR5LnYxLkFwaUtleSImChNBdXRoZW50aWNhdGVSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkiSgoUQXV0aGVudGljYXRlUmVzcG9uc2USMgoJcHJpbmNpcGFsGAEgASgLMh8uYWdlbnRodWIuaWRlbnRpdHkudjEuUHJpbmNpcGFsIicKE1JlcXVlc3RHcmFudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiUwoUUmVxdWVzdEdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudBIPCgdjcmVhdGVkGAIgASgIIicKE0FwcHJvdmVHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiQgoUQXBwcm92ZUdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCImChJSZXZva2VHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiQQoTUmV2b2tlR3JhbnRSZXNwb25zZRIqCgVncmFudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkdyYW50IkYKEUxpc3RHcmFudHNSZXF1ZXN0EjEKBnN0YXR1cxgBIAEoDjIhLmFnZW50aHViLmlkZW50aXR5LnYxLkdyYW50U3RhdHVzIkEKEkxpc3RHcmFudHNSZXNwb25zZRIrCgZncmFudHMYASADKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCI9ChFDaGVja0dyYW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIWCg5vdGhlcl9hZ2VudF9pZBgCIAEoCSI4ChJDaGVja0dyYW50UmVzcG9uc2USEAoIYXBwcm92ZWQYASABKAgSEAoIZ3JhbnRfaWQYAiABKAkqegoLR3JhbnRTdGF0dXMSHAoYR1JBTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUR1JBTlRfU1RBVFVTX1BFTkRJTkcQARIZChVHUkFOVF9TVEFUVVNfQVBQUk9WRUQQAhIYChRHUkFOVF9TVEFUVVNfUkVWT0tFRBADMokLCg9JZGVudGl0eVNlcnZpY2USZQoMQ3JlYXRlVGVuYW50EikuYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlVGVuYW50UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZVRlbmFudFJlc3BvbnNlEmIKC0xpc3RUZW5hbnRzEiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdFRlbmFudHNSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdFRlbmFudHNSZXNwb25zZRJiCgtDcmVhdGVBZ2VudBIoLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFnZW50UmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFnZW50UmVzcG9uc2USWQoIR2V0QWdlbnQSJS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HZXRBZ2VudFJlcXVlc3QaJi5hZ2VudGh1Yi5pZGVudGl0eS52MS5HZXRBZ2VudFJlc3BvbnNlEl8KCkxpc3RBZ2VudHMSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QWdlbnRzUmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBZ2VudHNSZXNwb25zZRJlCgxDcmVhdGVBcGlLZXkSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USZQoMUmV2b2tlQXBpS2V5EikuYWdlbnRodWIuaWRlbnRpdHkudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUFwaUtleVJlc3BvbnNlEmIKC0xpc3RBcGlLZXlzEiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFwaUtleXNSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFwaUtleXNSZXNwb25zZRJlCgxBdXRoZW50aWNhdGUSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5BdXRoZW50aWNhdGVSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVzcG9uc2USZQoMUmVxdWVzdEdyYW50EikuYWdlbnRodWIuaWRlbnRpdHkudjEuUmVxdWVzdEdyYW50UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLlJlcXVlc3RHcmFudFJlc3BvbnNlEmUKDEFwcHJvdmVHcmFudBIpLmFnZW50aHViLmlkZW50aXR5LnYxLkFwcHJvdmVHcmFudFJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcHByb3ZlR3JhbnRSZXNwb25zZRJiCgtSZXZva2VHcmFudBIoLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUdyYW50UmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUdyYW50UmVzcG9uc2USXwoKTGlzdEdyYW50cxInLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RHcmFudHNSZXF1ZXN0GiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEdyYW50c1Jlc3BvbnNlEl8KCkNoZWNrR3JhbnQSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5DaGVja0dyYW50UmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkNoZWNrR3JhbnRSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message agenthub.identity.v1.Tenant
@@ -76,6 +76,20 @@ export type Agent = Message<"agenthub.identity.v1.Agent"> & {
    * @generated from field: int64 created_at = 6;
    */
   createdAt: bigint;
+
+  /**
+   * What the agent does, for its A2A Agent Card; empty when not given.
+   *
+   * @generated from field: string description = 7;
+   */
+  description: string;
+
+  /**
+   * What the agent offers, for its A2A Agent Card.
+   *
+   * @generated from field: repeated agenthub.identity.v1.AgentSkill skills = 8;
+   */
+  skills: AgentSkill[];
 };
 
 /**
@@ -84,6 +98,40 @@ export type Agent = Message<"agenthub.identity.v1.Agent"> & {
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
   messageDesc(file_agenthub_identity_v1_identity, 1);
+
+/**
+ * One capability an agent advertises on its Agent Card (A2A AgentSkill).
+ *
+ * @generated from message agenthub.identity.v1.AgentSkill
+ */
+export type AgentSkill = Message<"agenthub.identity.v1.AgentSkill"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * @generated from field: repeated string tags = 4;
+   */
+  tags: string[];
+};
+
+/**
+ * Describes the message agenthub.identity.v1.AgentSkill.
+ * Use `create(AgentSkillSchema)` to create a new message.
+ */
+export const AgentSkillSchema: GenMessage<AgentSkill> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 2);
 
 /**
  * @generated from message agenthub.identity.v1.ApiKey
@@ -124,7 +172,7 @@ export type ApiKey = Message<"agenthub.identity.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 2);
+  messageDesc(file_agenthub_identity_v1_identity, 3);
 
 /**
  * @generated from message agenthub.identity.v1.Grant
@@ -166,7 +214,7 @@ export type Grant = Message<"agenthub.identity.v1.Grant"> & {
  * Use `create(GrantSchema)` to create a new message.
  */
 export const GrantSchema: GenMessage<Grant> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 3);
+  messageDesc(file_agenthub_identity_v1_identity, 4);
 
 /**
  * @generated from message agenthub.identity.v1.Principal
@@ -188,7 +236,7 @@ export type Principal = Message<"agenthub.identity.v1.Principal"> & {
  * Use `create(PrincipalSchema)` to create a new message.
  */
 export const PrincipalSchema: GenMessage<Principal> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 4);
+  messageDesc(file_agenthub_identity_v1_identity, 5);
 
 /**
  * @generated from message agenthub.identity.v1.CreateTenantRequest
@@ -212,7 +260,7 @@ export type CreateTenantRequest = Message<"agenthub.identity.v1.CreateTenantRequ
  * Use `create(CreateTenantRequestSchema)` to create a new message.
  */
 export const CreateTenantRequestSchema: GenMessage<CreateTenantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 5);
+  messageDesc(file_agenthub_identity_v1_identity, 6);
 
 /**
  * @generated from message agenthub.identity.v1.CreateTenantResponse
@@ -234,7 +282,7 @@ export type CreateTenantResponse = Message<"agenthub.identity.v1.CreateTenantRes
  * Use `create(CreateTenantResponseSchema)` to create a new message.
  */
 export const CreateTenantResponseSchema: GenMessage<CreateTenantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 6);
+  messageDesc(file_agenthub_identity_v1_identity, 7);
 
 /**
  * @generated from message agenthub.identity.v1.ListTenantsRequest
@@ -247,7 +295,7 @@ export type ListTenantsRequest = Message<"agenthub.identity.v1.ListTenantsReques
  * Use `create(ListTenantsRequestSchema)` to create a new message.
  */
 export const ListTenantsRequestSchema: GenMessage<ListTenantsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 7);
+  messageDesc(file_agenthub_identity_v1_identity, 8);
 
 /**
  * @generated from message agenthub.identity.v1.ListTenantsResponse
@@ -264,7 +312,7 @@ export type ListTenantsResponse = Message<"agenthub.identity.v1.ListTenantsRespo
  * Use `create(ListTenantsResponseSchema)` to create a new message.
  */
 export const ListTenantsResponseSchema: GenMessage<ListTenantsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 8);
+  messageDesc(file_agenthub_identity_v1_identity, 9);
 
 /**
  * @generated from message agenthub.identity.v1.CreateAgentRequest
@@ -303,6 +351,16 @@ export type CreateAgentRequest = Message<"agenthub.identity.v1.CreateAgentReques
    * @generated from field: bool create_tenant = 6;
    */
   createTenant: boolean;
+
+  /**
+   * @generated from field: string description = 7;
+   */
+  description: string;
+
+  /**
+   * @generated from field: repeated agenthub.identity.v1.AgentSkill skills = 8;
+   */
+  skills: AgentSkill[];
 };
 
 /**
@@ -310,7 +368,7 @@ export type CreateAgentRequest = Message<"agenthub.identity.v1.CreateAgentReques
  * Use `create(CreateAgentRequestSchema)` to create a new message.
  */
 export const CreateAgentRequestSchema: GenMessage<CreateAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 9);
+  messageDesc(file_agenthub_identity_v1_identity, 10);
 
 /**
  * @generated from message agenthub.identity.v1.CreateAgentResponse
@@ -344,7 +402,7 @@ export type CreateAgentResponse = Message<"agenthub.identity.v1.CreateAgentRespo
  * Use `create(CreateAgentResponseSchema)` to create a new message.
  */
 export const CreateAgentResponseSchema: GenMessage<CreateAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 10);
+  messageDesc(file_agenthub_identity_v1_identity, 11);
 
 /**
  * @generated from message agenthub.identity.v1.GetAgentRequest
@@ -361,7 +419,7 @@ export type GetAgentRequest = Message<"agenthub.identity.v1.GetAgentRequest"> & 
  * Use `create(GetAgentRequestSchema)` to create a new message.
  */
 export const GetAgentRequestSchema: GenMessage<GetAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 11);
+  messageDesc(file_agenthub_identity_v1_identity, 12);
 
 /**
  * @generated from message agenthub.identity.v1.GetAgentResponse
@@ -378,7 +436,7 @@ export type GetAgentResponse = Message<"agenthub.identity.v1.GetAgentResponse"> 
  * Use `create(GetAgentResponseSchema)` to create a new message.
  */
 export const GetAgentResponseSchema: GenMessage<GetAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 12);
+  messageDesc(file_agenthub_identity_v1_identity, 13);
 
 /**
  * @generated from message agenthub.identity.v1.ListAgentsRequest
@@ -397,7 +455,7 @@ export type ListAgentsRequest = Message<"agenthub.identity.v1.ListAgentsRequest"
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 13);
+  messageDesc(file_agenthub_identity_v1_identity, 14);
 
 /**
  * @generated from message agenthub.identity.v1.ListAgentsResponse
@@ -414,7 +472,7 @@ export type ListAgentsResponse = Message<"agenthub.identity.v1.ListAgentsRespons
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 14);
+  messageDesc(file_agenthub_identity_v1_identity, 15);
 
 /**
  * @generated from message agenthub.identity.v1.CreateApiKeyRequest
@@ -431,7 +489,7 @@ export type CreateApiKeyRequest = Message<"agenthub.identity.v1.CreateApiKeyRequ
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 15);
+  messageDesc(file_agenthub_identity_v1_identity, 16);
 
 /**
  * @generated from message agenthub.identity.v1.CreateApiKeyResponse
@@ -453,7 +511,7 @@ export type CreateApiKeyResponse = Message<"agenthub.identity.v1.CreateApiKeyRes
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 16);
+  messageDesc(file_agenthub_identity_v1_identity, 17);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeApiKeyRequest
@@ -470,7 +528,7 @@ export type RevokeApiKeyRequest = Message<"agenthub.identity.v1.RevokeApiKeyRequ
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 17);
+  messageDesc(file_agenthub_identity_v1_identity, 18);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeApiKeyResponse
@@ -487,7 +545,7 @@ export type RevokeApiKeyResponse = Message<"agenthub.identity.v1.RevokeApiKeyRes
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 18);
+  messageDesc(file_agenthub_identity_v1_identity, 19);
 
 /**
  * @generated from message agenthub.identity.v1.ListApiKeysRequest
@@ -504,7 +562,7 @@ export type ListApiKeysRequest = Message<"agenthub.identity.v1.ListApiKeysReques
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 19);
+  messageDesc(file_agenthub_identity_v1_identity, 20);
 
 /**
  * @generated from message agenthub.identity.v1.ListApiKeysResponse
@@ -521,7 +579,7 @@ export type ListApiKeysResponse = Message<"agenthub.identity.v1.ListApiKeysRespo
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 20);
+  messageDesc(file_agenthub_identity_v1_identity, 21);
 
 /**
  * @generated from message agenthub.identity.v1.AuthenticateRequest
@@ -538,7 +596,7 @@ export type AuthenticateRequest = Message<"agenthub.identity.v1.AuthenticateRequ
  * Use `create(AuthenticateRequestSchema)` to create a new message.
  */
 export const AuthenticateRequestSchema: GenMessage<AuthenticateRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 21);
+  messageDesc(file_agenthub_identity_v1_identity, 22);
 
 /**
  * @generated from message agenthub.identity.v1.AuthenticateResponse
@@ -555,7 +613,7 @@ export type AuthenticateResponse = Message<"agenthub.identity.v1.AuthenticateRes
  * Use `create(AuthenticateResponseSchema)` to create a new message.
  */
 export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 22);
+  messageDesc(file_agenthub_identity_v1_identity, 23);
 
 /**
  * @generated from message agenthub.identity.v1.RequestGrantRequest
@@ -574,7 +632,7 @@ export type RequestGrantRequest = Message<"agenthub.identity.v1.RequestGrantRequ
  * Use `create(RequestGrantRequestSchema)` to create a new message.
  */
 export const RequestGrantRequestSchema: GenMessage<RequestGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 23);
+  messageDesc(file_agenthub_identity_v1_identity, 24);
 
 /**
  * @generated from message agenthub.identity.v1.RequestGrantResponse
@@ -596,7 +654,7 @@ export type RequestGrantResponse = Message<"agenthub.identity.v1.RequestGrantRes
  * Use `create(RequestGrantResponseSchema)` to create a new message.
  */
 export const RequestGrantResponseSchema: GenMessage<RequestGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 24);
+  messageDesc(file_agenthub_identity_v1_identity, 25);
 
 /**
  * @generated from message agenthub.identity.v1.ApproveGrantRequest
@@ -613,7 +671,7 @@ export type ApproveGrantRequest = Message<"agenthub.identity.v1.ApproveGrantRequ
  * Use `create(ApproveGrantRequestSchema)` to create a new message.
  */
 export const ApproveGrantRequestSchema: GenMessage<ApproveGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 25);
+  messageDesc(file_agenthub_identity_v1_identity, 26);
 
 /**
  * @generated from message agenthub.identity.v1.ApproveGrantResponse
@@ -630,7 +688,7 @@ export type ApproveGrantResponse = Message<"agenthub.identity.v1.ApproveGrantRes
  * Use `create(ApproveGrantResponseSchema)` to create a new message.
  */
 export const ApproveGrantResponseSchema: GenMessage<ApproveGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 26);
+  messageDesc(file_agenthub_identity_v1_identity, 27);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeGrantRequest
@@ -647,7 +705,7 @@ export type RevokeGrantRequest = Message<"agenthub.identity.v1.RevokeGrantReques
  * Use `create(RevokeGrantRequestSchema)` to create a new message.
  */
 export const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 27);
+  messageDesc(file_agenthub_identity_v1_identity, 28);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeGrantResponse
@@ -664,7 +722,7 @@ export type RevokeGrantResponse = Message<"agenthub.identity.v1.RevokeGrantRespo
  * Use `create(RevokeGrantResponseSchema)` to create a new message.
  */
 export const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 28);
+  messageDesc(file_agenthub_identity_v1_identity, 29);
 
 /**
  * @generated from message agenthub.identity.v1.ListGrantsRequest
@@ -683,7 +741,7 @@ export type ListGrantsRequest = Message<"agenthub.identity.v1.ListGrantsRequest"
  * Use `create(ListGrantsRequestSchema)` to create a new message.
  */
 export const ListGrantsRequestSchema: GenMessage<ListGrantsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 29);
+  messageDesc(file_agenthub_identity_v1_identity, 30);
 
 /**
  * @generated from message agenthub.identity.v1.ListGrantsResponse
@@ -700,7 +758,7 @@ export type ListGrantsResponse = Message<"agenthub.identity.v1.ListGrantsRespons
  * Use `create(ListGrantsResponseSchema)` to create a new message.
  */
 export const ListGrantsResponseSchema: GenMessage<ListGrantsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 30);
+  messageDesc(file_agenthub_identity_v1_identity, 31);
 
 /**
  * @generated from message agenthub.identity.v1.CheckGrantRequest
@@ -722,7 +780,7 @@ export type CheckGrantRequest = Message<"agenthub.identity.v1.CheckGrantRequest"
  * Use `create(CheckGrantRequestSchema)` to create a new message.
  */
 export const CheckGrantRequestSchema: GenMessage<CheckGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 31);
+  messageDesc(file_agenthub_identity_v1_identity, 32);
 
 /**
  * @generated from message agenthub.identity.v1.CheckGrantResponse
@@ -744,7 +802,7 @@ export type CheckGrantResponse = Message<"agenthub.identity.v1.CheckGrantRespons
  * Use `create(CheckGrantResponseSchema)` to create a new message.
  */
 export const CheckGrantResponseSchema: GenMessage<CheckGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 32);
+  messageDesc(file_agenthub_identity_v1_identity, 33);
 
 /**
  * @generated from enum agenthub.identity.v1.GrantStatus

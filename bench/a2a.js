@@ -1,0 +1,257 @@
+#!/usr/bin/env node
+// Benchmark: one echo exchange (a blocking A2A 1.0 SendMessage with one text part, answered with a
+// completed task carrying the text back as an artifact), sent by the `@a2a-js/sdk` client
+//   - through AgentHub: SDK client → the hub's strict endpoint (from the agent's card) → a
+//     connected echo agent long-polling `x-hub/inbox.poll` and answering with `x-hub/tasks.update`;
+//   - directly: SDK client → an `@a2a-js/sdk` express server running the same echo executor.
+// Same request count and concurrency for both, in one run. Prints throughput, p50/p99 latency and
+// the hub/direct throughput ratio against the target (≥ 0.5).
+//
+//   npm run bench:a2a                          (after `npm run build`; `npm run bench` builds first)
+//   BENCH_REQUESTS=5000 node bench/a2a.js
+//
+// Settings (environment):
+//   BENCH_REQUESTS     measured exchanges per path (default 2000)
+//   BENCH_WARMUP       unmeasured exchanges per path first (default 200)
+//   BENCH_CONCURRENCY  exchanges in flight (default 16)
+//   BENCH_PG_URL       PostgreSQL admin URL (default postgres://postgres@127.0.0.1:5432/postgres)
+//   BENCH_REDIS_URL    Redis URL (default redis://127.0.0.1:6379)
+//   BENCH_HUB_ENV      extra hub settings, "NAME=value NAME=value"
+//
+// The hub, the connected agent and the direct server each run as their own node process (this
+// file in another role), so the load generator shares its event loop with neither side.
+//
+// Exit status: 0 when both paths were measured without errors, whatever the ratio; 1 when an
+// exchange failed or setup failed; 2 when PostgreSQL or Redis is unreachable.
+
+import { spawn } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { envNumber, fmt, freshHubSettings, log, parseHubEnv, round, rpc, runBench, startHubProcess, UsageError } from './lib.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '..');
+const TARGET_RATIO = 0.5;
+const TEXT = 'echo this back, please';
+
+// ---------------------------------------------------------------------------------------------
+// Roles run as child processes.
+
+/** The direct path: an `@a2a-js/sdk` express server with the echo executor; prints its URL. */
+async function serveDirect() {
+  const { default: express } = await import('express');
+  const { AgentCard, TaskState } = await import('@a2a-js/sdk');
+  const { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } = await import('@a2a-js/sdk/server');
+  const { agentCardHandler, jsonRpcHandler, UserBuilder } = await import('@a2a-js/sdk/server/express');
+  const app = express();
+  const server = await new Promise((ok) => {
+    const listening = app.listen(0, '127.0.0.1', () => ok(listening));
+  });
+  server.keepAliveTimeout = 65_000;
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const card = AgentCard.fromJSON({
+    name: 'echo',
+    description: 'Echoes its input',
+    version: '1.0.0',
+    supportedInterfaces: [{ url: `${base}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    capabilities: { streaming: true, pushNotifications: false },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [{ id: 'echo', name: 'Echo', description: 'Echoes its input', tags: ['echo'] }],
+  });
+  // The same answer the connected agent gives: the task, an artifact echoing the parts, completed.
+  const executor = {
+    cancelTask: async () => undefined,
+    async execute(ctx, bus) {
+      const m = ctx.userMessage;
+      const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
+      const status = (state) => ({ state, message: undefined, timestamp: new Date().toISOString() });
+      if (!ctx.task) bus.publish(AgentEvent.task({ id: ctx.taskId, contextId: ctx.contextId, status: status(TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [m], metadata: undefined }));
+      bus.publish(AgentEvent.artifactUpdate({ ...ids, artifact: { artifactId: `${m.messageId}:echo`, name: 'echo', description: '', parts: m.parts, metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+      bus.publish(AgentEvent.statusUpdate({ ...ids, status: status(TaskState.TASK_STATE_COMPLETED), metadata: undefined }));
+      bus.finished();
+    },
+  };
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
+  app.use('/a2a', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  process.stdout.write(`direct A2A server listening on ${base}\n`);
+}
+
+/**
+ * The hub path's recipient: a connected agent that long-polls its inbox and answers every
+ * delivery with the same echo (completed, artifact = the parts received), then acknowledges it.
+ */
+async function connectedAgent(hubUrl, apiKey, pollers) {
+  const call = async (method, params) => {
+    const reply = await rpc(hubUrl, '/a2a', apiKey, method, params);
+    if (reply.error) throw new Error(`${method}: ${JSON.stringify(reply.error)}`);
+    return reply.result;
+  };
+  process.stdout.write('connected agent polling\n');
+  await Promise.all(
+    Array.from({ length: pollers }, async () => {
+      for (;;) {
+        const { deliveries } = await call('x-hub/inbox.poll', { wait_ms: 25_000, max: 50 });
+        await Promise.all(
+          // The answer and the acknowledgement are independent; an echo needs no at-least-once care.
+          deliveries.flatMap((d) => [
+            call('x-hub/tasks.update', { task_id: d.task_id, state: 'completed', artifacts: [{ name: 'echo', parts: d.message.parts }] }),
+            call('x-hub/inbox.ack', { delivery_id: d.delivery_id }),
+          ]),
+        );
+      }
+    }),
+  );
+}
+
+/** Runs this file in `role` as a child; resolves with the first stdout line matching `ready`. */
+async function startRole(role, args, ready) {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), role, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail = [];
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const exited = new Promise((ok) => child.once('exit', ok));
+  const match = await new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`${role} did not start within 30 s:\n${tail.join('\n')}`)), 30_000);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const found = ready.exec(line);
+      if (found) {
+        clearTimeout(timer);
+        ok(found);
+      } else tail.push(line);
+    });
+    createInterface({ input: child.stderr }).on('line', (line) => tail.push(line));
+    exited.then((code) => {
+      clearTimeout(timer);
+      fail(new Error(`${role} exited (${code}):\n${tail.join('\n')}`));
+    });
+  });
+  return {
+    match,
+    async stop() {
+      process.removeListener('exit', killOnExit);
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function settings() {
+  return {
+    requests: Math.round(envNumber('BENCH_REQUESTS', 2000, 1)),
+    warmup: Math.round(envNumber('BENCH_WARMUP', 200, 0)),
+    concurrency: Math.round(envNumber('BENCH_CONCURRENCY', 16, 1)),
+    hubEnv: parseHubEnv(),
+    pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
+    redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
+  };
+}
+
+/** An SDK client built the way a user would: from the card URL, with a fetch adding the key. */
+async function sdkClient(cardUrl, apiKey) {
+  const { ClientFactory, JsonRpcTransportFactory } = await import('@a2a-js/sdk/client');
+  const fetchImpl = apiKey
+    ? (input, init) => {
+        const headers = new Headers(init?.headers);
+        headers.set('Authorization', `Bearer ${apiKey}`);
+        return fetch(input, { ...init, headers });
+      }
+    : undefined;
+  return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromUrl(cardUrl, '');
+}
+
+/** `count` blocking echo exchanges, `concurrency` at a time; latencies in ms, errors counted. */
+async function exchanges(client, count, concurrency) {
+  const { Role, TaskState } = await import('@a2a-js/sdk');
+  const latencies = [];
+  let errors = 0;
+  let firstError;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) {
+        const n = next++;
+        const t0 = performance.now();
+        try {
+          const task = await client.sendMessage({
+            tenant: '',
+            message: {
+              messageId: `bench-${process.pid}-${n}-${Math.random().toString(36).slice(2)}`,
+              contextId: '',
+              taskId: '',
+              role: Role.ROLE_USER,
+              parts: [{ content: { $case: 'text', value: TEXT }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+              metadata: undefined,
+              extensions: [],
+              referenceTaskIds: [],
+            },
+            configuration: undefined,
+            metadata: undefined,
+          });
+          const echoed = task.artifacts?.[0]?.parts?.[0]?.content?.value;
+          if (task.status?.state !== TaskState.TASK_STATE_COMPLETED || echoed !== TEXT) throw new Error(`unexpected answer: ${JSON.stringify(task)}`);
+          latencies.push(performance.now() - t0);
+        } catch (err) {
+          errors += 1;
+          firstError ??= err;
+        }
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return { count, errors, firstError, seconds, throughput: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
+}
+
+async function measure(name, client, opts) {
+  if (opts.warmup) await exchanges(client, opts.warmup, opts.concurrency);
+  const result = await exchanges(client, opts.requests, opts.concurrency);
+  log(`  ${name.padEnd(8)} ${fmt(round(result.throughput, 1))} exchanges/s   p50 ${round(result.p50, 2)} ms   p99 ${round(result.p99, 2)} ms   (${fmt(opts.requests)} in ${round(result.seconds, 2)} s, ${result.errors} errors)`);
+  if (result.errors) log(`           first error: ${result.firstError?.message ?? result.firstError}`);
+  return result;
+}
+
+async function run(cleanups) {
+  const opts = settings();
+  log(`A2A echo exchange (blocking SendMessage, one text part): AgentHub vs a direct @a2a-js/sdk server`);
+  log(`  ${fmt(opts.requests)} exchanges per path after ${fmt(opts.warmup)} warm-up, ${opts.concurrency} in flight`);
+
+  const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
+  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, ...opts.hubEnv });
+  cleanups.push(() => hub.stop());
+  const admin = async (method, params) => {
+    const reply = await rpc(hub.url, '/admin', adminToken, method, params);
+    if (reply.error) throw new UsageError(`${method}: ${JSON.stringify(reply.error)}`);
+    return reply.result;
+  };
+  const tenant = `bench-${id}`;
+  const sender = await admin('agents.create', { tenant_id: tenant, name: 'sender', create_tenant: true });
+  const echo = await admin('agents.create', { tenant_id: tenant, name: 'echo', create_tenant: true, description: 'Echoes its input' });
+  const agent = await startRole('connected-agent', [hub.url, echo.api_key, String(Math.max(2, Math.ceil(opts.concurrency / 8)))], /connected agent polling/);
+  cleanups.push(() => agent.stop());
+  const direct = await startRole('direct-server', [], /listening on (\S+)/);
+  cleanups.push(() => direct.stop());
+
+  const viaHub = await measure('AgentHub', await sdkClient(`${hub.url}/agents/${echo.agent.id}/.well-known/agent-card.json`, sender.api_key), opts);
+  const viaDirect = await measure('direct', await sdkClient(`${direct.match[1]}/.well-known/agent-card.json`), opts);
+
+  if (viaHub.errors || viaDirect.errors) {
+    log('  FAILED: exchanges failed; no throughput is claimed');
+    return 1;
+  }
+  const ratio = viaHub.throughput / viaDirect.throughput;
+  log(`  ratio    ${round(ratio, 3)} of the direct throughput (target ≥ ${TARGET_RATIO}): ${ratio >= TARGET_RATIO ? 'PASS' : 'BELOW TARGET'}`);
+  return 0;
+}
+
+const [role, ...args] = process.argv.slice(2);
+if (role === 'direct-server') await serveDirect();
+else if (role === 'connected-agent') await connectedAgent(args[0], args[1], Number(args[2]));
+else await runBench(run);

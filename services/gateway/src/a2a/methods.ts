@@ -1,0 +1,175 @@
+import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { messagingv1 } from '@agenthub/proto';
+import type { CallOptions } from '@agenthub/runtime';
+import type { RpcContext, RpcMethod, StreamEvent } from '../jsonrpc.js';
+import { resumeVersion, STREAM_MAX_MS } from '../methods/messaging.js';
+import type { Clients, Route } from '../route.js';
+import { bad, isObject, messageIn, stateIn, stateOut, str, streamItems, taskOut, TERMINAL, type Json } from './codec.js';
+import { A2aError } from './errors.js';
+
+/**
+ * The methods of the strict A2A 1.0 endpoint (`POST /agents/{agentId}/a2a/v1`, the path naming
+ * the recipient), each forwarded to the messaging service and answered in ProtoJSON. The tasks
+ * are the hub's: the interface's dialect and connected agents' inboxes see the same ones.
+ */
+
+/** Blocking sends wait up to the service's 60 s; the gateway gives them a little longer. */
+const WAITING_CALL_MS = 70_000;
+
+type Client = Record<string, (request: unknown, options: CallOptions) => unknown>;
+type Streaming = (request: unknown, options: CallOptions) => AsyncIterable<messagingv1.WatchTaskResponse>;
+
+function optionalInt(obj: Json, key: string, at: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const value = obj[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw bad(`${at}${key}`, 'must be an integer');
+  if (value < min) throw bad(`${at}${key}`, `must be at least ${min}`);
+  if (value > max) throw bad(`${at}${key}`, `must be at most ${max}`);
+  return value;
+}
+
+function optionalBool(obj: Json, key: string, at: string): boolean | undefined {
+  const value = obj[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw bad(`${at}${key}`, 'must be a boolean');
+  return value;
+}
+
+const taskId = (params: Json) => str(params, 'id', '', true)!;
+
+const options = (ctx: RpcContext, timeoutMs?: number): CallOptions => ({ principal: ctx.principal, signal: ctx.signal, ...(timeoutMs ? { timeoutMs } : {}) });
+
+/**
+ * SendMessageRequest → the service's request. Blocking unless `returnImmediately` (A2A's default,
+ * the opposite of the interface's dialect). A contextId naming another conversation than the
+ * continued task's is refused rather than ignored (A2A §3.4.3).
+ */
+async function sendRequest(params: Json, ctx: RpcContext, client: Client) {
+  const inbound = messageIn(params.message, 'message');
+  const cfg = params.configuration ?? {};
+  if (!isObject(cfg)) throw bad('configuration', 'must be an object');
+  const c = 'configuration.';
+  if (cfg.taskPushNotificationConfig !== undefined && cfg.taskPushNotificationConfig !== null) throw A2aError.pushNotificationNotSupported();
+  const modes = cfg.acceptedOutputModes ?? [];
+  if (!Array.isArray(modes) || modes.some((m) => typeof m !== 'string')) throw bad(`${c}acceptedOutputModes`, 'must be an array of strings');
+  if (inbound.taskId && inbound.contextId) {
+    const { task } = (await client.getTask!({ taskId: inbound.taskId, historyLength: 0 }, options(ctx))) as messagingv1.GetTaskResponse;
+    if (task && task.contextId !== inbound.contextId) throw bad('message.contextId', 'does not match the contextId of the task named by message.taskId');
+  }
+  return {
+    recipientAgentId: ctx.targetAgentId ?? '',
+    message: inbound.message,
+    contextId: inbound.contextId,
+    taskId: inbound.taskId,
+    historyLength: optionalInt(cfg, 'historyLength', c, 0),
+    acceptedOutputModes: modes as string[],
+    blocking: !(optionalBool(cfg, 'returnImmediately', c) ?? false),
+  };
+}
+
+/**
+ * A task's stream as A2A StreamResponses: the task first (unless resuming after an event id), then
+ * its updates, ending after a terminal or input-required state, when the client leaves, or after
+ * STREAM_MAX_MS (the client resubscribes and loses nothing). The first item is read before the
+ * stream is answered, so refusals come back as ordinary JSON-RPC errors.
+ */
+async function watch(client: Client, request: messagingv1.WatchTaskRequest | Json, ctx: RpcContext, refuseFinished: boolean): Promise<AsyncIterable<StreamEvent>> {
+  const limit = AbortSignal.timeout(STREAM_MAX_MS);
+  const signal = ctx.signal ? AbortSignal.any([ctx.signal, limit]) : limit;
+  const iterator = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 })[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  const event = first.done ? undefined : first.value.event;
+  if (refuseFinished && event?.case === 'task' && TERMINAL.has(event.value.state)) {
+    await iterator.return?.();
+    throw A2aError.unsupportedOperation(`Task is ${stateOut(event.value.state)}, a terminal state: there is nothing to subscribe to (use GetTask)`);
+  }
+  return (async function* () {
+    try {
+      for (let item = first; !item.done; item = await iterator.next()) {
+        for (const e of streamItems(item.value)) {
+          yield { id: e.id, result: e.result };
+          if (e.last) return;
+        }
+      }
+    } catch (err) {
+      if (!signal.aborted) throw err;
+    } finally {
+      // Ends the service's stream too when this one ends first (input-required).
+      await iterator.return?.();
+    }
+  })();
+}
+
+const unsupported = (build: () => A2aError): RpcMethod => ({
+  async invoke() {
+    throw build();
+  },
+});
+
+export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
+  const service = messagingv1.MessagingService;
+  const client = (): Client => {
+    const found = clients.get(service.typeName);
+    if (!found) throw new Error(`No client for ${service.typeName}`);
+    return found as unknown as Client;
+  };
+  /** A unary method on one messaging RPC (`service`/`rpc` let the contract test walk it). */
+  const unary = (rpc: keyof typeof service.method & string, call: (params: Json, ctx: RpcContext, c: Client) => Promise<unknown>): Route => ({
+    service: service as unknown as GenService<GenServiceMethods>,
+    rpc,
+    invoke: (params, ctx) => call(params, ctx, client()),
+  });
+  const streaming = (rpc: keyof typeof service.method & string, open: (params: Json, ctx: RpcContext, c: Client) => Promise<AsyncIterable<StreamEvent>>): Route => ({
+    service: service as unknown as GenService<GenServiceMethods>,
+    rpc,
+    stream: (params, ctx) => open(params, ctx, client()),
+  });
+  const noPush = unsupported(() => A2aError.pushNotificationNotSupported());
+
+  return new Map<string, RpcMethod>([
+    ['SendMessage', unary('sendMessage', async (p, ctx, c) => {
+      const response = (await c.sendMessage!(await sendRequest(p, ctx, c), options(ctx, WAITING_CALL_MS))) as messagingv1.SendMessageResponse;
+      return { task: taskOut(response.task!) };
+    })],
+    ['SendStreamingMessage', streaming('watchTask', async (p, ctx, c) => {
+      const request = { ...(await sendRequest(p, ctx, c)), blocking: false };
+      const { task } = (await c.sendMessage!(request, options(ctx))) as messagingv1.SendMessageResponse;
+      return watch(c, { taskId: task!.id, historyLength: request.historyLength }, ctx, false);
+    })],
+    ['GetTask', unary('getTask', async (p, ctx, c) => {
+      const request = { taskId: taskId(p), historyLength: optionalInt(p, 'historyLength', '', 0) };
+      return taskOut(((await c.getTask!(request, options(ctx))) as messagingv1.GetTaskResponse).task!);
+    })],
+    ['CancelTask', unary('cancelTask', async (p, ctx, c) =>
+      taskOut(((await c.cancelTask!({ taskId: taskId(p) }, options(ctx))) as messagingv1.CancelTaskResponse).task!),
+    )],
+    ['SubscribeToTask', streaming('watchTask', async (p, ctx, c) => {
+      const afterVersion = resumeVersion(ctx.lastEventId);
+      return watch(c, { taskId: taskId(p), afterVersion }, ctx, afterVersion === undefined);
+    })],
+    ['ListTasks', unary('listTasks', async (p, ctx, c) => {
+      const status = str(p, 'status', '', false);
+      const after = str(p, 'statusTimestampAfter', '', false);
+      if (after !== undefined && Number.isNaN(Date.parse(after))) throw bad('statusTimestampAfter', 'must be an RFC 3339 timestamp');
+      const includeArtifacts = optionalBool(p, 'includeArtifacts', '') ?? false;
+      const pageSize = optionalInt(p, 'pageSize', '', 1, 100) ?? 50;
+      const request = {
+        contextId: str(p, 'contextId', '', false) ?? '',
+        state: status === undefined || status === 'TASK_STATE_UNSPECIFIED' ? messagingv1.TaskState.UNSPECIFIED : stateIn(status, 'status'),
+        pageSize,
+        pageToken: str(p, 'pageToken', '', false) ?? '',
+        historyLength: optionalInt(p, 'historyLength', '', 0),
+        updatedAfter: after === undefined ? 0n : BigInt(Date.parse(after)),
+        includeArtifacts,
+      };
+      const r = (await c.listTasks!(request, options(ctx))) as messagingv1.ListTasksResponse;
+      // nextPageToken is always present, empty on the last page (A2A §3.1.4).
+      return { tasks: r.tasks.map((t) => taskOut(t, { artifacts: includeArtifacts })), nextPageToken: r.nextPageToken, pageSize, totalSize: r.totalSize };
+    })],
+    ['CreateTaskPushNotificationConfig', noPush],
+    ['GetTaskPushNotificationConfig', noPush],
+    ['ListTaskPushNotificationConfigs', noPush],
+    ['DeleteTaskPushNotificationConfig', noPush],
+    ['GetExtendedAgentCard', unsupported(() => A2aError.unsupportedOperation('This agent has no extended Agent Card (capabilities.extendedAgentCard is false)'))],
+  ]);
+}
