@@ -214,13 +214,17 @@ export class MessagingStore {
    */
   async listTasks(
     agentId: string,
-    filter: { contextId?: string; state?: StateName; updatedAfter?: number; after?: { updatedAt: number; id: string } },
+    filter: { contextId?: string; state?: StateName; updatedAfter?: number; peerAgentId?: string; after?: { updatedAt: number; id: string } },
     limit: number,
   ): Promise<{ tasks: TaskRecord[]; total: number }> {
     const where = ['(sender_agent_id = $1 OR recipient_agent_id = $1)'];
     const args: unknown[] = [agentId];
     const arg = (value: unknown) => `$${args.push(value)}`;
     if (filter.contextId) where.push(`context_id = ${arg(filter.contextId)}`);
+    if (filter.peerAgentId) {
+      const peer = arg(filter.peerAgentId);
+      where.push(`(sender_agent_id = ${peer} OR recipient_agent_id = ${peer})`);
+    }
     if (filter.state) where.push(`state = ${arg(filter.state)}`);
     if (filter.updatedAfter) where.push(`updated_at >= ${arg(filter.updatedAfter)}`);
     const matching = where.join(' AND ');

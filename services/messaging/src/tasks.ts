@@ -309,6 +309,7 @@ export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Ca
     caller.agentId,
     {
       contextId: request.contextId || undefined,
+      peerAgentId: request.peerAgentId || undefined,
       state,
       updatedAfter: request.updatedAfter ? Number(request.updatedAfter) : undefined,
       after: request.pageToken ? pageCursor(request.pageToken) : undefined,

@@ -133,6 +133,9 @@ describe.each(backends().map((b) => [b.name, b] as const))('task streams and lis
     expect(withArtifacts.tasks.map((t) => [t.id, t.artifacts.length])).toEqual([[ids[0], 1]]);
 
     const stranger = await stack.agent('acme', 'nobody');
+    expect((await a().listTasks({ peerAgentId: peer.id }, lister.as)).totalSize).toBe(5);
+    expect((await a().listTasks({ peerAgentId: lister.id }, peer.as)).totalSize).toBe(5);
+    expect((await a().listTasks({ peerAgentId: stranger.id }, lister.as)).tasks).toEqual([]);
     expect((await a().listTasks({}, stranger.as)).tasks).toEqual([]);
     expect((await failure(a().listTasks({ pageToken: 'not-ours' }, lister.as))).reason).toBe(Reason.INVALID_PARAMS);
     expect((await failure(a().listTasks({ pageSize: 500 }, lister.as))).reason).toBe(Reason.INVALID_PARAMS);

@@ -161,6 +161,8 @@ export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
         historyLength: optionalInt(p, 'historyLength', '', 0),
         updatedAfter: after === undefined ? 0n : BigInt(Date.parse(after)),
         includeArtifacts,
+        // The path's agent: its endpoint lists the caller's tasks with that agent only.
+        peerAgentId: ctx.targetAgentId ?? '',
       };
       const r = (await c.listTasks!(request, options(ctx))) as messagingv1.ListTasksResponse;
       // nextPageToken is always present, empty on the last page (A2A §3.1.4).
