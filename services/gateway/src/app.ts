@@ -5,7 +5,7 @@ import { isOperator, type Authenticator } from './auth.js';
 import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
 import { writeSse } from './sse.js';
-import { cardResponse, hubCard, type A2aRpcHandler } from './a2a/index.js';
+import { cardResponse, hubCard } from './a2a/index.js';
 
 export interface Readiness {
   ready: boolean;
@@ -16,7 +16,7 @@ export interface GatewayAppOptions {
   agentRpc: JsonRpcHandler;
   adminRpc: JsonRpcHandler;
   /** Strict A2A 1.0 on `/agents/{agentId}/a2a/v1`. */
-  a2aRpc: A2aRpcHandler;
+  a2aRpc: JsonRpcHandler;
   /** An agent's Agent Card for `baseUrl`, or undefined when there is no such agent. */
   agentCard: (agentId: string, baseUrl: string, signal?: AbortSignal) => Promise<Record<string, unknown> | undefined>;
   authenticator: Authenticator;

@@ -4,7 +4,7 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import { healthv1, identityv1 } from '@agenthub/proto';
 import { createClient, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
-import { A2aRpcHandler, a2aMethods, agentCards } from './a2a/index.js';
+import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index.js';
 import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
 import { protocolError, RpcCode } from './errors.js';
@@ -75,7 +75,15 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const app = createApp({
     agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
     adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
-    a2aRpc: new A2aRpcHandler({ log: deps.log, metrics: deps.metrics, methods: a2aMethods(clients) }),
+    a2aRpc: new JsonRpcHandler({
+      ...common,
+      methods: a2aMethods(clients),
+      maxBatch: 0,
+      precheck: checkA2aVersion,
+      errors: A2A_ERRORS,
+      // The dialects share method names; the strict endpoint's are counted apart.
+      metricPrefix: 'a2a:',
+    }),
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
     authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
     adminToken: deps.adminToken,

@@ -44,13 +44,30 @@ export interface OpenStream {
   events: AsyncIterable<StreamEvent>;
 }
 
+/** How a handler writes its errors: the hub's table by default, A2A's on the strict endpoint. */
+export interface ErrorDialect {
+  /** A method's failure (a HubError, or anything thrown) as the error object to send. */
+  failure(err: unknown): RpcError;
+  /** Errors of the envelope itself: parse, invalid request, unknown method, params not an object. */
+  envelope(code: number, message: string, data?: Record<string, unknown>): RpcError;
+}
+
+export const HUB_ERRORS: ErrorDialect = {
+  failure: (err) => toRpcError(HubError.from(err)),
+  envelope: protocolError,
+};
+
 export interface JsonRpcHandlerOptions {
   methods: ReadonlyMap<string, RpcMethod>;
+  /** Most calls in one batch; 0 refuses batches (one request per HTTP call). */
   maxBatch: number;
   log: Logger;
   metrics: Metrics;
   /** Checked before dispatch of each call; an error here answers the call instead. */
   precheck?: (ctx: RpcContext) => RpcError | undefined;
+  errors?: ErrorDialect;
+  /** Prefix of the method label in metrics, to tell endpoints whose method names overlap apart. */
+  metricPrefix?: string;
 }
 
 /**
@@ -58,11 +75,15 @@ export interface JsonRpcHandlerOptions {
  * error mapping. It knows nothing of HTTP; the Koa app only feeds it parsed bodies.
  */
 export class JsonRpcHandler {
-  constructor(private readonly options: JsonRpcHandlerOptions) {}
+  private readonly errors: ErrorDialect;
+
+  constructor(private readonly options: JsonRpcHandlerOptions) {
+    this.errors = options.errors ?? HUB_ERRORS;
+  }
 
   /** Handles a body that failed to parse as JSON. */
   parseError(): RpcResponse {
-    return { jsonrpc: '2.0', id: null, error: protocolError(RpcCode.PARSE_ERROR, 'Parse error: the body is not valid JSON') };
+    return { jsonrpc: '2.0', id: null, error: this.errors.envelope(RpcCode.PARSE_ERROR, 'Parse error: the body is not valid JSON') };
   }
 
   /** Whether `body` is one call (not a batch) of a streaming method, to be answered with `open`. */
@@ -82,15 +103,16 @@ export class JsonRpcHandler {
       stream = events;
     });
     if (stream) return { id: (body as { id?: RpcId }).id ?? null, events: stream };
-    return response ?? { jsonrpc: '2.0', id: null, error: protocolError(RpcCode.INVALID_REQUEST, 'Invalid Request: a stream needs an id') };
+    return response ?? this.invalid(null, 'Invalid Request: a stream needs an id');
   }
 
   /** Returns the response(s) to send, or undefined when everything was a notification. */
   async handle(body: unknown, ctx: RpcContext): Promise<RpcResponse | RpcResponse[] | undefined> {
     if (Array.isArray(body)) {
-      if (body.length === 0) return invalid(null, 'Invalid Request: a batch must hold at least one request');
+      if (this.options.maxBatch === 0) return this.invalid(null, 'Invalid Request: this endpoint takes one request per call, not a batch');
+      if (body.length === 0) return this.invalid(null, 'Invalid Request: a batch must hold at least one request');
       if (body.length > this.options.maxBatch) {
-        return invalid(null, `Invalid Request: a batch may hold at most ${this.options.maxBatch} requests`);
+        return this.invalid(null, `Invalid Request: a batch may hold at most ${this.options.maxBatch} requests`);
       }
       const responses = await Promise.all(body.map((call) => this.handleOne(call, ctx)));
       const sent = responses.filter((r): r is RpcResponse => r !== undefined);
@@ -101,21 +123,21 @@ export class JsonRpcHandler {
 
   private async handleOne(call: unknown, ctx: RpcContext, opened?: (events: AsyncIterable<StreamEvent>) => void): Promise<RpcResponse | undefined> {
     if (call === null || typeof call !== 'object' || Array.isArray(call)) {
-      return invalid(null, 'Invalid Request: expected a JSON-RPC request object');
+      return this.invalid(null, 'Invalid Request: expected a JSON-RPC request object');
     }
     const request = call as Record<string, unknown>;
     const hasId = Object.hasOwn(request, 'id');
     const id = request.id;
     if (hasId && !(typeof id === 'string' || typeof id === 'number' || id === null)) {
-      return invalid(null, 'Invalid Request: id must be a string, a number or null');
+      return this.invalid(null, 'Invalid Request: id must be a string, a number or null');
     }
     const replyId = (hasId ? id : null) as RpcId;
-    if (request.jsonrpc !== '2.0') return invalid(replyId, 'Invalid Request: jsonrpc must be "2.0"');
+    if (request.jsonrpc !== '2.0') return this.invalid(replyId, 'Invalid Request: jsonrpc must be "2.0"');
     if (typeof request.method !== 'string' || request.method === '') {
-      return invalid(replyId, 'Invalid Request: method must be a non-empty string');
+      return this.invalid(replyId, 'Invalid Request: method must be a non-empty string');
     }
     const params = request.params ?? {};
-    if (opened && !hasId) return invalid(null, 'Invalid Request: a streaming call needs an id');
+    if (opened && !hasId) return this.invalid(null, 'Invalid Request: a streaming call needs an id');
     const response = await this.dispatch(request.method, params, ctx, replyId, opened);
     return hasId ? response : undefined;
   }
@@ -129,21 +151,21 @@ export class JsonRpcHandler {
   ): Promise<RpcResponse> {
     const started = process.hrtime.bigint();
     const method = this.options.methods.get(name);
-    const label = method ? name : 'unknown';
+    const label = `${this.options.metricPrefix ?? ''}${method ? name : 'unknown'}`;
     let response: RpcResponse;
     const refused = this.options.precheck?.(ctx);
     if (refused) {
       response = { jsonrpc: '2.0', id, error: refused };
     } else if (!method) {
-      response = { jsonrpc: '2.0', id, error: protocolError(RpcCode.METHOD_NOT_FOUND, `Method not found: ${name}`) };
+      response = { jsonrpc: '2.0', id, error: this.errors.envelope(RpcCode.METHOD_NOT_FOUND, `Method not found: ${name}`) };
     } else if (params === null || typeof params !== 'object' || Array.isArray(params)) {
       response = {
         jsonrpc: '2.0',
         id,
-        error: protocolError(RpcCode.INVALID_PARAMS, 'Invalid params: params must be an object', { field: 'params' }),
+        error: this.errors.envelope(RpcCode.INVALID_PARAMS, 'Invalid params: params must be an object', { field: 'params' }),
       };
     } else if (method.stream && !opened) {
-      response = invalid(id, `Invalid Request: ${name} answers with a stream; send it alone, not in a batch`);
+      response = this.invalid(id, `Invalid Request: ${name} answers with a stream; send it alone, not in a batch`);
     } else {
       try {
         if (method.stream) {
@@ -153,19 +175,17 @@ export class JsonRpcHandler {
           response = { jsonrpc: '2.0', id, result: await method.invoke(params as Record<string, unknown>, ctx) };
         }
       } catch (err) {
-        const hubError = HubError.from(err);
-        if (hubError.cause && !(err instanceof HubError)) {
-          this.options.log.error({ err: hubError.cause, method: name }, 'method failed');
-        }
-        response = { jsonrpc: '2.0', id, error: toRpcError(hubError) };
+        const error = this.errors.failure(err);
+        if (error.code === RpcCode.INTERNAL_ERROR) this.options.log.error({ err: err instanceof HubError ? (err.cause ?? err) : err, method: name }, 'method failed');
+        response = { jsonrpc: '2.0', id, error };
       }
     }
     this.options.metrics.rpcRequests.inc({ method: label, code: String(response.error?.code ?? 0) });
     this.options.metrics.rpcDuration.observe({ method: label }, Number(process.hrtime.bigint() - started) / 1e9);
     return response;
   }
-}
 
-function invalid(id: RpcId, message: string): RpcResponse {
-  return { jsonrpc: '2.0', id, error: protocolError(RpcCode.INVALID_REQUEST, message) };
+  private invalid(id: RpcId, message: string): RpcResponse {
+    return { jsonrpc: '2.0', id, error: this.errors.envelope(RpcCode.INVALID_REQUEST, message) };
+  }
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { identityv1 } from '@agenthub/proto';
 import { HubError, Reason, type CallOptions } from '@agenthub/runtime';
-import type { Json } from './codec.js';
+import type { Json } from '../fields.js';
 
 /**
  * A2A 1.0 Agent Cards: each agent's, at `/agents/{agentId}/.well-known/agent-card.json`,

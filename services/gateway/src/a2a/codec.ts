@@ -1,6 +1,6 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError } from '@agenthub/runtime';
+import { bad, isObject, str, type Json } from '../fields.js';
 import { MAX_INLINE_DATA_CHARS, MAX_PARTS } from '../methods/messaging.js';
 
 /**
@@ -19,10 +19,6 @@ import { MAX_INLINE_DATA_CHARS, MAX_PARTS } from '../methods/messaging.js';
  *
  * and back: a hub data part of a JSON media type becomes `data`, of another type `text`.
  */
-
-export type Json = Record<string, unknown>;
-export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-export const bad = (field: string, problem: string) => HubError.invalidParams(field, problem);
 
 const { TaskState } = messagingv1;
 type PartInit = MessageInitShape<typeof messagingv1.PartSchema>;
@@ -46,17 +42,6 @@ export const STREAM_ENDS = new Set<messagingv1.TaskState>([TaskState.COMPLETED, 
 export const TERMINAL = new Set<messagingv1.TaskState>([TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED]);
 
 const isJsonType = (mediaType: string) => /^application\/([\w.+-]+\+)?json$/i.test(mediaType.split(';', 1)[0]!.trim());
-
-export function str(obj: Json, key: string, at: string, required: boolean): string | undefined {
-  const value = obj[key];
-  if (value === undefined || value === null) {
-    if (required) throw bad(`${at}${key}`, 'is required');
-    return undefined;
-  }
-  if (typeof value !== 'string') throw bad(`${at}${key}`, 'must be a string');
-  if (required && value === '') throw bad(`${at}${key}`, 'must not be empty');
-  return value;
-}
 
 /** ProtoJSON accepts standard or URL-safe base64, padded or not; the hub keeps standard, padded. */
 function base64In(value: string, field: string): string {

@@ -3,7 +3,7 @@
  * (ProtoJSON, A2A's error codes, `A2A-Version: 1.0` required), its method table, and the Agent
  * Cards that advertise it.
  */
-export { A2aRpcHandler, type A2aRpcHandlerOptions } from './handler.js';
+export { A2A_ERRORS, checkA2aVersion } from './handler.js';
 export { a2aMethods } from './methods.js';
 export { agentCards, cardResponse, hubCard, strictEndpoint, type CardResponse } from './cards.js';
 export { A2aCode, toA2aRpcError } from './errors.js';

@@ -2,9 +2,10 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import { messagingv1 } from '@agenthub/proto';
 import type { CallOptions } from '@agenthub/runtime';
 import type { RpcContext, RpcMethod, StreamEvent } from '../jsonrpc.js';
-import { resumeVersion, STREAM_MAX_MS } from '../methods/messaging.js';
+import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS } from '../methods/messaging.js';
 import type { Clients, Route } from '../route.js';
-import { bad, isObject, messageIn, stateIn, stateOut, str, streamItems, taskOut, TERMINAL, type Json } from './codec.js';
+import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
+import { messageIn, stateIn, stateOut, streamItems, taskOut, TERMINAL } from './codec.js';
 import { A2aError } from './errors.js';
 
 /**
@@ -13,27 +14,9 @@ import { A2aError } from './errors.js';
  * are the hub's: the interface's dialect and connected agents' inboxes see the same ones.
  */
 
-/** Blocking sends wait up to the service's 60 s; the gateway gives them a little longer. */
-const WAITING_CALL_MS = 70_000;
 
 type Client = Record<string, (request: unknown, options: CallOptions) => unknown>;
 type Streaming = (request: unknown, options: CallOptions) => AsyncIterable<messagingv1.WatchTaskResponse>;
-
-function optionalInt(obj: Json, key: string, at: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  const value = obj[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw bad(`${at}${key}`, 'must be an integer');
-  if (value < min) throw bad(`${at}${key}`, `must be at least ${min}`);
-  if (value > max) throw bad(`${at}${key}`, `must be at most ${max}`);
-  return value;
-}
-
-function optionalBool(obj: Json, key: string, at: string): boolean | undefined {
-  const value = obj[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw bad(`${at}${key}`, 'must be a boolean');
-  return value;
-}
 
 const taskId = (params: Json) => str(params, 'id', '', true)!;
 

@@ -1,7 +1,8 @@
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, type CallOptions } from '@agenthub/runtime';
+import type { CallOptions } from '@agenthub/runtime';
 import type { RpcContext, StreamEvent } from '../jsonrpc.js';
+import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import type { Clients, Route } from '../route.js';
 
 /**
@@ -18,7 +19,7 @@ export const MAX_INLINE_DATA_CHARS = 4 * Math.ceil((512 * 1024) / 3);
 /** Parts per message or artifact. */
 export const MAX_PARTS = 100;
 /** Calls that may wait (blocking sends, inbox long-polls) get this long before the gateway gives up. */
-const WAITING_CALL_MS = 70_000;
+export const WAITING_CALL_MS = 70_000;
 /**
  * A stream is closed (cleanly) after this long; the client reconnects with Last-Event-ID and
  * loses nothing. Bounding it lets deadlines, deploys and load balancers work as for other calls.
@@ -38,21 +39,6 @@ const STATES: Record<string, messagingv1.TaskState> = {
   rejected: TaskState.REJECTED,
 };
 const stateWord = (state: messagingv1.TaskState) => Object.keys(STATES).find((k) => STATES[k] === state) ?? 'unknown';
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const bad = (field: string, problem: string) => HubError.invalidParams(field, problem);
-
-function str(obj: Json, key: string, at: string, required: boolean): string | undefined {
-  const value = obj[key];
-  if (value === undefined || value === null) {
-    if (required) throw bad(`${at}${key}`, 'is required');
-    return undefined;
-  }
-  if (typeof value !== 'string') throw bad(`${at}${key}`, 'must be a string');
-  if (required && value === '') throw bad(`${at}${key}`, 'must not be empty');
-  return value;
-}
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -153,22 +139,6 @@ export function taskOut(task: messagingv1.Task | undefined, options: { messages:
     ...(options.messages ? { messages: task.messages.map(messageOut) } : {}),
     artifacts: task.artifacts.map(artifactOut),
   };
-}
-
-function optionalInt(obj: Json, key: string, at: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  const value = obj[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw bad(`${at}${key}`, 'must be an integer');
-  if (value < min) throw bad(`${at}${key}`, `must be at least ${min}`);
-  if (value > max) throw bad(`${at}${key}`, `must be at most ${max}`);
-  return value;
-}
-
-function optionalBool(obj: Json, key: string, at: string): boolean | undefined {
-  const value = obj[key];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw bad(`${at}${key}`, 'must be a boolean');
-  return value;
 }
 
 /** A method forwarding to one messaging RPC (the contract test walks `service` and `rpc`). */
