@@ -9,10 +9,13 @@
 //   2. Throughput: bursts of `x-hub/workspace.secrets.set` calls from BENCH_CONCURRENCY callers
 //      over BENCH_WORKSPACES workspaces (one webhook each, same receiver); events/s delivered,
 //      counted as distinct webhook-ids, with zero loss required. Twice:
-//      - live: webhooks go out while the calls come in (end to end; bound by the slower side,
-//        usually the calls);
-//      - backlog: the receiver holds each endpoint's first request while the calls come in, then
-//        answers; the time to deliver the queued backlog measures delivery alone.
+//      - live: webhooks go out while the calls come in (end to end: bound by the slowest stage,
+//        the calls or the intake, both printed);
+//      - backlog: the receiver holds each endpoint's first request while the calls come in; once
+//        the hub has queued every event (pending rows in events.deliveries) it answers, and the
+//        time to deliver the queued backlog measures delivery alone. The intake (outbox → relay →
+//        event log → delivery rows) is timed on its own: events/s queued from the first call, and
+//        how long after the last call the last event was queued.
 //      Secrets, not memories: storing a memory embeds its text (CPU-bound, about 100/s on 2
 //      cores, see bench/memories.js), which would measure the embedding model, not delivery.
 //
@@ -29,6 +32,7 @@
 //   BENCH_PG_URL           PostgreSQL admin URL (default postgres://postgres@127.0.0.1:5432/postgres)
 //   BENCH_REDIS_URL        Redis URL (default redis://127.0.0.1:6379)
 //   BENCH_HUB_ENV          extra hub settings, "NAME=value NAME=value"
+//   BENCH_PROFILE          1: run the hub with --cpu-prof into bench/results/profiles/
 //
 // Targets on a 2-core machine: p50 from the store returning to the webhook < 100 ms; ≥ 500
 // events/s delivered with zero loss. Every webhook's signature is verified (Standard Webhooks,
@@ -77,6 +81,7 @@ function settings() {
     workspaces: number('BENCH_WORKSPACES', 8, 1),
     drainSeconds: number('BENCH_DRAIN_S', 120, 1),
     hubEnv,
+    profile: process.env.BENCH_PROFILE === '1',
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
   };
@@ -166,7 +171,7 @@ async function run(opts, cleanups) {
     // The backlog part holds requests unanswered while its calls run: no attempt may time out.
     WEBHOOK_TIMEOUT_MS: '300000',
     ...opts.hubEnv,
-  });
+  }, opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(RESULTS_DIR, 'profiles')}`] : []);
   cleanups.push(() => hub.stop());
   log(`  hub up at ${hub.url}, receiver at ${receiver.url('/')}`);
 
@@ -257,6 +262,24 @@ async function run(opts, cleanups) {
     return distinctArrived();
   };
 
+  /** Waits (at most BENCH_DRAIN_S) until the hub holds `total` pending deliveries; whether it did. */
+  const waitQueued = async (total) => {
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      const deadline = performance.now() + opts.drainSeconds * 1000;
+      const pending = async () =>
+        (await db.query("SELECT count(*)::int AS n FROM events.deliveries WHERE status = 'pending'")).rows[0].n;
+      while ((await pending()) < total) {
+        if (performance.now() >= deadline) return false;
+        await sleep(20);
+      }
+      return true;
+    } finally {
+      await db.end();
+    }
+  };
+
   // 2a. Live: webhooks go out while the calls come in; bound by whichever side is slower.
   log(`\n[burst, live] ${fmt(opts.burst)} x-hub/workspace.secrets.set (no embedding) from ${opts.concurrency} callers over ${opts.workspaces} workspace(s)…`);
   const liveStart = performance.now();
@@ -280,15 +303,18 @@ async function run(opts, cleanups) {
   log(`[burst, live] undelivered after the drain wait ${live.lost}, duplicate requests ${live.duplicates}, failed calls ${liveFailed}, last webhook ${fmt(live.lagAfterLastCallMs)} ms after the last call returned`);
 
   // 2b. Backlog: the receiver holds each endpoint's first request unanswered while the calls
-  // come in, so the events queue up in the hub (one delivery at a time per endpoint); then it
-  // answers, and the time to deliver the whole backlog measures delivery alone.
+  // come in, so the events queue up in the hub (one delivery at a time per endpoint); once all
+  // are queued it answers, and the time to deliver the whole backlog measures delivery alone.
   const before = { distinct: distinctArrived(), requests: requestsArrived() };
   receiver.hold(burstPaths);
   log(`[burst, backlog] ${fmt(opts.burst)} more calls while the receiver holds each endpoint's first request…`);
+  const backlogStart = performance.now();
   const backlogFailed = await sendBurst();
+  const backlogCallsDone = performance.now();
   const backlogAccepted = opts.burst - backlogFailed;
-  // Give the relay time to hand the last events over (counted in the drain time if it has not).
-  await sleep(500);
+  // Release only once the hub has queued every event (outbox → relay → event log → delivery
+  // rows), so the drain measures delivery alone; intake is timed on its own.
+  const queuedAll = await waitQueued(backlogAccepted);
   const released = performance.now();
   receiver.release();
   const backlogDelivered = (await drain(before.distinct + backlogAccepted)) - before.distinct;
@@ -301,7 +327,10 @@ async function run(opts, cleanups) {
     lost: backlogAccepted - backlogDelivered,
     duplicates: requestsArrived() - before.requests - backlogDelivered,
     eventsPerSec: backlogDelivered > 0 ? round(backlogDelivered / ((backlogLast - released) / 1000), 0) : 0,
+    intakeEventsPerSec: queuedAll ? round(backlogAccepted / ((released - backlogStart) / 1000), 0) : 0,
+    intakeLagAfterLastCallMs: round(released - backlogCallsDone, 0),
   };
+  log(`[burst, backlog] intake: ${queuedAll ? `every event queued for delivery ${fmt(backlog.intakeLagAfterLastCallMs)} ms after the last call returned (${fmt(backlog.intakeEventsPerSec)} events/s from the first call)` : `not every event was queued within ${opts.drainSeconds} s; released anyway`}`);
   log(`[burst, backlog] ${fmt(backlogDelivered)} distinct webhook-ids delivered ${((backlogLast - released) / 1000).toFixed(2)} s after the release → ${fmt(backlog.eventsPerSec)} events/s`);
   log(`[burst, backlog] undelivered after the drain wait ${backlog.lost}, duplicate requests ${backlog.duplicates}, failed calls ${backlogFailed}`);
   if (backlog.lost > 0) log(`[burst, backlog] distinct webhook-ids per endpoint: ${burstPaths.map((path) => `${path} ${receiver.distinct(path)}`).join(', ')}`);
@@ -321,9 +350,17 @@ async function run(opts, cleanups) {
   log(`  signatures verified: ${fmt(receiver.verified())}, bad: ${badSignatures}`);
   log(`  1-minute load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after, on ${cpus().length} CPUs${Math.max(loadBefore, loadAfter) > cpus().length / 2 ? ' — other work was running: figures are pessimistic' : ''}`);
   log(`  latency p50 (store returned → webhook) ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms   target p50 < ${TARGET_P50_MS} ms   ${verdicts.latency}`);
-  log(`  throughput, live (bound by the calls: ${fmt(live.callsPerSec)}/s accepted) ${fmt(live.eventsPerSec)} events/s, ${live.lost} undelivered   target ≥ ${TARGET_EVENTS_PER_SEC}/s, zero loss   ${verdicts.throughputLive}`);
+  log(`  throughput, live (end to end; calls accepted ${fmt(live.callsPerSec)}/s, intake ${fmt(backlog.intakeEventsPerSec)}/s in the backlog part) ${fmt(live.eventsPerSec)} events/s, ${live.lost} undelivered   target ≥ ${TARGET_EVENTS_PER_SEC}/s, zero loss   ${verdicts.throughputLive}`);
   log(`  throughput, backlog (delivery alone) ${fmt(backlog.eventsPerSec)} events/s, ${backlog.lost} undelivered   target ≥ ${TARGET_EVENTS_PER_SEC}/s, zero loss   ${verdicts.throughputBacklog}`);
   log('  (throughput measured with workspace.secret.set events: memory stores are bound by embedding, not delivery)');
+
+  if (opts.profile) {
+    // Profile time starts about when the process did.
+    const at = (t) => Math.round(t - hub.startedAt);
+    log(`  profiles in ${join('bench', 'results', 'profiles')} once the hub stopped; windows (profile ms):`);
+    log(`    live burst: node bench/profile-summary.js <file> --from ${at(liveStart)} --to ${at(liveLast)} --per-request ${liveDelivered}`);
+    log(`    backlog delivery: node bench/profile-summary.js <file> --from ${at(released)} --to ${at(backlogLast)} --per-request ${backlogDelivered}`);
+  }
 
   await mkdir(RESULTS_DIR, { recursive: true });
   const report = {
@@ -453,11 +490,12 @@ function verify(secret, headers, raw) {
 // ---------------------------------------------------------------------------------------------
 // The hub process (as in bench/secrets.js)
 
-async function startHub(env) {
+async function startHub(env, nodeArgs) {
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|KAFKA_|WEBHOOK_|NODE_OPTIONS$)/.test(k)),
   );
-  const child = spawn(process.execPath, [join(ROOT, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
+  const startedAt = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
     cwd: ROOT,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -489,6 +527,7 @@ async function startHub(env) {
   return {
     url,
     pid: child.pid,
+    startedAt,
     logTail: () => [...tail],
     async stop() {
       process.removeListener('exit', killOnExit);

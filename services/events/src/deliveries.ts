@@ -42,10 +42,10 @@ export async function intakeEvent(env: EventsEnv, message: EventMessage): Promis
     env.log.error({ key: message.key, event_id: eventId }, 'skipped a bus message that is not a workspace event');
     return;
   }
-  const queued = await env.store.intake({ workspaceId, eventId, type, payload: message.value, occurredAt }, env.clock());
-  if (queued > 0) {
-    env.log.debug({ event_id: eventId, event: type, workspace_id: workspaceId, deliveries: queued }, 'event queued for webhooks');
-    env.wake();
+  const webhookIds = await env.store.intake({ workspaceId, eventId, type, payload: message.value, occurredAt }, env.clock());
+  if (webhookIds.length > 0) {
+    env.log.debug({ event_id: eventId, event: type, workspace_id: workspaceId, deliveries: webhookIds.length }, 'event queued for webhooks');
+    env.wake(webhookIds);
   }
 }
 
@@ -72,44 +72,79 @@ async function attempt(env: EventsEnv, target: { url: string; secrets: string[];
   return { at, result };
 }
 
-/** Sends one claimed delivery and records the attempt and what follows from it. */
-async function deliverOne(env: EventsEnv, delivery: DueDelivery, signal: AbortSignal): Promise<void> {
+/**
+ * Sends one claimed delivery and records the attempt and what follows from it. With `chain`, a
+ * success also claims the webhook's next delivery (in the same statement), which is returned.
+ * `delivered` when the success was recorded.
+ */
+async function deliverOne(
+  env: EventsEnv,
+  delivery: DueDelivery,
+  signal: AbortSignal,
+  chain: { leaseMs: number } | undefined,
+): Promise<{ delivered: boolean; next: DueDelivery | undefined }> {
   const { at, result } = await attempt(env, delivery, signal);
   // Cut short by shutdown: not the endpoint's fault, so no attempt is recorded; the delivery is
   // given back for the next worker (had this failed, the lease would lapse instead).
   if (signal.aborted) {
     await env.store.releaseLease(delivery.seq);
-    return;
+    return { delivered: false, next: undefined };
   }
-  const outcome = await env.store.recordAttempt(
-    delivery,
-    { at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error },
-    (failingSince) => decide(env, result, delivery.failures, failingSince, env.clock()),
-  );
-  if (!outcome) return;
-  env.metrics.deliveries.inc({ outcome: outcome.kind === 'disable' ? 'disabled' : outcome.kind });
+  const record = { at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error };
   const fields = { webhook_id: delivery.webhookId, event_id: delivery.eventId, status_code: result.statusCode, latency_ms: result.latencyMs };
+  if (!result.error) {
+    const recorded = await env.store.recordDelivered(delivery, record, chain && { now: env.clock(), leaseMs: chain.leaseMs });
+    if (!recorded) return { delivered: false, next: undefined };
+    env.metrics.deliveries.inc({ outcome: 'delivered' });
+    return { delivered: true, next: recorded.next };
+  }
+  const outcome = await env.store.recordFailure(delivery, record, (failingSince) => decide(env, result, delivery.failures, failingSince, env.clock()));
+  if (!outcome) return { delivered: false, next: undefined };
+  env.metrics.deliveries.inc({ outcome: outcome.kind === 'disable' ? 'disabled' : outcome.kind });
   if (outcome.kind === 'disable') env.log.warn({ ...fields, error: result.error, reason: outcome.reason }, 'webhook endpoint disabled');
   else if (outcome.kind === 'failed') env.log.warn({ ...fields, error: result.error }, 'webhook delivery failed for good');
   else if (outcome.kind === 'retry') env.log.debug({ ...fields, error: result.error, next_attempt_at: outcome.at }, 'webhook attempt failed');
+  return { delivered: false, next: undefined };
+}
+
+export interface WorkerOptions {
+  /** Longest sleep when nothing wakes the loop and nothing falls due sooner. */
+  pollMs: number;
+  /** Most heads claimed by one query. */
+  batchSize: number;
+  /** Most webhooks being delivered to at once (each one delivery at a time). */
+  concurrency: number;
+  /**
+   * Most deliveries of one webhook sent one after another before its queue goes back to the
+   * claim, where heads that waited longer come first: a long queue cannot hold a slot for ever.
+   */
+  runLength: number;
+  leaseMs: number;
 }
 
 /**
- * The delivery loop. Each pass claims due deliveries (the head of each webhook's queue, with a
- * lease, FOR UPDATE SKIP LOCKED, so replicas share the work), sends them concurrently, and goes
- * on while anything was due; then it sleeps until the next one falls due, at most `pollMs`, or
- * until woken.
+ * The delivery loop. It claims due heads (the oldest pending delivery of each webhook, with a
+ * lease, FOR UPDATE SKIP LOCKED, so replicas share the work) into at most `concurrency` slots.
+ * Each slot goes down its webhook's queue: a success records the attempt and claims the next
+ * delivery of the same webhook in one statement, for up to `runLength` deliveries; then the slot
+ * frees. With nothing to claim, the loop sleeps until woken (intake, replay, a slot that may have
+ * left work behind), until the next head falls due, or at most `pollMs`.
  */
 export class DeliveryWorker {
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private woken = false;
+  /** Wake-ups (intake, replay), counted so that a run can tell whether one came while it recorded. */
+  private wakes = 0;
+  /** Webhooks a run of this worker is going down the queue of. */
+  private readonly inRun = new Set<string>();
+  private readonly slots = new Set<Promise<unknown>>();
   private readonly stopping = new AbortController();
 
   constructor(
     private readonly env: EventsEnv,
-    private readonly options: { pollMs: number; batchSize: number; leaseMs: number },
+    private readonly options: WorkerOptions,
   ) {}
 
   start(): void {
@@ -117,40 +152,97 @@ export class DeliveryWorker {
     this.loop = this.run();
   }
 
-  wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+  /**
+   * Deliveries were queued for `webhookIds` (unknown: replayed). One for a webhook a run of this
+   * worker holds goes out in that run, or in the claim that run's end asks for, so only the
+   * others wake the loop: while runs keep up, intake costs the loop no claim.
+   */
+  wake(webhookIds?: string[]): void {
+    this.wakes += 1;
+    if (!webhookIds || webhookIds.some((id) => !this.inRun.has(id))) this.rouse();
   }
 
-  /** Sends everything due now, pass after pass; resolves with the number of attempts made. */
+  /** Sends everything due now, pass after pass, waiting for each; resolves with the number of attempts made. */
   async deliverDue(): Promise<number> {
     let attempts = 0;
     for (;;) {
       if (this.stopping.signal.aborted) return attempts;
-      const due = await this.env.store.claimDue(this.env.clock(), this.options.batchSize, this.options.leaseMs);
-      if (due.length === 0) {
+      const { claimed } = await this.env.store.claimDue(this.env.clock(), this.options.batchSize, this.options.leaseMs);
+      if (claimed.length === 0) {
         await this.env.store.sweepRetired();
         return attempts;
       }
-      attempts += due.length;
-      await Promise.all(
-        due.map((delivery) =>
-          deliverOne(this.env, delivery, this.stopping.signal).catch((err: unknown) => {
-            this.env.log.error({ err, webhook_id: delivery.webhookId, event_id: delivery.eventId }, 'could not record a webhook attempt');
-          }),
-        ),
-      );
+      for (const run of await Promise.all(claimed.map((head) => this.deliverRun(head)))) attempts += run.attempts;
     }
   }
 
+  private rouse(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  /**
+   * Delivers `head`, then, while each succeeds and the run is short enough, the webhook's next
+   * one. `drained` when it stopped because nothing of the webhook was due when its last success
+   * was recorded and no wake-up came since: then the loop has nothing new to look for.
+   */
+  private async deliverRun(head: DueDelivery): Promise<{ attempts: number; drained: boolean }> {
+    let delivery: DueDelivery | undefined = head;
+    let attempts = 0;
+    let drained = false;
+    this.inRun.add(head.webhookId);
+    while (delivery) {
+      attempts += 1;
+      const chain = attempts < this.options.runLength && !this.stopping.signal.aborted;
+      const current: DueDelivery = delivery;
+      const wakes = this.wakes;
+      const outcome = await deliverOne(this.env, current, this.stopping.signal, chain ? { leaseMs: this.options.leaseMs } : undefined).catch(
+        (err: unknown) => {
+          this.env.log.error({ err, webhook_id: current.webhookId, event_id: current.eventId }, 'could not record a webhook attempt');
+          return undefined;
+        },
+      );
+      delivery = outcome?.next;
+      // A delivery queued while this one was sent and recorded may have been invisible both to the
+      // claim that statement made and to the loop's (which saw this one still in flight).
+      drained = outcome?.delivered === true && chain && this.wakes === wakes;
+    }
+    // In the same turn as the last check: a wake-up from now on sees the webhook out of the run.
+    this.inRun.delete(head.webhookId);
+    return { attempts, drained };
+  }
+
+  private occupy(head: DueDelivery): void {
+    const slot = this.deliverRun(head).then(
+      ({ drained }) => {
+        this.slots.delete(slot);
+        // A full loop waits for a slot; otherwise only a run that may have left work due needs it.
+        if (!drained || this.slots.size === this.options.concurrency - 1) this.rouse();
+      },
+    );
+    this.slots.add(slot);
+  }
+
   private async run(): Promise<void> {
+    // Sweeping retired webhooks is cheap but not needed on every pass of a busy loop.
+    let lastSweep = 0;
     while (this.running) {
       this.woken = false;
       let sleepMs = this.options.pollMs;
       try {
-        await this.deliverDue();
-        const next = await this.env.store.nextDue();
-        if (next !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, next - this.env.clock()));
+        const free = this.options.concurrency - this.slots.size;
+        if (free > 0) {
+          const limit = Math.min(free, this.options.batchSize);
+          const { claimed, nextDue } = await this.env.store.claimDue(this.env.clock(), limit, this.options.leaseMs);
+          for (const head of claimed) this.occupy(head);
+          // More may be due: claim again, or, with every slot taken, wait below for one to free.
+          if (claimed.length === limit) continue;
+          if (nextDue !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, nextDue - this.env.clock()));
+          if (performance.now() - lastSweep >= this.options.pollMs) {
+            lastSweep = performance.now();
+            await this.env.store.sweepRetired();
+          }
+        }
       } catch (err) {
         if (this.running) this.env.log.error({ err }, 'webhook delivery pass failed');
       }
@@ -164,9 +256,10 @@ export class DeliveryWorker {
       });
       this.wakeUp = undefined;
     }
+    await Promise.all(this.slots);
   }
 
-  /** Stops the loop; attempts in flight are aborted (their leases lapse and another pass retries them). */
+  /** Stops the loop; attempts in flight are aborted and their deliveries given back (or their leases lapse). */
   async stop(): Promise<void> {
     this.running = false;
     this.stopping.abort();

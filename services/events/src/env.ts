@@ -69,6 +69,6 @@ export interface EventsEnv {
   clock: Clock;
   metrics: WebhookMetrics;
   log: Logger;
-  /** Tells the delivery worker that something may be due now. */
-  wake(): void;
+  /** Tells the delivery worker that deliveries were queued for `webhookIds` (unknown: replayed). */
+  wake(webhookIds?: string[]): void;
 }

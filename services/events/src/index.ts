@@ -39,8 +39,12 @@ export interface EventsDeps extends ServiceDeps {
   worker?: {
     /** Longest sleep of the delivery loop when nothing wakes it (default 1000). */
     pollMs?: number;
-    /** Deliveries claimed per pass (default 32). */
+    /** Heads claimed by one query (default 32). */
     batchSize?: number;
+    /** Most webhooks delivered to at once, one delivery each (default 32). */
+    concurrency?: number;
+    /** Most deliveries of one webhook sent in a row before its queue goes back to the claim (default 20). */
+    runLength?: number;
     /** False runs no loop: deliveries go out only on `deliverDue()` (tests). */
     enabled?: boolean;
   };
@@ -71,12 +75,14 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
     clock: deps.clock ?? Date.now,
     metrics: new WebhookMetrics(deps.metrics),
     log,
-    wake: () => worker?.wake(),
+    wake: (webhookIds) => worker?.wake(webhookIds),
   };
   const timeoutMs = deps.timeoutMs;
   worker = new DeliveryWorker(env, {
     pollMs: deps.worker?.pollMs ?? 1000,
     batchSize: deps.worker?.batchSize ?? 32,
+    concurrency: deps.worker?.concurrency ?? 32,
+    runLength: deps.worker?.runLength ?? 20,
     // Outlives any attempt, so a live worker's claim never lapses under it.
     leaseMs: timeoutMs + 30_000,
   });

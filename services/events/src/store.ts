@@ -78,6 +78,33 @@ function toWebhook(row: WebhookRow): WebhookRecord {
   };
 }
 
+/** What a claim returns, from `deliveries d` joined to `webhooks w`. */
+const DUE_COLUMNS = 'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at';
+
+interface DueRow {
+  seq: string | number;
+  webhook_id: string;
+  event_id: string;
+  payload: string;
+  failures: number;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_expires_at: string | number | null;
+}
+
+function toDue(row: DueRow, now: number): DueDelivery {
+  return {
+    seq: Number(row.seq),
+    webhookId: row.webhook_id,
+    eventId: row.event_id,
+    payload: row.payload,
+    failures: row.failures,
+    url: row.url,
+    secrets: secretsOf(row, now),
+  };
+}
+
 /** All SQL of the events service, in its own schema. bigint columns arrive as strings from pg. */
 export class EventsStore {
   constructor(readonly db: Db) {}
@@ -160,71 +187,79 @@ export class EventsStore {
    * One delivery per enabled webhook of the workspace whose filter matches and that existed when
    * the event happened (a consumer running behind must not hand a new webhook older events),
    * each queued due `now`. Idempotent: an event consumed again adds nothing. `workspace.deleted` also retires the
-   * workspace's webhooks (after this, its last event, is delivered).
+   * workspace's webhooks (after this, its last event, is delivered). Returns the webhooks a
+   * delivery was queued for.
    */
   async intake(
     event: { workspaceId: string; eventId: string; type: string; payload: string; occurredAt: number | undefined },
     now: number,
-  ): Promise<number> {
-    return this.db.transaction(async (tx) => {
-      const { rowCount } = await tx.query(
-        `INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at)
+  ): Promise<string[]> {
+    // One statement (no BEGIN/COMMIT round trips): the consumer runs one event at a time, so its
+    // round trips bound intake. Both parts read the statement's snapshot, so the retiring update
+    // does not keep `workspace.deleted` itself from being queued.
+    const { rows } = await this.db.query<{ webhook_id: string }>(
+      `WITH queued AS (
+         INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at)
          SELECT id, $2, $3, $4, 'pending', $5, $5 FROM webhooks
           WHERE workspace_id = $1 AND enabled AND workspace_deleted_at IS NULL
             AND (cardinality(event_types) = 0 OR $3 = ANY (event_types))
             AND ($6::bigint IS NULL OR created_at <= $6::bigint)
           ORDER BY seq
-         ON CONFLICT (webhook_id, event_id) DO NOTHING`,
-        [event.workspaceId, event.eventId, event.type, event.payload, now, event.occurredAt ?? null],
-      );
-      if (event.type === 'workspace.deleted') {
-        await tx.query('UPDATE webhooks SET workspace_deleted_at = $2 WHERE workspace_id = $1 AND workspace_deleted_at IS NULL', [
-          event.workspaceId,
-          now,
-        ]);
-      }
-      return rowCount;
-    });
+         ON CONFLICT (webhook_id, event_id) DO NOTHING
+         RETURNING webhook_id
+       ), retired AS (
+         UPDATE webhooks SET workspace_deleted_at = $5
+          WHERE $3 = 'workspace.deleted' AND workspace_id = $1 AND workspace_deleted_at IS NULL
+       )
+       SELECT webhook_id FROM queued`,
+      [event.workspaceId, event.eventId, event.type, event.payload, now, event.occurredAt ?? null],
+    );
+    return rows.map((row) => row.webhook_id);
   }
 
   /**
    * Claims up to `limit` due deliveries for `leaseMs`, skipping rows other workers hold. Only the
-   * oldest pending delivery of each webhook is eligible, so a webhook's events go out one at a
-   * time in order, and one waiting for its retry holds back those behind it.
+   * head of each webhook's queue is eligible, so a webhook's events go out one at a time in order,
+   * and one waiting for its retry (or held by another worker) holds back those behind it. Heads
+   * are locked after they are chosen, so a locked head is skipped, never the row behind it.
+   * `nextDue` is when the earliest head left unclaimed falls due (or its lease lapses), for the
+   * worker's sleep; it comes with the claim to spare the loop a round trip.
    */
-  async claimDue(now: number, limit: number, leaseMs: number): Promise<DueDelivery[]> {
-    const { rows } = await this.db.query<{
-      seq: string | number;
-      webhook_id: string;
-      event_id: string;
-      payload: string;
-      failures: number;
-      url: string;
-      secret: string;
-      previous_secret: string | null;
-      previous_expires_at: number | null;
-    }>(
-      `UPDATE deliveries d SET lease_until = $1::bigint + $3::bigint
-         FROM webhooks w
-        WHERE w.id = d.webhook_id AND d.seq IN (
-          SELECT c.seq FROM deliveries c JOIN webhooks cw ON cw.id = c.webhook_id
-           WHERE c.status = 'pending' AND c.next_attempt_at <= $1
-             AND (c.lease_until IS NULL OR c.lease_until <= $1) AND cw.enabled
-             AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.webhook_id = c.webhook_id AND e.status = 'pending' AND e.seq < c.seq)
-           ORDER BY c.next_attempt_at, c.seq LIMIT $2
-           FOR UPDATE OF c SKIP LOCKED)
-        RETURNING d.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at`,
+  async claimDue(now: number, limit: number, leaseMs: number): Promise<{ claimed: DueDelivery[]; nextDue: number | undefined }> {
+    const { rows } = await this.db.query<Partial<DueRow> & { next_due: string | number | null }>(
+      `WITH RECURSIVE heads AS (
+         -- The first pending delivery of every webhook that has one, by a loose index scan over
+         -- deliveries_pending_idx: one probe per such webhook, skipping the rest of its queue.
+         (SELECT webhook_id, seq FROM deliveries WHERE status = 'pending' ORDER BY webhook_id, seq LIMIT 1)
+         UNION ALL
+         SELECT n.webhook_id, n.seq FROM heads h CROSS JOIN LATERAL (
+           SELECT webhook_id, seq FROM deliveries
+            WHERE status = 'pending' AND webhook_id > h.webhook_id ORDER BY webhook_id, seq LIMIT 1) n
+       ), due AS (
+         SELECT c.seq FROM heads h JOIN deliveries c ON c.seq = h.seq JOIN webhooks cw ON cw.id = c.webhook_id
+          WHERE c.status = 'pending' AND c.next_attempt_at <= $1
+            AND (c.lease_until IS NULL OR c.lease_until <= $1) AND cw.enabled
+          ORDER BY c.next_attempt_at, c.seq LIMIT $2
+          FOR UPDATE OF c SKIP LOCKED
+       ), claimed AS (
+         UPDATE deliveries d SET lease_until = $1::bigint + $3::bigint
+           FROM webhooks w
+          WHERE d.seq IN (SELECT seq FROM due) AND w.id = d.webhook_id
+          RETURNING ${DUE_COLUMNS}
+       )
+       SELECT claimed.*, (
+         SELECT min(greatest(n.next_attempt_at, coalesce(n.lease_until, 0)))
+           FROM heads h JOIN deliveries n ON n.seq = h.seq JOIN webhooks nw ON nw.id = n.webhook_id
+          WHERE nw.enabled AND h.seq NOT IN (SELECT seq FROM due)
+       ) AS next_due
+       FROM (VALUES (1)) AS one LEFT JOIN claimed ON true`,
       [now, limit, leaseMs],
     );
-    return rows.map((row) => ({
-      seq: Number(row.seq),
-      webhookId: row.webhook_id,
-      eventId: row.event_id,
-      payload: row.payload,
-      failures: row.failures,
-      url: row.url,
-      secrets: secretsOf(row, now),
-    }));
+    const nextDue = rows[0]?.next_due;
+    return {
+      claimed: rows.filter((row) => row.seq !== null && row.seq !== undefined).map((row) => toDue(row as DueRow, now)),
+      nextDue: nextDue === null || nextDue === undefined ? undefined : Number(nextDue),
+    };
   }
 
   /** Gives a claimed delivery back unattempted (shutdown), so another worker may send it at once. */
@@ -232,47 +267,71 @@ export class EventsStore {
     await this.db.query('UPDATE deliveries SET lease_until = NULL WHERE seq = $1', [seq]);
   }
 
-  /** When the next pending delivery falls due (any webhook), for the worker's sleep. */
-  async nextDue(): Promise<number | undefined> {
-    const { rows } = await this.db.query<{ at: string | number | null }>(
-      "SELECT min(greatest(next_attempt_at, coalesce(lease_until, 0))) AS at FROM deliveries WHERE status = 'pending'",
+  /**
+   * Records a successful attempt, ends the webhook's failing run, and, with `next`, claims the
+   * webhook's new head when it is due: one statement, so a worker going down a webhook's queue
+   * makes one round trip per delivery. `undefined` when the delivery is gone (its webhook was
+   * deleted while the attempt was in flight); else `next` is the claimed head, if any.
+   */
+  async recordDelivered(
+    delivery: { seq: number },
+    attempt: AttemptRecord,
+    next: { now: number; leaseMs: number } | undefined,
+  ): Promise<{ next: DueDelivery | undefined } | undefined> {
+    const { rows } = await this.db.query<{ recorded: number } & Partial<DueRow>>(
+      `WITH done AS (
+         UPDATE deliveries SET status = 'delivered', next_attempt_at = NULL, lease_until = NULL
+          WHERE seq = $1 RETURNING seq, webhook_id
+       ), attempt AS (
+         INSERT INTO attempts (delivery_seq, at, status_code, latency_ms, error) SELECT seq, $2, $3, $4, '' FROM done
+       ), healthy AS (
+         UPDATE webhooks SET failing_since = NULL WHERE id = (SELECT webhook_id FROM done) AND failing_since IS NOT NULL
+       ), head AS (
+         -- The statement sees its own snapshot, where the delivery just recorded is still pending.
+         SELECT c.seq FROM deliveries c
+          WHERE $5::boolean AND c.seq = (
+                  SELECT min(p.seq) FROM deliveries p
+                   WHERE p.webhook_id = (SELECT webhook_id FROM done) AND p.status = 'pending' AND p.seq <> $1)
+            AND c.status = 'pending' AND c.next_attempt_at <= $6 AND (c.lease_until IS NULL OR c.lease_until <= $6)
+          FOR UPDATE SKIP LOCKED
+       ), claimed AS (
+         UPDATE deliveries d SET lease_until = $6::bigint + $7::bigint
+           FROM webhooks w
+          WHERE d.seq = (SELECT seq FROM head) AND w.id = d.webhook_id AND w.enabled
+          RETURNING ${DUE_COLUMNS}
+       )
+       SELECT (SELECT count(*) FROM done)::int AS recorded, claimed.* FROM (VALUES (1)) AS one LEFT JOIN claimed ON true`,
+      [delivery.seq, attempt.at, attempt.statusCode, attempt.latencyMs, next !== undefined, next?.now ?? 0, next?.leaseMs ?? 0],
     );
-    const at = rows[0]?.at;
-    return at === null || at === undefined ? undefined : Number(at);
+    const row = rows[0];
+    if (!row || row.recorded === 0) return undefined;
+    return { next: row.seq === null || row.seq === undefined ? undefined : toDue(row as DueRow, next!.now) };
   }
 
   /**
-   * Records one attempt and applies the worker's decision in one transaction. A failure starts
-   * (or continues) the webhook's failing run and returns its start, which `decide` needs; a
-   * success ends it. Disabling fails every pending delivery of the webhook.
+   * Records a failed attempt and applies the worker's decision in one transaction. The failure
+   * starts (or continues) the webhook's failing run and `decide` gets its start. Disabling fails
+   * every pending delivery of the webhook. `undefined` when the delivery is gone.
    */
-  async recordAttempt(
+  async recordFailure(
     delivery: { seq: number; webhookId: string },
     attempt: AttemptRecord,
     decide: (failingSince: number | undefined) => Outcome,
   ): Promise<Outcome | undefined> {
     return this.db.transaction(async (tx) => {
-      // The webhook may have been deleted while the attempt was in flight.
-      const held = await tx.query('SELECT 1 FROM deliveries WHERE seq = $1 FOR UPDATE', [delivery.seq]);
-      if (held.rows.length === 0) return undefined;
-      await tx.query('INSERT INTO attempts (delivery_seq, at, status_code, latency_ms, error) VALUES ($1, $2, $3, $4, $5)', [
-        delivery.seq,
-        attempt.at,
-        attempt.statusCode,
-        attempt.latencyMs,
-        attempt.error,
-      ]);
-      let failingSince: number | undefined;
-      if (attempt.error) {
-        const { rows } = await tx.query<{ failing_since: string | number }>(
-          'UPDATE webhooks SET failing_since = coalesce(failing_since, $2) WHERE id = $1 RETURNING failing_since',
-          [delivery.webhookId, attempt.at],
-        );
-        failingSince = rows[0] ? Number(rows[0].failing_since) : undefined;
-      } else {
-        await tx.query('UPDATE webhooks SET failing_since = NULL WHERE id = $1', [delivery.webhookId]);
-      }
-      const outcome = decide(failingSince);
+      // The webhook may have been deleted while the attempt was in flight: then nothing is recorded.
+      const { rows } = await tx.query<{ failing_since: string | number }>(
+        `WITH held AS (
+           SELECT seq FROM deliveries WHERE seq = $1 FOR UPDATE
+         ), attempt AS (
+           INSERT INTO attempts (delivery_seq, at, status_code, latency_ms, error) SELECT seq, $3, $4, $5, $6 FROM held
+         )
+         UPDATE webhooks SET failing_since = coalesce(failing_since, $3)
+          WHERE id = $2 AND EXISTS (SELECT 1 FROM held) RETURNING failing_since`,
+        [delivery.seq, delivery.webhookId, attempt.at, attempt.statusCode, attempt.latencyMs, attempt.error],
+      );
+      if (rows.length === 0) return undefined;
+      const outcome = decide(Number(rows[0]!.failing_since));
       switch (outcome.kind) {
         case 'delivered':
         case 'failed':

@@ -154,6 +154,42 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook deliveries (
     expect(receiver.received.map((r) => r.eventId)).toEqual([ids[0], ids[0], ...ids]);
   });
 
+  test('a long queue goes out in order, each success claiming the next delivery, across runs', async () => {
+    const workspaceId = await stack.workspaceWith(owner);
+    const { ref } = await hook(workspaceId, receiver);
+    await hook(workspaceId, other);
+    // More than one run of the worker (20 deliveries of a webhook in a row by default).
+    const events = Array.from({ length: 45 }, () => stack.event(workspaceId, 'workspace.memory.stored'));
+    await stack.publish(...events);
+    expect(await stack.service.deliverDue()).toBe(90);
+    const ids = events.map((e) => e.eventId);
+    expect(receiver.received.map((r) => r.eventId)).toEqual(ids);
+    expect(other.received.map((r) => r.eventId)).toEqual(ids);
+    const listed = await deliveries(ref, DeliveryStatus.UNSPECIFIED, 100);
+    expect(listed.map((d) => [d.eventId, d.status, d.attempts.length])).toEqual(ids.map((id) => [id, DeliveryStatus.DELIVERED, 1]).reverse());
+    expect(await stack.service.deliverDue()).toBe(0);
+  });
+
+  test('a replayed delivery goes before the pending ones behind it, even while they wait for a retry', async () => {
+    const workspaceId = await stack.workspaceWith(owner);
+    const { ref } = await hook(workspaceId, receiver);
+    const [e1, e2, e3] = [1, 2, 3].map(() => stack.event(workspaceId, 'workspace.memory.stored'));
+    await stack.publish(e1!);
+    await stack.service.deliverDue();
+    // e2 fails twice (the attempt and the immediate retry) and waits for the next step; e3 waits behind it.
+    receiver.respond = (_request, index) => ({ status: index === 1 || index === 2 ? 500 : 204 });
+    await stack.publish(e2!, e3!);
+    await stack.service.deliverDue();
+    const replayed = await stack.events.replayDeliveries({ ...ref, target: { case: 'eventId', value: e1!.eventId } }, owner.as);
+    expect(replayed.replayed).toBe(1);
+    // e1 is the head again and due now; after it, e2 is the head and not due yet.
+    expect(await stack.service.deliverDue()).toBe(1);
+    stack.clock.now += SCHEDULE[1]!;
+    expect(await stack.service.deliverDue()).toBe(2);
+    const order = [e1, e2, e2, e1, e2, e3].map((e) => e!.eventId);
+    expect(receiver.received.map((r) => r.eventId)).toEqual(order);
+  });
+
   test('workers running at once share the work: every event once, each webhook in order', async () => {
     const workspaceId = await stack.workspaceWith(owner);
     await hook(workspaceId, receiver);
@@ -165,6 +201,22 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook deliveries (
     const ids = events.map((e) => e.eventId);
     expect(receiver.received.map((r) => r.eventId)).toEqual(ids);
     expect(other.received.map((r) => r.eventId)).toEqual(ids);
+  });
+
+  const onPostgres = backend.name === 'embedded' ? test.skip : test;
+  onPostgres('a head another worker has locked is skipped, never the delivery behind it', async () => {
+    const workspaceId = await stack.workspaceWith(owner);
+    await hook(workspaceId, receiver);
+    const [e1, e2] = [stack.event(workspaceId, 'workspace.created'), stack.event(workspaceId, 'workspace.member.added')];
+    await stack.publish(e1, e2);
+    // Another worker's claim in progress: it holds the row lock on the head.
+    await stack.db.transaction(async (tx) => {
+      await tx.query('SELECT seq FROM deliveries WHERE event_id = $1 FOR UPDATE', [e1.eventId]);
+      expect(await stack.service.deliverDue()).toBe(0);
+    });
+    expect(receiver.received).toEqual([]);
+    expect(await stack.service.deliverDue()).toBe(2);
+    expect(receiver.received.map((r) => r.eventId)).toEqual([e1.eventId, e2.eventId]);
   });
 
   test('a claim held by a worker that died lapses, and the delivery goes out then', async () => {
