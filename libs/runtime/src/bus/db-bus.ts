@@ -36,7 +36,7 @@ export interface DbBusOptions {
  * The embedded event log: a PostgreSQL (or PGlite) schema `bus`, so it works in one process and
  * across processes sharing a database. One member per consumer group consumes at a time (a lease
  * with heartbeats; another member takes over when it expires or is released), in offset order,
- * committing each message's offset after its handler resolved. Offsets are global, and a
+ * committing the offsets of handled messages once per batch. Offsets are global, and a
  * topic's messages become visible in offset order because publishers of a topic take turns.
  * The lease is per group, so every member of a group subscribes to the same topics.
  */
@@ -233,8 +233,25 @@ class GroupMember {
         ORDER BY m."offset" LIMIT $2`,
       [this.o.group, this.o.batchSize, ...this.o.topics],
     );
+    // Offsets are committed once per batch (and before leaving it early): a crash re-delivers at
+    // most the batch's handled messages, which at-least-once allows, for one write instead of one
+    // per message.
+    const handled = new Map<string, number | string>();
+    const commitHandled = async (): Promise<boolean> => {
+      for (const [topic, offset] of handled) {
+        if (!(await this.commit(topic, offset))) {
+          this.lostLease();
+          return false;
+        }
+      }
+      handled.clear();
+      return true;
+    };
     for (const row of rows) {
-      if (this.stopped || !this.holding) return 'drained';
+      if (this.stopped || !this.holding) {
+        await commitHandled();
+        return 'drained';
+      }
       const message: ConsumedMessage = {
         topic: row.topic,
         offset: String(row.offset),
@@ -246,13 +263,12 @@ class GroupMember {
         await this.o.handle(message);
       } catch (err) {
         this.o.log.warn({ err, topic: row.topic, offset: message.offset }, 'bus handler failed; the message will come again');
+        await commitHandled();
         return 'failed';
       }
-      if (!(await this.commit(row.topic, row.offset))) {
-        this.lostLease();
-        return 'drained';
-      }
+      handled.set(row.topic, row.offset);
     }
+    if (!(await commitHandled())) return 'drained';
     return rows.length === this.o.batchSize ? 'full' : 'drained';
   }
 
