@@ -186,8 +186,9 @@ export async function startHubProcess(root, env, nodeArgs = []) {
   const { createInterface } = await import('node:readline');
   const { join } = await import('node:path');
   const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|NODE_OPTIONS$)/.test(k)),
+    Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|KAFKA_|WEBHOOK_|NODE_OPTIONS$)/.test(k)),
   );
+  const startedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, join(root, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
     cwd: root,
     env: { ...inherited, ...env },
@@ -220,6 +221,8 @@ export async function startHubProcess(root, env, nodeArgs = []) {
   return {
     url,
     pid: child.pid,
+    /** performance.now() when the process was spawned, to place log lines in time. */
+    startedAt,
     logTail: () => [...tail],
     async stop() {
       process.removeListener('exit', killOnExit);

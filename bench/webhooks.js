@@ -41,16 +41,14 @@
 // printed); 1 when an event was not delivered within BENCH_DRAIN_S, a signature did not verify, a call failed or setup failed;
 // 2 when PostgreSQL or Redis is unreachable.
 
-import { spawn } from 'node:child_process';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, fmt, log, round, rpc, Unreachable, UsageError } from './lib.js';
+import { fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, UsageError } from './lib.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -67,12 +65,7 @@ function settings() {
     if (!Number.isInteger(value) || value < min) throw new UsageError(`${name} must be an integer ≥ ${min} (got "${raw}")`);
     return value;
   };
-  const hubEnv = {};
-  for (const pair of (process.env.BENCH_HUB_ENV || '').split(/\s+/).filter(Boolean)) {
-    const at = pair.indexOf('=');
-    if (at < 1) throw new UsageError(`BENCH_HUB_ENV entries must be NAME=value (got "${pair}")`);
-    hubEnv[pair.slice(0, at)] = pair.slice(at + 1);
-  }
+  const hubEnv = parseHubEnv();
   return {
     latencyEvents: number('BENCH_LATENCY_EVENTS', 200, 10),
     pauseMs: number('BENCH_LATENCY_PAUSE_MS', 20, 0),
@@ -87,85 +80,23 @@ function settings() {
   };
 }
 
-async function main() {
-  let opts;
-  try {
-    opts = settings();
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    console.error(`bench: ${err.message}`);
-    process.exit(1);
-  }
-  const cleanups = [];
-  const cleanup = async () => {
-    while (cleanups.length) {
-      try {
-        await cleanups.pop()();
-      } catch (err) {
-        console.error(`bench: cleanup step failed: ${err?.message ?? err}`);
-      }
-    }
-  };
-  let interrupted = false;
-  const onSignal = (signal) => {
-    if (interrupted) return;
-    interrupted = true;
-    console.error(`\nbench: ${signal}, cleaning up…`);
-    cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-
-  let exitCode = 0;
-  try {
-    exitCode = await run(opts, cleanups);
-  } catch (err) {
-    if (err instanceof Unreachable) {
-      console.error(`bench: ${err.message}`);
-      exitCode = 2;
-    } else {
-      console.error(`bench: FAILED: ${err?.stack ?? err}`);
-      exitCode = 1;
-    }
-  } finally {
-    await cleanup();
-  }
-  process.exit(exitCode);
-}
-
-async function run(opts, cleanups) {
-  const id = randomBytes(5).toString('hex');
-  const dbName = `agenthub_bench_${id}`;
-  const redisPrefix = `agenthub_bench_${id}:`;
+async function run(cleanups) {
+  const opts = settings();
   const loadBefore = loadavg()[0];
   log('AgentHub benchmark: webhooks (store/set → outbox → event log → events service → signed POST)');
   log(`  node ${process.version}, ${cpus().length} CPUs; latency: ${opts.latencyEvents} memory stores one at a time; burst: ${fmt(opts.burst)} secrets.set, ${opts.concurrency} callers, ${opts.workspaces} workspace(s)`);
 
   const pg = (await import('pg')).default;
-  await checkRedis(opts.redisUrl);
-  const databaseUrl = await createDatabase(pg, opts.pgUrl, dbName);
-  cleanups.push(() => dropDatabase(pg, opts.pgUrl, dbName));
-  cleanups.push(() => clearRedisPrefix(opts.redisUrl, redisPrefix));
-  const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-bench-'));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  log(`  database ${dbName}, Redis prefix ${redisPrefix}`);
+  const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
+  const databaseUrl = env.DATABASE_URL;
+  log(`  database ${new URL(databaseUrl).pathname.slice(1)}, Redis prefix ${env.REDIS_PREFIX}`);
 
   const receiver = await startReceiver();
   cleanups.push(() => receiver.close());
 
-  const adminToken = `bench-admin-${randomBytes(16).toString('hex')}`;
-  const hub = await startHub({
-    HUB_HOST: '127.0.0.1',
-    HUB_PORT: '0',
-    HUB_DATA_DIR: dataDir,
+  const hub = await startHubProcess(ROOT, {
+    ...env,
     HUB_ADMIN_TOKEN: adminToken,
-    HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: opts.redisUrl,
-    REDIS_PREFIX: redisPrefix,
-    LOG_LEVEL: 'warn',
-    HUB_METRICS: 'false',
-    HUB_SHUTDOWN_GRACE_MS: '2000',
     // The receiver is on 127.0.0.1: loopback targets must be allowed explicitly.
     HUB_WEBHOOK_ALLOW_PRIVATE: 'true',
     // The backlog part holds requests unanswered while its calls run: no attempt may time out.
@@ -487,66 +418,8 @@ function verify(secret, headers, raw) {
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-// The hub process (as in bench/secrets.js)
-
-async function startHub(env, nodeArgs) {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|KAFKA_|WEBHOOK_|NODE_OPTIONS$)/.test(k)),
-  );
-  const startedAt = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
-    cwd: ROOT,
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const tail = [];
-  const keep = (line) => {
-    tail.push(line);
-    if (tail.length > 20) tail.shift();
-  };
-  let exited = false;
-  const exit = new Promise((ok) => child.once('exit', (code, signal) => { exited = true; ok({ code, signal }); }));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  const url = await new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the hub did not start within 60 s:\n${tail.join('\n')}`)), 60_000);
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const match = /AgentHub is listening on (\S+)/.exec(line);
-      if (match) {
-        clearTimeout(timer);
-        ok(match[1]);
-      } else keep(line);
-    });
-    createInterface({ input: child.stderr }).on('line', keep);
-    exit.then(({ code, signal }) => {
-      clearTimeout(timer);
-      fail(new Error(`the hub exited (code ${code}, signal ${signal}) before it was ready:\n${tail.join('\n')}`));
-    });
-  });
-  return {
-    url,
-    pid: child.pid,
-    startedAt,
-    logTail: () => [...tail],
-    async stop() {
-      process.removeListener('exit', killOnExit);
-      if (exited) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exit;
-      clearTimeout(timer);
-    },
-  };
-}
-
-function percentile(sorted, p) {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
 function sleep(ms) {
   return new Promise((ok) => setTimeout(ok, ms));
 }
 
-await main();
+await runBench(run);
