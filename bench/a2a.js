@@ -81,7 +81,7 @@ async function serveDirect() {
 
 /**
  * The hub path's recipient: a connected agent that long-polls its inbox and answers every
- * delivery with the same echo (completed, artifact = the parts received), then acknowledges it.
+ * delivery with the same echo (completed, artifact = the parts received); completing removes the delivery.
  */
 async function connectedAgent(hubUrl, apiKey, pollers) {
   const call = async (method, params) => {
@@ -94,12 +94,11 @@ async function connectedAgent(hubUrl, apiKey, pollers) {
     Array.from({ length: pollers }, async () => {
       for (;;) {
         const { deliveries } = await call('x-hub/inbox.poll', { wait_ms: 25_000, max: 50 });
+        // Completing a task removes its delivery: the answer is the only call per exchange.
         await Promise.all(
-          // The answer and the acknowledgement are independent; an echo needs no at-least-once care.
-          deliveries.flatMap((d) => [
+          deliveries.map((d) =>
             call('x-hub/tasks.update', { task_id: d.task_id, state: 'completed', artifacts: [{ name: 'echo', parts: d.message.parts }] }),
-            call('x-hub/inbox.ack', { delivery_id: d.delivery_id }),
-          ]),
+          ),
         );
       }
     }),

@@ -92,7 +92,7 @@ async function measure(label, url, headers, body, opts) {
 
 /**
  * A connected echo agent: `pollers` long-polls of its inbox; each delivery's task is completed with
- * the delivered parts as an artifact, then acknowledged.
+ * the delivered parts as an artifact (which removes the delivery: no ack).
  */
 function startEchoAgent(hubUrl, apiKey, pollers) {
   let running = true;
@@ -111,8 +111,8 @@ function startEchoAgent(hubUrl, apiKey, pollers) {
             state: 'completed',
             artifacts: [{ name: 'echo', parts: d.message.parts }],
           });
+          // Completing the task removes its delivery: no ack needed.
           if (done.error) failures += 1;
-          await rpc(hubUrl, '/a2a', apiKey, 'x-hub/inbox.ack', { delivery_id: d.delivery_id });
         }),
       );
     }

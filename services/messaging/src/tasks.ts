@@ -371,7 +371,8 @@ export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Ca
       ...t.artifacts,
       ...request.artifacts.map((a) => artifactJson({ ...a, id: a.id || newId('art') })),
     ];
-    return { next: { ...t, state: to, messages, artifacts, updatedAt: now } };
+    // A finished task needs none of its queued deliveries (nor their acks): they go with it.
+    return { next: { ...t, state: to, messages, artifacts, updatedAt: now }, purge: TERMINAL.has(to) };
   });
   if (!moved) throw taskNotFound();
   await announce(env, moved.after, ctx);

@@ -67,6 +67,17 @@ describe.each(backends().map((b) => [b.name, b] as const))('messaging service (%
     expect((await a().pollInbox({ waitMs: 0 }, recipient.as)).deliveries).toEqual([]);
   });
 
+  it('finishing a task removes its queued deliveries: no ack needed, nothing handed out again', async () => {
+    const recipient = await stack.agent('acme', 'finisher');
+    const { task } = await a().sendMessage({ recipientAgentId: recipient.id, message: message('once') }, sender.as);
+    const [delivery] = (await a().pollInbox({ waitMs: 0 }, recipient.as)).deliveries;
+    expect(delivery?.taskId).toBe(task!.id);
+    await b().updateTask({ taskId: task!.id, state: TaskState.COMPLETED }, recipient.as);
+    stack.clock.advance(31_000);
+    expect((await a().pollInbox({ waitMs: 0 }, recipient.as)).deliveries).toEqual([]);
+    expect((await a().ackDelivery({ deliveryId: delivery!.id }, recipient.as)).acked).toBe(false);
+  });
+
   it('two replicas polling one queue at once share it without handing a delivery out twice', async () => {
     const recipient = await stack.agent('acme', 'busy');
     const sent = [];
