@@ -84,6 +84,8 @@ const schema = z.object({
   // Webhooks: allow targets on private, loopback, link-local and metadata addresses (tests, labs).
   HUB_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   WEBHOOK_TIMEOUT_MS: positiveInt.default(10_000),
+  // Days finished webhook deliveries (and their attempts) are kept for deliveries/replay.
+  WEBHOOK_HISTORY_DAYS: positiveInt.default(30),
   // Delays before each retry of a failed webhook delivery, `0,5000,…` in milliseconds; default
   // 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (the events service's README).
   WEBHOOK_RETRY_SCHEDULE_MS: z

@@ -169,11 +169,17 @@ export class DeliveryWorker {
       if (this.stopping.signal.aborted) return attempts;
       const { claimed } = await this.env.store.claimDue(this.env.clock(), this.options.batchSize, this.options.leaseMs);
       if (claimed.length === 0) {
-        await this.env.store.sweepRetired();
+        await this.housekeeping();
         return attempts;
       }
       for (const run of await Promise.all(claimed.map((head) => this.deliverRun(head)))) attempts += run.attempts;
     }
+  }
+
+  /** Retired webhooks and finished deliveries past their history go (a batch at a time). */
+  private async housekeeping(): Promise<void> {
+    await this.env.store.sweepRetired();
+    await this.env.store.pruneFinished(this.env.clock() - this.env.limits.historyMs);
   }
 
   private rouse(): void {
@@ -224,7 +230,7 @@ export class DeliveryWorker {
   }
 
   private async run(): Promise<void> {
-    // Sweeping retired webhooks is cheap but not needed on every pass of a busy loop.
+    // Housekeeping (retired webhooks, finished deliveries past their history) is cheap but not needed on every pass.
     let lastSweep = 0;
     while (this.running) {
       this.woken = false;
@@ -240,7 +246,7 @@ export class DeliveryWorker {
           if (nextDue !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, nextDue - this.env.clock()));
           if (performance.now() - lastSweep >= this.options.pollMs) {
             lastSweep = performance.now();
-            await this.env.store.sweepRetired();
+            await this.housekeeping();
           }
         }
       } catch (err) {

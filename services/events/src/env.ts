@@ -22,6 +22,11 @@ export interface EventsLimits {
   disableAfterMs: number;
   /** How long the previous secret keeps signing after a rotation. */
   secretRotationWindowMs: number;
+  /**
+   * Finished deliveries (delivered or failed) and their attempts stay this long for
+   * `webhooks.deliveries` and `webhooks.replay`, then are pruned, so the table does not grow forever.
+   */
+  historyMs: number;
 }
 
 export const DEFAULT_LIMITS: EventsLimits = {
@@ -30,6 +35,7 @@ export const DEFAULT_LIMITS: EventsLimits = {
   maxRetryAfterMs: 10 * HOUR,
   disableAfterMs: 5 * 24 * HOUR,
   secretRotationWindowMs: 24 * HOUR,
+  historyMs: 30 * 24 * HOUR,
 };
 
 /** Milliseconds since the epoch; tests move it by hand. */

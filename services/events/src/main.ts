@@ -17,7 +17,10 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
       workspaceAddr,
       allowPrivate: config.HUB_WEBHOOK_ALLOW_PRIVATE,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      ...(config.WEBHOOK_RETRY_SCHEDULE_MS ? { limits: { retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS } } : {}),
+      limits: {
+        historyMs: config.WEBHOOK_HISTORY_DAYS * 24 * 3_600_000,
+        ...(config.WEBHOOK_RETRY_SCHEDULE_MS ? { retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS } : {}),
+      },
     });
   });
 }

@@ -449,6 +449,19 @@ export class EventsStore {
     });
   }
 
+  /**
+   * Deletes up to `batch` finished deliveries (and, by cascade, their attempts) created before
+   * `before`; pending ones stay whatever their age. Returns how many went.
+   */
+  async pruneFinished(before: number, batch = 1000): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `DELETE FROM deliveries WHERE seq IN (
+         SELECT seq FROM deliveries WHERE status <> 'pending' AND created_at < $1 LIMIT $2)`,
+      [before, batch],
+    );
+    return rowCount;
+  }
+
   /** Deletes webhooks of deleted workspaces once nothing is pending for them any more. */
   async sweepRetired(): Promise<number> {
     const { rowCount } = await this.db.query(

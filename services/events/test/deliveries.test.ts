@@ -75,6 +75,23 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook deliveries (
     expect(delivery!.attempts).toEqual([expect.objectContaining({ at: BigInt(stack.clock.now), statusCode: 204, error: '' })]);
   });
 
+  test('finished deliveries are kept for the history window (30 days), then pruned', async () => {
+    const workspaceId = await stack.workspaceWith(owner);
+    const { ref } = await hook(workspaceId, receiver);
+    const first = stack.event(workspaceId, 'workspace.created');
+    await stack.publish(first);
+    await stack.service.deliverDue();
+    stack.clock.now += 29 * 24 * HOUR;
+    const second = stack.event(workspaceId, 'workspace.created');
+    await stack.publish(second);
+    await stack.service.deliverDue();
+    expect((await deliveries(ref)).map((d) => d.eventId)).toEqual([second.eventId, first.eventId]);
+
+    stack.clock.now += 2 * 24 * HOUR;
+    await stack.service.deliverDue();
+    expect((await deliveries(ref)).map((d) => d.eventId)).toEqual([second.eventId]);
+  });
+
   test('after rotate_secret both secrets sign for the window, then only the new one', async () => {
     const workspaceId = await stack.workspaceWith(owner);
     const { secret: first, ref } = await hook(workspaceId, receiver);

@@ -97,7 +97,10 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       workspaceAddr: workspace.address,
       allowPrivate: config.HUB_WEBHOOK_ALLOW_PRIVATE,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      ...(config.WEBHOOK_RETRY_SCHEDULE_MS ? { limits: { retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS } } : {}),
+      limits: {
+        historyMs: config.WEBHOOK_HISTORY_DAYS * 24 * 3_600_000,
+        ...(config.WEBHOOK_RETRY_SCHEDULE_MS ? { retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS } : {}),
+      },
     });
     stops.push(() => events.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
