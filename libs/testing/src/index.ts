@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createLogger, type Logger } from '@agenthub/runtime';
+import { createLogger, HubError, Metrics, openDb, openKv, type Db, type Kv, type Logger, type Reason, type RunningService } from '@agenthub/runtime';
 
 /**
  * Where a suite's data lives. Every suite runs on the embedded backends (PGlite in memory,
@@ -70,4 +70,62 @@ export function backends(): Backend[] {
 /** A logger for tests: silent unless AGENTHUB_TEST_LOG names a level. */
 export function testLogger(): Logger {
   return createLogger({ level: process.env.AGENTHUB_TEST_LOG ?? 'silent' });
+}
+
+/** What one service of a test stack is started with: its own pool and Kv connection. */
+export interface TestServiceDeps {
+  db: Db;
+  kv: Kv;
+  log: Logger;
+  metrics: Metrics;
+  listen: string;
+  grpcTimeoutMs: number;
+}
+
+/**
+ * The plumbing of a multi-service test stack on one provisioned backend: `deps(schema)` opens a
+ * service's pool and Kv, `started(service)` records it, and `close()` stops the services (last
+ * started first, so callers go before what they call), closes every pool and Kv and drops the
+ * database.
+ */
+export class TestStackBackends {
+  private readonly dbs: Db[] = [];
+  private readonly kvs: Kv[] = [];
+  private readonly services: RunningService[] = [];
+
+  private constructor(readonly provisioned: ProvisionedBackend, private readonly log: Logger) {}
+
+  static async open(backend: Backend, log: Logger): Promise<TestStackBackends> {
+    return new TestStackBackends(await backend.provision(), log);
+  }
+
+  async deps(schema: string): Promise<TestServiceDeps> {
+    const db = await openDb({ url: this.provisioned.databaseUrl, schema });
+    const kv = await openKv({ url: this.provisioned.redisUrl, prefix: this.provisioned.redisPrefix });
+    this.dbs.push(db);
+    this.kvs.push(kv);
+    return { db, kv, log: this.log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
+  }
+
+  started<T extends RunningService>(service: T): T {
+    this.services.push(service);
+    return service;
+  }
+
+  async close(): Promise<void> {
+    for (const service of this.services.splice(0).reverse()) await service.stop(1000);
+    await Promise.all([...this.dbs.map((db) => db.close()), ...this.kvs.map((kv) => kv.close())]);
+    await this.provisioned.dispose();
+  }
+}
+
+/** The HubError a call failed with, reduced to what the gateway shows. */
+export async function failure(call: Promise<unknown>): Promise<{ reason: Reason; message: string; field: string }> {
+  try {
+    await call;
+  } catch (err) {
+    if (!(err instanceof HubError)) throw err;
+    return { reason: err.reason, message: err.message, field: err.field };
+  }
+  throw new Error('Expected the call to fail');
 }

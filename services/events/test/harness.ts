@@ -3,22 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, workspacev1 } from '@agenthub/proto';
-import {
-  createClient,
-  createLogger,
-  HubError,
-  Metrics,
-  openDb,
-  openKv,
-  WORKSPACE_EVENTS_TOPIC,
-  type CallOptions,
-  type Client,
-  type Db,
-  type Kv,
-  type Reason,
-  type RunningService,
-} from '@agenthub/runtime';
-import type { Backend } from '@agenthub/testing';
+import { createClient, createLogger, WORKSPACE_EVENTS_TOPIC, type CallOptions, type Client, type Db } from '@agenthub/runtime';
+import { TestStackBackends, type Backend } from '@agenthub/testing';
 import { startWorkspace } from '@agenthub/workspace';
 import { startEvents, type EventsLimits, type Resolver } from '../src/index.js';
 import type { RunningEvents } from '../src/index.js';
@@ -144,20 +130,10 @@ export async function startStack(
   backend: Backend,
   options: { allowPrivate?: boolean; resolve?: Resolver; limits?: Partial<EventsLimits>; timeoutMs?: number } = {},
 ): Promise<Stack> {
-  const provisioned = await backend.provision();
-  const opened: { db: Db[]; kv: Kv[]; services: RunningService[] } = { db: [], kv: [], services: [] };
-  const deps = async (schema: string) => {
-    const db = await openDb({ url: provisioned.databaseUrl, schema });
-    const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
-    opened.db.push(db);
-    opened.kv.push(kv);
-    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
-  };
-  const identityService = await startIdentity(await deps('identity'));
-  opened.services.push(identityService);
-  const workspaceService = await startWorkspace({ ...(await deps('workspace')), identityAddr: identityService.address });
-  opened.services.push(workspaceService);
-  const eventsDeps = await deps('events');
+  const backends = await TestStackBackends.open(backend, log);
+  const identityService = backends.started(await startIdentity(await backends.deps('identity')));
+  const workspaceService = backends.started(await startWorkspace({ ...(await backends.deps('workspace')), identityAddr: identityService.address }));
+  const eventsDeps = await backends.deps('events');
   const bus = new FakeBus();
   const clock = { now: Date.UTC(2030, 0, 1) };
   const service = await startEvents({
@@ -202,20 +178,9 @@ export async function startStack(
       workspace.close();
       events.close();
       await service.stop(1000);
-      for (const running of opened.services.reverse()) await running.stop(1000);
-      await Promise.all([...opened.db.map((db) => db.close()), ...opened.kv.map((kv) => kv.close())]);
-      await provisioned.dispose();
+      await backends.close();
     },
   };
 }
 
-/** The HubError a call failed with, reduced to what the gateway shows. */
-export async function failure(call: Promise<unknown>): Promise<{ reason: Reason; message: string; field: string }> {
-  try {
-    await call;
-  } catch (err) {
-    if (!(err instanceof HubError)) throw err;
-    return { reason: err.reason, message: err.message, field: err.field };
-  }
-  throw new Error('Expected the call to fail');
-}
+export { failure } from '@agenthub/testing';

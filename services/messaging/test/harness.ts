@@ -1,19 +1,7 @@
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import {
-  createClient,
-  HubError,
-  Metrics,
-  openDb,
-  openKv,
-  type CallOptions,
-  type Client,
-  type Db,
-  type Kv,
-  type Reason,
-  type RunningService,
-} from '@agenthub/runtime';
-import { testLogger, type Backend } from '@agenthub/testing';
+import { createClient, type CallOptions, type Client, type Db, type RunningService } from '@agenthub/runtime';
+import { TestStackBackends, testLogger, type Backend } from '@agenthub/testing';
 import { messagingEnv, startMessaging, type MessagingEnv, type MessagingLimits } from '../src/index.js';
 
 export interface TestAgent {
@@ -54,26 +42,15 @@ export const operator: CallOptions = { principal: { kind: 'operator' } };
 
 export async function startStack(backend: Backend, options: { replicas?: number; limits?: Partial<MessagingLimits> } = {}): Promise<Stack> {
   const log = testLogger();
-  const provisioned = await backend.provision();
-  const dbs: Db[] = [];
-  const kvs: Kv[] = [];
-  const base = async (schema: string) => {
-    const db = await openDb({ url: provisioned.databaseUrl, schema });
-    const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
-    dbs.push(db);
-    kvs.push(kv);
-    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
-  };
-  const services: RunningService[] = [];
-  const identityService = await startIdentity(await base('identity'));
-  services.push(identityService);
+  const backends = await TestStackBackends.open(backend, log);
+  const identityService = backends.started(await startIdentity(await backends.deps('identity')));
   const clock = new TestClock();
-  const shared = await base('messaging');
+  const shared = await backends.deps('messaging');
   const replicas: MessagingClient[] = [];
   const replicaDeps: (typeof shared)[] = [];
   for (let i = 0; i < (options.replicas ?? 1); i += 1) {
     // Replicas after the first get their own pool and Kv connection on the real backend.
-    replicaDeps.push(i === 0 || !provisioned.databaseUrl ? shared : await base('messaging'));
+    replicaDeps.push(i === 0 || !backends.provisioned.databaseUrl ? shared : await backends.deps('messaging'));
   }
   const messaging: RunningService[] = [];
   const startReplicas = async () => {
@@ -111,20 +88,9 @@ export async function startStack(backend: Backend, options: { replicas?: number;
       identity.close();
       for (const client of replicas) client.close();
       for (const service of messaging) await service.stop(1000);
-      for (const service of services.reverse()) await service.stop(1000);
-      await Promise.all([...dbs.map((db) => db.close()), ...kvs.map((kv) => kv.close())]);
-      await provisioned.dispose();
+      await backends.close();
     },
   };
 }
 
-/** The HubError a call failed with. */
-export async function failure(call: Promise<unknown>): Promise<{ reason: Reason; message: string; field: string }> {
-  try {
-    await call;
-  } catch (err) {
-    if (!(err instanceof HubError)) throw err;
-    return { reason: err.reason, message: err.message, field: err.field };
-  }
-  throw new Error('Expected the call to fail');
-}
+export { failure } from '@agenthub/testing';

@@ -1,21 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import {
-  createClient,
-  HubError,
-  Metrics,
-  openDb,
-  openKv,
-  type CallOptions,
-  type Client,
-  type Db,
-  type Kv,
-  type Logger,
-  type Reason,
-  type RunningService,
-} from '@agenthub/runtime';
-import type { Backend } from '@agenthub/testing';
+import { createClient, type CallOptions, type Client, type Db, type Logger } from '@agenthub/runtime';
+import { TestStackBackends, type Backend } from '@agenthub/testing';
 import { startWorkspace } from '@agenthub/workspace';
 import { LocalKeyWrapper, startSecrets, type KeyWrapper, type SecretsLimits } from '../src/index.js';
 import { recording, rememberKey, suiteLogger } from './capture.js';
@@ -68,20 +55,10 @@ export async function startStack(
   options: { keyWrapper?: KeyWrapper; limits?: Partial<SecretsLimits> } = {},
 ): Promise<Stack> {
   const log = suiteLogger();
-  const provisioned = await backend.provision();
-  const opened: { db: Db[]; kv: Kv[]; services: RunningService[] } = { db: [], kv: [], services: [] };
-  const deps = async (schema: string) => {
-    const db = await openDb({ url: provisioned.databaseUrl, schema });
-    const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
-    opened.db.push(db);
-    opened.kv.push(kv);
-    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
-  };
-  const identityService = await startIdentity(await deps('identity'));
-  opened.services.push(identityService);
-  const workspaceService = await startWorkspace({ ...(await deps('workspace')), identityAddr: identityService.address });
-  opened.services.push(workspaceService);
-  const secretsDeps = await deps('secrets');
+  const backends = await TestStackBackends.open(backend, log);
+  const identityService = backends.started(await startIdentity(await backends.deps('identity')));
+  const workspaceService = backends.started(await startWorkspace({ ...(await backends.deps('workspace')), identityAddr: identityService.address }));
+  const secretsDeps = await backends.deps('secrets');
   let keyWrapper = options.keyWrapper ?? wrapper(kekEntry(1));
   let secretsService = await startSecrets({ ...secretsDeps, workspaceAddr: workspaceService.address, keyWrapper, limits: options.limits });
 
@@ -131,22 +108,10 @@ export async function startStack(
       workspace.close();
       secrets.close();
       await secretsService.stop(1000);
-      // Workspace before identity: it calls identity, not the other way round.
-      for (const service of opened.services.reverse()) await service.stop(1000);
-      await Promise.all([...opened.db.map((db) => db.close()), ...opened.kv.map((kv) => kv.close())]);
-      await provisioned.dispose();
+      await backends.close();
     },
   };
   return stack;
 }
 
-/** The HubError a call failed with, reduced to what the gateway shows. */
-export async function failure(call: Promise<unknown>): Promise<{ reason: Reason; message: string; field: string }> {
-  try {
-    await call;
-  } catch (err) {
-    if (!(err instanceof HubError)) throw err;
-    return { reason: err.reason, message: err.message, field: err.field };
-  }
-  throw new Error('Expected the call to fail');
-}
+export { failure } from '@agenthub/testing';

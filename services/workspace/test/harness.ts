@@ -1,19 +1,7 @@
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, workspacev1 } from '@agenthub/proto';
-import {
-  createClient,
-  HubError,
-  Metrics,
-  openDb,
-  openKv,
-  type CallOptions,
-  type Client,
-  type Db,
-  type Kv,
-  type Reason,
-  type RunningService,
-} from '@agenthub/runtime';
-import { testLogger, type Backend } from '@agenthub/testing';
+import { createClient, type CallOptions, type Client, type Db } from '@agenthub/runtime';
+import { TestStackBackends, testLogger, type Backend } from '@agenthub/testing';
 import { startWorkspace } from '../src/index.js';
 
 /** An agent registered with the real identity service, and the call options that act for it. */
@@ -41,20 +29,10 @@ export interface Stack {
 export const operator: CallOptions = { principal: { kind: 'operator' } };
 
 export async function startStack(backend: Backend): Promise<Stack> {
-  const provisioned = await backend.provision();
-  const opened: { db: Db[]; kv: Kv[]; services: RunningService[] } = { db: [], kv: [], services: [] };
-  const deps = async (schema: string) => {
-    const db = await openDb({ url: provisioned.databaseUrl, schema });
-    const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
-    opened.db.push(db);
-    opened.kv.push(kv);
-    return { db, kv, log: testLogger(), metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
-  };
-  const identityService = await startIdentity(await deps('identity'));
-  opened.services.push(identityService);
-  const workspaceDeps = await deps('workspace');
-  const workspaceService = await startWorkspace({ ...workspaceDeps, identityAddr: identityService.address });
-  opened.services.push(workspaceService);
+  const backends = await TestStackBackends.open(backend, testLogger());
+  const identityService = backends.started(await startIdentity(await backends.deps('identity')));
+  const workspaceDeps = await backends.deps('workspace');
+  const workspaceService = backends.started(await startWorkspace({ ...workspaceDeps, identityAddr: identityService.address }));
 
   const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
   const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000 });
@@ -79,21 +57,9 @@ export async function startStack(backend: Backend): Promise<Stack> {
     async stop() {
       identity.close();
       workspace.close();
-      // Workspace first: it calls identity, not the other way round.
-      for (const service of opened.services.reverse()) await service.stop(1000);
-      await Promise.all([...opened.db.map((db) => db.close()), ...opened.kv.map((kv) => kv.close())]);
-      await provisioned.dispose();
+      await backends.close();
     },
   };
 }
 
-/** The HubError a call failed with, reduced to what the gateway shows. */
-export async function failure(call: Promise<unknown>): Promise<{ reason: Reason; message: string; field: string }> {
-  try {
-    await call;
-  } catch (err) {
-    if (!(err instanceof HubError)) throw err;
-    return { reason: err.reason, message: err.message, field: err.field };
-  }
-  throw new Error('Expected the call to fail');
-}
+export { failure } from '@agenthub/testing';
