@@ -1,8 +1,7 @@
 import { Role, TaskState, type Message, type Part, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
-import { backends } from '@agenthub/testing';
 import { startEchoAgent, type EchoAgent } from '../../messaging/test/echo-agent.js';
-import { startTestHub, type Agent, type TestHub } from './harness.js';
+import { hubModes, startTestHub, type Agent, type TestHub } from './harness.js';
 
 /**
  * Standard A2A 1.0 clients through AgentHub: the `@a2a-js/sdk` client, given only an agent's Agent
@@ -102,7 +101,7 @@ function connectedAgent(hub: TestHub, agent: Agent) {
 
 const agentParts = (task: Task) => task.history.filter((m) => m.role === Role.ROLE_AGENT).map((m) => m.parts.map((p) => p.content?.value));
 
-describe.each(backends().map((b) => [b.name, b] as const))('A2A 1.0 clients through the hub (%s)', (_name, backend) => {
+describe.each(hubModes().map((m) => [m.name, m] as const))('A2A 1.0 clients through the hub (%s)', (_name, backend) => {
   let hub: TestHub;
   let sender: Agent;
   let recipient: Agent;
