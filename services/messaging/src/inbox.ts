@@ -2,6 +2,7 @@ import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { HubError, waitSignal, type CallContext, type Logger } from '@agenthub/runtime';
 import type { DeliveryRecord } from './store.js';
+import { listen } from './wake.js';
 import { inboxChannel, onlineKey, taskChannel, type Caller, type MessagingEnv } from './tasks.js';
 
 const DEFAULT_MAX = 10;
@@ -36,22 +37,17 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
   };
   let deliveries = await claim();
   if (!deliveries.length && waitMs > 0) {
-    let wake: () => void = () => undefined;
-    const woken = new Promise<void>((resolve) => (wake = resolve));
-    const unsubscribe = await env.kv.subscribe(inboxChannel(caller.agentId), () => wake());
-    const timer = setTimeout(() => wake(), waitMs);
     const stop = waitSignal(ctx);
-    stop.addEventListener('abort', () => wake(), { once: true });
+    const listener = await listen(env.kv, inboxChannel(caller.agentId), stop);
     try {
       // A send between the first claim and the subscription is caught by claiming once more.
       deliveries = await claim();
       if (!deliveries.length && !stop.aborted) {
-        await woken;
+        await listener.wait(waitMs);
         deliveries = await claim();
       }
     } finally {
-      clearTimeout(timer);
-      await unsubscribe().catch(() => undefined);
+      await listener.close();
     }
     await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs).catch(() => undefined);
   }

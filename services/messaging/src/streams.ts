@@ -2,25 +2,14 @@ import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { HubError, waitSignal, type CallContext } from '@agenthub/runtime';
 import { TERMINAL, type TransitionRecord } from './store.js';
-import { taskChannel, taskView, visibleTask, type Caller, type MessagingEnv } from './tasks.js';
-
-const { TaskState } = messagingv1;
+import { listen } from './wake.js';
+import { stateNames, taskChannel, taskView, visibleTask, type Caller, type MessagingEnv } from './tasks.js';
 
 /**
  * A watcher re-reads transitions when the Kv channel announces one, and also this often, so a
  * lost pub/sub message (Redis restart, replica failover) delays a stream instead of stalling it.
  */
 const RESCAN_MS = 5_000;
-
-const STATE: Record<string, messagingv1.TaskState> = {
-  submitted: TaskState.SUBMITTED,
-  working: TaskState.WORKING,
-  'input-required': TaskState.INPUT_REQUIRED,
-  completed: TaskState.COMPLETED,
-  failed: TaskState.FAILED,
-  canceled: TaskState.CANCELED,
-  rejected: TaskState.REJECTED,
-};
 
 function transitionView(t: TransitionRecord, contextId: string): messagingv1.WatchTaskResponse {
   const last = t.messages.at(-1);
@@ -33,7 +22,7 @@ function transitionView(t: TransitionRecord, contextId: string): messagingv1.Wat
         taskId: t.taskId,
         contextId,
         version: BigInt(t.version),
-        state: STATE[t.state]!,
+        state: stateNames[t.state],
         updatedAt: BigInt(t.updatedAt),
         message: last === undefined ? undefined : fromJson(messagingv1.MessageSchema, last as never),
         artifacts: t.artifacts.map((a) => fromJson(messagingv1.ArtifactSchema, a as never)),
@@ -56,17 +45,9 @@ export async function* watchTask(
 ): AsyncGenerator<messagingv1.WatchTaskResponse> {
   if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
   if (request.afterVersion !== undefined && request.afterVersion < 0n) throw HubError.invalidParams('afterVersion', 'must be at least 0');
-  let wake: () => void = () => undefined;
-  let announced = false;
-  const unsubscribe = await env.kv.subscribe(taskChannel(request.taskId), () => {
-    announced = true;
-    wake();
-  });
-  const onAbort = () => wake();
   const stop = waitSignal(ctx);
-  stop.addEventListener('abort', onAbort);
+  const listener = await listen(env.kv, taskChannel(request.taskId), stop);
   try {
-    // Subscribed before reading, so a transition between the read and the wait still wakes us.
     const task = await visibleTask(env, caller, request.taskId);
     let version: number;
     if (request.afterVersion === undefined) {
@@ -77,7 +58,7 @@ export async function* watchTask(
       version = Number(request.afterVersion);
     }
     while (!stop.aborted) {
-      announced = false;
+      listener.reset();
       const transitions = await env.store.transitionsAfter(task.id, version);
       for (const transition of transitions) {
         yield transitionView(transition, task.contextId);
@@ -88,18 +69,9 @@ export async function* watchTask(
       // Resuming after the final version: nothing more will come.
       const current = await env.store.getTask(task.id);
       if (!current || (TERMINAL.has(current.state) && current.version <= version)) return;
-      if (announced) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, RESCAN_MS);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = () => undefined;
+      await listener.wait(RESCAN_MS);
     }
   } finally {
-    stop.removeEventListener('abort', onAbort);
-    await unsubscribe().catch(() => undefined);
+    await listener.close();
   }
 }

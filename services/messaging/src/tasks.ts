@@ -2,6 +2,7 @@ import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
+import { listen } from './wake.js';
 import { TERMINAL, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
 
 const { TaskState } = messagingv1;
@@ -72,7 +73,8 @@ export function callerOf(ctx: CallContext): Caller {
   return { agentId: principal.agentId, tenantId: principal.tenantId };
 }
 
-const stateNames: Record<StateName, TaskState> = {
+/** The proto state of each stored state name. */
+export const stateNames: Record<StateName, TaskState> = {
   submitted: TaskState.SUBMITTED,
   working: TaskState.WORKING,
   'input-required': TaskState.INPUT_REQUIRED,
@@ -172,23 +174,14 @@ function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds
 
 /** Waits until the task reaches a terminal or input-required state, or `ms` pass. */
 async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
-  let done: () => void = () => undefined;
-  const settled = new Promise<void>((resolve) => (done = resolve));
-  const unsubscribe = await env.kv.subscribe(taskChannel(taskId), (state) => {
-    if (TERMINAL.has(state as StateName) || state === 'input-required') done();
-  });
-  const timer = setTimeout(done, ms);
-  const onAbort = () => done();
-  signal.addEventListener('abort', onAbort);
+  const settled = (state: string) => TERMINAL.has(state as StateName) || state === 'input-required';
+  const listener = await listen(env.kv, taskChannel(taskId), signal, settled);
   try {
-    // Check after subscribing, so a transition between the send and the subscription is not missed.
     const task = await env.store.getTask(taskId);
-    if (!task || TERMINAL.has(task.state) || task.state === 'input-required') return;
-    await settled;
+    if (!task || settled(task.state)) return;
+    await listener.wait(ms);
   } finally {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', onAbort);
-    await unsubscribe().catch(() => undefined);
+    await listener.close();
   }
 }
 

@@ -1,0 +1,55 @@
+import type { Kv } from '@agenthub/runtime';
+
+/** A Kv channel a waiting call listens on (see `listen`). */
+export interface Listener {
+  /**
+   * Resolves at the next accepted message (at once if one came since the last wait or reset),
+   * after `ms`, or when the signal aborts.
+   */
+  wait(ms: number): Promise<void>;
+  /** Forgets a message that came before: the caller is about to read what it announced. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Subscribes to `channel` before the caller reads the state it guards, so a change between the
+ * read and the wait still wakes it, whichever replica made the change (blocking sends, inbox
+ * long-polls, task streams).
+ */
+export async function listen(kv: Kv, channel: string, signal: AbortSignal, accept: (message: string) => boolean = () => true): Promise<Listener> {
+  let heard = false;
+  let wake: (() => void) | undefined;
+  const unsubscribe = await kv.subscribe(channel, (message) => {
+    if (!accept(message)) return;
+    heard = true;
+    wake?.();
+  });
+  const onAbort = () => wake?.();
+  signal.addEventListener('abort', onAbort);
+  return {
+    wait(ms) {
+      if (heard || signal.aborted) {
+        heard = false;
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          wake = undefined;
+          heard = false;
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        wake = done;
+      });
+    },
+    reset() {
+      heard = false;
+    },
+    async close() {
+      signal.removeEventListener('abort', onAbort);
+      await unsubscribe().catch(() => undefined);
+    },
+  };
+}
