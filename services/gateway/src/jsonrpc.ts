@@ -42,6 +42,8 @@ export type RpcMethod =
 export interface OpenStream {
   id: RpcId;
   events: AsyncIterable<StreamEvent>;
+  /** A failure after the first event, in the endpoint's error dialect. */
+  failure(err: unknown): RpcError;
 }
 
 /** How a handler writes its errors: the hub's table by default, A2A's on the strict endpoint. */
@@ -102,7 +104,7 @@ export class JsonRpcHandler {
     const response = await this.handleOne(body, ctx, (events) => {
       stream = events;
     });
-    if (stream) return { id: (body as { id?: RpcId }).id ?? null, events: stream };
+    if (stream) return { id: (body as { id?: RpcId }).id ?? null, events: stream, failure: (err) => this.errors.failure(err) };
     return response ?? this.invalid(null, 'Invalid Request: a stream needs an id');
   }
 
@@ -176,7 +178,8 @@ export class JsonRpcHandler {
         }
       } catch (err) {
         const error = this.errors.failure(err);
-        if (error.code === RpcCode.INTERNAL_ERROR) this.options.log.error({ err: err instanceof HubError ? (err.cause ?? err) : err, method: name }, 'method failed');
+        // A HubError was logged where it arose; anything else thrown here is a bug of ours.
+        if (error.code === RpcCode.INTERNAL_ERROR && !(err instanceof HubError)) this.options.log.error({ err, method: name }, 'method failed');
         response = { jsonrpc: '2.0', id, error };
       }
     }

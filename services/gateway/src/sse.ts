@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { HubError, type Logger } from '@agenthub/runtime';
-import { toRpcError } from './errors.js';
+import { RpcCode } from './errors.js';
 import type { OpenStream } from './jsonrpc.js';
 
 /** A comment line this often keeps idle streams alive through proxies that drop quiet connections. */
@@ -35,10 +35,10 @@ export async function writeSse(res: ServerResponse, stream: OpenStream, signal: 
       await send(`${event.id !== undefined ? `id: ${event.id}\n` : ''}data: ${body}\n\n`);
     }
   } catch (err) {
-    const hubError = HubError.from(err);
     if (!signal.aborted) {
-      if (hubError.cause && !(err instanceof HubError)) log.error({ err: hubError.cause }, 'stream failed');
-      await send(`data: ${JSON.stringify({ jsonrpc: '2.0', id: stream.id, error: toRpcError(hubError) })}\n\n`);
+      const error = stream.failure(err);
+      if (error.code === RpcCode.INTERNAL_ERROR && !(err instanceof HubError)) log.error({ err }, 'stream failed');
+      await send(`data: ${JSON.stringify({ jsonrpc: '2.0', id: stream.id, error })}\n\n`);
     }
   } finally {
     clearInterval(heartbeat);
