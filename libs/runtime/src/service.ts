@@ -104,12 +104,14 @@ export async function serviceProcess(
   log: Logger,
   name: string,
   start: (deps: ServiceDeps) => Promise<RunningService>,
+  /** `bus`: the service publishes an outbox or consumes the event log (identity does neither). */
+  options: { bus?: boolean } = {},
 ): Promise<Stop> {
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
   const { db, kv } = await openBackends(config, name);
   let bus: Bus | undefined;
   try {
-    bus = await openBus(config, log, { kv });
+    if (options.bus) bus = await openBus(config, log, { kv });
     const service = await start({
       db,
       kv,

@@ -22,5 +22,5 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
         ...(config.WEBHOOK_RETRY_SCHEDULE_MS ? { retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS } : {}),
       },
     });
-  });
+  }, { bus: true });
 }

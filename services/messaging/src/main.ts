@@ -17,5 +17,6 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
       sweepIntervalMs: config.MESSAGING_SWEEP_MS,
       push: { maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS, timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS },
     }),
+    { bus: true },
   );
 }

@@ -17,5 +17,5 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     generate: !config.DATABASE_URL,
     log,
   });
-  return serviceProcess(config, log, 'secrets', (deps) => startSecrets({ ...deps, workspaceAddr, keyWrapper }));
+  return serviceProcess(config, log, 'secrets', (deps) => startSecrets({ ...deps, workspaceAddr, keyWrapper }), { bus: true });
 }

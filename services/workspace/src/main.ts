@@ -21,5 +21,5 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
         secrets?.close();
       },
     };
-  });
+  }, { bus: true });
 }
