@@ -1,17 +1,12 @@
 import { workspacev1 } from '@agenthub/proto';
 import { HubError, type CallContext, type Client } from '@agenthub/runtime';
 
+export { callerOf, type Caller } from '@agenthub/runtime';
+
 const { Role } = workspacev1;
 
 /** The part of the workspace service this one calls: the caller's role in a workspace. */
 export type WorkspaceClient = Pick<Client<typeof workspacev1.WorkspaceService.method>, 'resolveAccess'>;
-
-/** Webhook calls act for an agent; operators and anonymous calls are refused. */
-export function callerOf(ctx: CallContext): { agentId: string; tenantId: string } {
-  const principal = ctx.principal;
-  if (principal?.kind !== 'agent') throw HubError.unauthenticated();
-  return { agentId: principal.agentId, tenantId: principal.tenantId };
-}
 
 /**
  * Every webhook method needs the admin role. Asked of the workspace service on every call

@@ -1,9 +1,11 @@
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { HubError, newId, Reason, waitSignal, type CallContext, type Client, type Kv } from '@agenthub/runtime';
+import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
 import { listen } from './wake.js';
 import { TERMINAL, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
+
+export { callerOf, type Caller } from '@agenthub/runtime';
 
 const { TaskState } = messagingv1;
 type TaskState = messagingv1.TaskState;
@@ -60,17 +62,6 @@ export interface MessagingEnv {
   limits: MessagingLimits;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
-}
-
-export interface Caller {
-  agentId: string;
-  tenantId: string;
-}
-
-export function callerOf(ctx: CallContext): Caller {
-  const principal = ctx.principal;
-  if (principal?.kind !== 'agent') throw HubError.unauthenticated();
-  return { agentId: principal.agentId, tenantId: principal.tenantId };
 }
 
 /** The proto state of each stored state name. */

@@ -3,6 +3,8 @@ import { HubError, Reason, type CallContext, type Client } from '@agenthub/runti
 import type { KeyWrapper } from './keys.js';
 import type { SecretsStore } from './store.js';
 
+export { callerOf, type Caller } from '@agenthub/runtime';
+
 const { Role } = workspacev1;
 type Role = workspacev1.Role;
 
@@ -26,21 +28,9 @@ export interface SecretsLimits {
 
 export const DEFAULT_LIMITS: SecretsLimits = { maxSecretsPerWorkspace: 1000, rewrapBatchSize: 100 };
 
-export interface Caller {
-  agentId: string;
-  tenantId: string;
-}
-
 export interface Access {
   role: Role;
   owner: boolean;
-}
-
-/** Secret calls act for an agent; operators and anonymous calls are refused. */
-export function callerOf(ctx: CallContext): Caller {
-  const principal = ctx.principal;
-  if (principal?.kind !== 'agent') throw HubError.unauthenticated();
-  return { agentId: principal.agentId, tenantId: principal.tenantId };
 }
 
 export function requireOperator(ctx: CallContext): void {
@@ -84,7 +74,6 @@ export async function purgeDeleted(env: SecretsEnv, ctx: CallContext, workspaceI
     return undefined;
   }
 }
-
 
 // The enum's numbers follow read < write < admin, so comparing them compares privilege.
 export function requireRole(access: Access, needed: typeof Role.WRITE | typeof Role.ADMIN): void {

@@ -1,6 +1,8 @@
 import { identityv1, workspacev1 } from '@agenthub/proto';
-import { HubError, type CallContext, type Client } from '@agenthub/runtime';
+import { HubError, type CallContext, type Caller, type Client } from '@agenthub/runtime';
 import type { MemberRecord, WorkspaceRecord, WorkspaceStore } from './store.js';
+
+export { callerOf, type Caller } from '@agenthub/runtime';
 
 const { Role } = workspacev1;
 type Role = workspacev1.Role;
@@ -15,10 +17,6 @@ export interface WorkspaceEnv {
 }
 
 /** The agent a call acts for. */
-export interface Caller {
-  agentId: string;
-  tenantId: string;
-}
 
 /** The caller's standing in one workspace, once every access check has passed. */
 export interface Access {
@@ -26,13 +24,6 @@ export interface Access {
   member: MemberRecord;
   role: Role;
   owner: boolean;
-}
-
-/** Every workspace RPC acts for an agent; operators and anonymous calls are refused. */
-export function callerOf(ctx: CallContext): Caller {
-  const principal = ctx.principal;
-  if (principal?.kind !== 'agent') throw HubError.unauthenticated();
-  return { agentId: principal.agentId, tenantId: principal.tenantId };
 }
 
 /**

@@ -1,4 +1,4 @@
-export { GrpcServer, methodDefinition, waitSignal, type CallContext, type ServiceHandlers, type GrpcServerOptions, type LocalHandler } from './server.js';
+export { callerOf, GrpcServer, methodDefinition, waitSignal, type Caller, type CallContext, type ServiceHandlers, type GrpcServerOptions, type LocalHandler } from './server.js';
 export { LocalTransport } from './local.js';
 export { createClient, type Client, type ClientOf, type ClientOptions, type CallOptions } from './client.js';
 export { readPrincipal, writePrincipal, type Principal } from './principal.js';

@@ -26,6 +26,19 @@ export interface CallContext {
   readonly log: Logger;
 }
 
+/** The agent a call acts for. */
+export interface Caller {
+  agentId: string;
+  tenantId: string;
+}
+
+/** The calling agent; operators and anonymous calls are refused (UNAUTHENTICATED). */
+export function callerOf(ctx: Pick<CallContext, 'principal'>): Caller {
+  const principal = ctx.principal;
+  if (principal?.kind !== 'agent') throw HubError.unauthenticated();
+  return { agentId: principal.agentId, tenantId: principal.tenantId };
+}
+
 /** How long before the end of a shutdown's grace waiting calls are told to answer. */
 const LAST_ANSWER_MS = 1_000;
 
