@@ -1,31 +1,17 @@
 import { HubError, Reason } from '@agenthub/runtime';
-import type { RpcError } from '../errors.js';
+import { RpcCode, type RpcError } from '../errors.js';
 
 /**
- * A2A 1.0 error codes on the JSON-RPC binding (specification §5.4 and §9.5), plus the JSON-RPC
- * standard ones. The hub's own conditions that A2A has no name for (grants, access) keep the
- * codes the interface's dialect gives them, so a condition has one code on both endpoints.
+ * A2A 1.0 error codes on the JSON-RPC binding (specification §5.4 and §9.5): the gateway's table
+ * (JSON-RPC standard codes, the A2A codes the interface uses, and the hub's own conditions that A2A
+ * has no name for, so a condition has one code on both endpoints) plus the codes only A2A defines.
  */
 export const A2aCode = {
-  PARSE_ERROR: -32700,
-  INVALID_REQUEST: -32600,
-  METHOD_NOT_FOUND: -32601,
-  INVALID_PARAMS: -32602,
-  INTERNAL_ERROR: -32603,
-  UNAUTHENTICATED: -32000,
-  TASK_NOT_FOUND: -32001,
-  TASK_NOT_CANCELABLE: -32002,
+  ...RpcCode,
   PUSH_NOTIFICATION_NOT_SUPPORTED: -32003,
   UNSUPPORTED_OPERATION: -32004,
-  CONTENT_TYPE_NOT_SUPPORTED: -32005,
   INVALID_AGENT_RESPONSE: -32006,
   EXTENDED_AGENT_CARD_NOT_CONFIGURED: -32007,
-  VERSION_NOT_SUPPORTED: -32009,
-  ACCESS_DENIED: -32100,
-  NOT_FOUND: -32101,
-  PERMISSION_REQUIRED: -32102,
-  INVALID_OPERATION: -32103,
-  GRANT_REQUIRED: -32104,
 } as const;
 
 const ERROR_INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
