@@ -363,7 +363,7 @@ class PushWorker {
       await this.call('CancelTask', push, log, (client, options) => client.cancelTask({ tenant: '', id: push.remoteTaskId, metadata: undefined }, options));
       // Cut short by shutdown: due again at once, for another replica.
       if (this.abort.signal.aborted) await store.requestPushCancel(push.taskId);
-      else await store.stopPushFollowUp(push.taskId);
+      else await store.pushCancelForwarded(push.taskId);
       return;
     }
     const task = await store.getTask(push.taskId);

@@ -399,9 +399,17 @@ export class MessagingStore {
     await this.db.query('UPDATE push_tasks SET cancel_requested = true, follow_at = 0 WHERE task_id = $1', [taskId]);
   }
 
-  /** Stops following a push task (settled, or its cancel was forwarded). */
+  /**
+   * Stops following a settled push task, unless a cancel was requested meanwhile (a follow-up
+   * that saw the hub task canceled must not drop the cancel still to be forwarded).
+   */
   async stopPushFollowUp(taskId: string): Promise<void> {
-    await this.db.query('UPDATE push_tasks SET follow_at = NULL WHERE task_id = $1', [taskId]);
+    await this.db.query('UPDATE push_tasks SET follow_at = NULL WHERE task_id = $1 AND NOT cancel_requested', [taskId]);
+  }
+
+  /** The cancel reached the agent (or was tried): nothing more to do for the task. */
+  async pushCancelForwarded(taskId: string): Promise<void> {
+    await this.db.query('UPDATE push_tasks SET follow_at = NULL, cancel_requested = false WHERE task_id = $1', [taskId]);
   }
 }
 
