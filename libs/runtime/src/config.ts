@@ -81,7 +81,10 @@ const schema = z.object({
   // How often each service's outbox relay looks for unpublished rows (it is also woken on writes).
   OUTBOX_POLL_MS: positiveInt.default(200),
   EVENTS_ADDR: z.string().min(1).optional(),
-  // Webhooks: allow targets on private, loopback, link-local and metadata addresses (tests, labs).
+  // Every outbound call (webhooks, push agents, embedding provider): allow targets outside global
+  // unicast space (private, loopback, link-local, metadata, …) — tests, labs, in-cluster targets.
+  HUB_EGRESS_ALLOW_PRIVATE: bool.default(false),
+  // Deprecated alias of HUB_EGRESS_ALLOW_PRIVATE (it now covers all egress, not only webhooks).
   HUB_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   WEBHOOK_TIMEOUT_MS: positiveInt.default(10_000),
   // Days finished webhook deliveries (and their attempts) are kept for deliveries/replay.
@@ -99,6 +102,11 @@ export type HubConfig = z.infer<typeof schema>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+}
+
+/** Whether outbound calls may reach addresses outside global unicast space (either spelling). */
+export function egressAllowPrivate(config: Pick<HubConfig, 'HUB_EGRESS_ALLOW_PRIVATE' | 'HUB_WEBHOOK_ALLOW_PRIVATE'>): boolean {
+  return config.HUB_EGRESS_ALLOW_PRIVATE || config.HUB_WEBHOOK_ALLOW_PRIVATE;
 }
 
 /** Parses the environment, reporting every bad variable at once by name. */

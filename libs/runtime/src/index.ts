@@ -4,7 +4,7 @@
  */
 export { HubError, Reason } from './errors.js';
 export * from './grpc/index.js';
-export { loadConfig, ConfigError, type HubConfig } from './config.js';
+export { loadConfig, ConfigError, egressAllowPrivate, type HubConfig } from './config.js';
 export { createLogger, REDACTED_PATHS, type Logger, type LoggerOptions } from './logger.js';
 export { Metrics } from './metrics.js';
 export * from './db/index.js';
@@ -17,3 +17,4 @@ export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessRe
 export { appendEvent, OUTBOX_TABLE_SQL, WORKSPACE_EVENTS_TOPIC, type OutboxEvent, type EventPayload } from './outbox.js';
 export * from './bus/index.js';
 export { startRelay, notifyOutboxWrites, hasOutbox, type Relay, type RelayOptions, type OutboxNotifyingDb } from './relay.js';
+export * from './egress/index.js';
