@@ -75,6 +75,8 @@ const schema = z.object({
   // Push agents: longest pause between delivery attempts to an unreachable A2A endpoint.
   MESSAGING_PUSH_MAX_BACKOFF_MS: positiveInt.default(30_000),
   MESSAGING_PUSH_TIMEOUT_MS: positiveInt.default(30_000),
+  // Largest answer read from a push agent; a longer one fails the task (egress guard).
+  MESSAGING_PUSH_MAX_RESPONSE_BYTES: positiveInt.default(4 * 1024 * 1024),
   // Event log: Kafka when KAFKA_BROKERS (`host:port,host:port`) is set, else the embedded bus.
   KAFKA_BROKERS: z.string().min(1).optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('agenthub'),

@@ -1,8 +1,7 @@
 import { Counter, Histogram } from 'prom-client';
-import type { Logger, Metrics } from '@agenthub/runtime';
+import type { EgressPolicy, Logger, Metrics } from '@agenthub/runtime';
 import type { WorkspaceClient } from './access.js';
 import type { WebhookSender } from './send.js';
-import type { TargetPolicy } from './ssrf.js';
 import type { EventsStore } from './store.js';
 
 const MINUTE = 60_000;
@@ -70,7 +69,7 @@ export interface EventsEnv {
   store: EventsStore;
   workspace: WorkspaceClient;
   sender: WebhookSender;
-  policy: TargetPolicy;
+  policy: EgressPolicy;
   limits: EventsLimits;
   clock: Clock;
   metrics: WebhookMetrics;

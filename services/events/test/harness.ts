@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, workspacev1 } from '@agenthub/proto';
-import { createClient, createLogger, WORKSPACE_EVENTS_TOPIC, type CallOptions, type Client, type Db } from '@agenthub/runtime';
+import { createClient, createLogger, WORKSPACE_EVENTS_TOPIC, type CallOptions, type Client, type Db, type Resolver } from '@agenthub/runtime';
 import { TestStackBackends, type Backend } from '@agenthub/testing';
 import { startWorkspace } from '@agenthub/workspace';
-import { startEvents, type EventsLimits, type Resolver } from '../src/index.js';
+import { startEvents, type EventsLimits } from '../src/index.js';
 import type { RunningEvents } from '../src/index.js';
 
 export interface TestAgent {

@@ -1,7 +1,7 @@
 import { startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { clientOptions, createClient, egressAllowPrivate, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { startMessaging } from '@agenthub/messaging';
@@ -44,7 +44,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
 
     const identityDb = (await openBackends(config, 'identity', { kv })).db;
     stops.push(() => identityDb.close());
-    const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }) });
+    const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }), egress: { allowPrivate: egressAllowPrivate(config) } });
     stops.push(() => identity.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
     let secretsClient: ClientOf<typeof secretsv1.SecretsService> | undefined;
@@ -84,7 +84,12 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       identityAddr: identity.address,
       limits: { blockingMs: config.MESSAGING_BLOCKING_MS, onlineMs: config.MESSAGING_ONLINE_MS, claimMs: config.MESSAGING_CLAIM_MS },
       sweepIntervalMs: config.MESSAGING_SWEEP_MS,
-      push: { maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS, timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS },
+      push: {
+        maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS,
+        timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS,
+        maxResponseBytes: config.MESSAGING_PUSH_MAX_RESPONSE_BYTES,
+      },
+      egress: { allowPrivate: egressAllowPrivate(config) },
     });
     stops.push(() => messaging.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
@@ -95,7 +100,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       db: eventsDb,
       log: log.child({ service: 'events' }),
       workspaceAddr: workspace.address,
-      allowPrivate: config.HUB_WEBHOOK_ALLOW_PRIVATE,
+      allowPrivate: egressAllowPrivate(config),
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       limits: {
         historyMs: config.WEBHOOK_HISTORY_DAYS * 24 * 3_600_000,

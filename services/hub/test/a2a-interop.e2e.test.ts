@@ -111,7 +111,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('A2A 1.0 clients thro
   const cardUrl = (agentId: string) => `${hub.url}/agents/${agentId}/.well-known/agent-card.json`;
 
   beforeAll(async () => {
-    hub = await startTestHub(backend, { MESSAGING_PUSH_MAX_BACKOFF_MS: '200', MESSAGING_BLOCKING_MS: '10000' });
+    hub = await startTestHub(backend, { MESSAGING_PUSH_MAX_BACKOFF_MS: '200', MESSAGING_BLOCKING_MS: '10000', HUB_EGRESS_ALLOW_PRIVATE: 'true' });
     sender = await hub.agent('acme', 'sender');
     recipient = await hub.agent('acme', 'worker');
     connected = connectedAgent(hub, recipient);

@@ -216,7 +216,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
       SECRETS_ADDR: 'hub-agenthub-secrets:50051',
       MESSAGING_ADDR: 'hub-agenthub-messaging:50051',
       EVENTS_ADDR: 'hub-agenthub-events:50051',
-      HUB_WEBHOOK_ALLOW_PRIVATE: 'false',
+      HUB_EGRESS_ALLOW_PRIVATE: 'false',
       WEBHOOK_TIMEOUT_MS: '10000',
       OUTBOX_POLL_MS: '200',
       GRPC_MAX_CONNECTION_AGE_MS: '300000',
@@ -257,7 +257,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     }
     expect(find(production, 'HorizontalPodAutoscaler', 'hub-agenthub-events').spec).toMatchObject({ minReplicas: 2, maxReplicas: 6 });
     // Webhooks to private addresses only when the operator says so.
-    expect(find(render([], ['config.webhookAllowPrivate=true']), 'ConfigMap', 'hub-agenthub-config').data!.HUB_WEBHOOK_ALLOW_PRIVATE).toBe('true');
+    expect(find(render([], ['config.egressAllowPrivate=true']), 'ConfigMap', 'hub-agenthub-config').data!.HUB_EGRESS_ALLOW_PRIVATE).toBe('true');
     // Turned off, it leaves no object behind and the gateway no address.
     const without = render([], ['services.events.enabled=false']);
     expect(without.filter((m) => m.metadata.name === 'hub-agenthub-events')).toEqual([]);
@@ -296,7 +296,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['a bad CPU quantity', 'services.gateway.resources.limits.cpu=lots', '/services/gateway/resources/limits/cpu'],
     ['an unknown service role', 'services.secrets.role=worker', '/services/secrets/role'],
     ['events replicas: "many"', 'services.events.replicas=many', '/services/events/replicas'],
-    ['a non-boolean webhookAllowPrivate', 'config.webhookAllowPrivate=sometimes', '/config/webhookAllowPrivate'],
+    ['a non-boolean egressAllowPrivate', 'config.egressAllowPrivate=sometimes', '/config/egressAllowPrivate'],
     ['a malformed KAFKA_BROKERS', 'externals.kafkaBrokers=kafka', '/externals/kafkaBrokers'],
     ['a connection age below a second', 'config.grpcMaxConnectionAgeMs=10', '/config/grpcMaxConnectionAgeMs'],
     ['a ServiceMonitor interval that is not a duration', 'serviceMonitor.interval=often', '/serviceMonitor/interval'],
@@ -321,7 +321,7 @@ describe('docker-compose.yml', () => {
       const service = compose.services[name];
       expect({ name, command: service.command, image: service.image, read_only: service.read_only }).toEqual({ name, command: [name], image: 'agenthub:local', read_only: true });
       for (const upstream of INTERNAL) expect(service.environment[`${upstream.toUpperCase()}_ADDR`]).toBe(`${upstream}:50051`);
-      expect(service.environment).toMatchObject({ KAFKA_BROKERS: 'kafka:9092', HUB_WEBHOOK_ALLOW_PRIVATE: 'false' });
+      expect(service.environment).toMatchObject({ KAFKA_BROKERS: 'kafka:9092', HUB_EGRESS_ALLOW_PRIVATE: 'false' });
     }
     // The gateway starts once every service is healthy; every service once its backends are.
     expect(Object.keys(compose.services.gateway.depends_on).sort()).toEqual([...INTERNAL].sort());

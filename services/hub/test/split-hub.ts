@@ -156,7 +156,7 @@ export function splitCredentials(): Record<'HUB_ADMIN_TOKEN' | 'HUB_INTERNAL_TOK
 /**
  * Starts the stack on `provisioned` (which must be real PostgreSQL and Redis). `env` reaches every
  * process after the stack's own settings, so a suite sets what it would set on the all-in-one hub
- * (MESSAGING_BLOCKING_MS, HUB_WEBHOOK_ALLOW_PRIVATE, HUB_ADMIN_TOKEN, HUB_KEKS, …). Resolves once
+ * (MESSAGING_BLOCKING_MS, HUB_EGRESS_ALLOW_PRIVATE, HUB_ADMIN_TOKEN, HUB_KEKS, …). Resolves once
  * every process reports ready; `stop` SIGTERMs them (gateway first) and fails unless each exits 0.
  */
 export async function startSplitStack(provisioned: ProvisionedBackend, env: Record<string, string> = {}): Promise<SplitStack> {

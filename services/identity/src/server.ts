@@ -1,5 +1,5 @@
 import { identityv1 } from '@agenthub/proto';
-import { HubError, Reason, type CallContext, type Db, type Kv, type Principal, type ServiceHandlers } from '@agenthub/runtime';
+import { checkTargetUrl, egressPolicy, HubError, Reason, type CallContext, type Db, type EgressPolicy, type Kv, type Principal, type ServiceHandlers } from '@agenthub/runtime';
 import { createAgent, getAgent, listAgents } from './agents.js';
 import { approveGrant, checkGrant, listGrants, requestGrant, revokeGrant } from './grants.js';
 import { authenticate, createApiKey, listApiKeys, revokeApiKey } from './keys.js';
@@ -25,8 +25,9 @@ function requirePrincipal(ctx: CallContext): void {
 }
 
 /** Builds the IdentityService handlers over the service's database and the shared Kv. */
-export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandlers {
+export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPolicy }): IdentityHandlers {
   const store = new IdentityStore(deps.db);
+  const egress = deps.egress ?? egressPolicy(false);
   return {
     async createTenant(req, ctx) {
       requireOperator(ctx);
@@ -41,7 +42,7 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandle
 
     async createAgent(req, ctx) {
       requireOperator(ctx);
-      return createAgent(store, {
+      const input = {
         tenantId: valid.tenantId(req.tenantId),
         name: valid.agentName(req.name),
         agentId: req.agentId === '' ? undefined : valid.agentId(req.agentId),
@@ -50,7 +51,10 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandle
         description: valid.description(req.description),
         skills: valid.skills(req.skills),
         createTenant: req.createTenant,
-      });
+      };
+      // The push worker checks again at every send (DNS may change); this refuses a plain mistake early.
+      if (input.endpointUrl) await checkTargetUrl(input.endpointUrl, 'endpoint_url', egress);
+      return createAgent(store, input);
     },
 
     async getAgent(req, ctx) {

@@ -122,6 +122,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity tenants and
       ['an ftp endpoint', { endpointUrl: 'ftp://example.com' }, 'endpoint_url'],
       ['an endpoint that is no URL', { endpointUrl: 'not a url' }, 'endpoint_url'],
       ['an endpoint over 2048 characters', { endpointUrl: 'https://example.com/' + 'p'.repeat(2040) }, 'endpoint_url'],
+      // Issue 12: a push endpoint must be global unicast unless the operator allows private targets.
+      ['a loopback endpoint', { endpointUrl: 'http://127.0.0.1:9999/a2a' }, 'endpoint_url'],
+      ['an endpoint on a private network', { endpointUrl: 'http://intranet.example/a2a' }, 'endpoint_url'],
+      ['a cloud metadata endpoint', { endpointUrl: 'http://169.254.169.254/latest' }, 'endpoint_url'],
+      ['an IPv4-mapped loopback endpoint', { endpointUrl: 'http://[::ffff:127.0.0.1]/a2a' }, 'endpoint_url'],
+      ['a 6to4 endpoint', { endpointUrl: 'http://[2002:7f00:1::1]/a2a' }, 'endpoint_url'],
+      ['an endpoint whose host does not resolve', { endpointUrl: 'https://nowhere.invalid/a2a' }, 'endpoint_url'],
       ['an output mode without subtype', { outputModes: ['text/plain', 'plain'] }, 'output_modes.1'],
       ['an output mode with parameters', { outputModes: ['text/plain; charset=utf-8'] }, 'output_modes.0'],
       ['33 output modes', { outputModes: Array.from({ length: 33 }, (_, i) => `text/x-${i}`) }, 'output_modes'],
@@ -203,5 +210,27 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity tenants and
       const err = await failure(h.client.createTenant({ tenantId: 'BAD!' }, agent));
       expect(err.reason).toBe(Reason.ACCESS_DENIED);
     });
+  });
+});
+
+describe.each(backends().map((b) => [b.name, b] as const))('push endpoints and the egress policy (%s)', (_name, backend: Backend) => {
+  it('refuses a private endpoint saying why; accepts it when the operator allows private targets', async () => {
+    const strict = await startHarness(backend);
+    try {
+      const err = await failure(strict.client.createAgent({ tenantId: unique('t'), name: 'Local', createTenant: true, endpointUrl: 'http://127.0.0.1:9999/a2a' }, operator));
+      expect(err).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'endpoint_url', message: 'Invalid params: endpoint_url is refused: it names a loopback address' });
+      const named = await failure(strict.client.createAgent({ tenantId: unique('t'), name: 'Intranet', createTenant: true, endpointUrl: 'http://intranet.example/a2a' }, operator));
+      // The class of address, never the address the name resolved to.
+      expect(named.message).toBe('Invalid params: endpoint_url is refused: its host resolves to a private address');
+    } finally {
+      await strict.close();
+    }
+    const lab = await startHarness(backend, { allowPrivate: true });
+    try {
+      const { agent } = await lab.client.createAgent({ tenantId: unique('t'), name: 'Local', createTenant: true, endpointUrl: 'http://127.0.0.1:9999/a2a' }, operator);
+      expect(agent!.endpointUrl).toBe('http://127.0.0.1:9999/a2a');
+    } finally {
+      await lab.close();
+    }
   });
 });

@@ -4,7 +4,7 @@
  * connected agents and blocking sends that hear transitions through Kv pub/sub.
  */
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { clientOptions, createClient, serveGrpc, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { clientOptions, createClient, egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { startSweeper } from './inbox.js';
 import { startPushWorker, type PushOptions } from './push.js';
 import { createMessagingHandlers, messagingEnv } from './server.js';
@@ -26,6 +26,11 @@ export interface MessagingDeps extends ServiceDeps {
   now?: () => number;
   /** The push worker (deliveries to agents with an A2A endpoint); defaults in DEFAULT_PUSH_OPTIONS. */
   push?: Partial<PushOptions>;
+  /**
+   * The egress guard's policy for calls to push agents: HUB_EGRESS_ALLOW_PRIVATE (default false:
+   * global unicast addresses only) and the resolver (the system's by default; tests inject one).
+   */
+  egress?: { allowPrivate: boolean; resolve?: Resolver };
 }
 
 /** Migrates the `messaging` schema, serves MessagingService and runs the expiry sweeper and the push worker. */
@@ -40,7 +45,12 @@ export async function startMessaging(deps: MessagingDeps): Promise<RunningServic
       (server) => server.add(messagingv1.MessagingService, createMessagingHandlers(env)),
     );
     const stopSweeper = startSweeper(env, deps.log, deps.sweepIntervalMs ?? 5_000);
-    const stopPush = startPushWorker(env, { log: deps.log.child({ component: 'push' }), metrics: deps.metrics, options: deps.push });
+    const stopPush = startPushWorker(env, {
+      log: deps.log.child({ component: 'push' }),
+      metrics: deps.metrics,
+      policy: egressPolicy(deps.egress?.allowPrivate ?? false, deps.egress?.resolve),
+      options: deps.push,
+    });
     return {
       name: running.name,
       address: running.address,

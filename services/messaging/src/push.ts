@@ -7,9 +7,13 @@
  *   service share it: an agent's queue is forwarded by one worker at a time, oldest first; a
  *   delivery is acknowledged only after the agent accepted it (at-least-once, and the A2A
  *   messageId is the hub message's, so the agent can recognise a redelivery).
+ * - Every call goes through the hub's egress guard (`EgressClient`): only to addresses the policy
+ *   allows (checked at each connection, DNS pinned), no redirects, answers up to a size cap.
  * - An agent that does not answer (connection refused, timeout, HTTP 5xx/408/429) keeps its queue
  *   and is retried with exponential backoff up to `maxBackoffMs`; an agent that answers with an
- *   A2A error refused the message, and the task fails with that error in a message.
+ *   A2A error or another HTTP status refused the message, and the task fails with a fixed text
+ *   naming the A2A error code or the HTTP status: no byte the agent sent reaches the task, an
+ *   error or a log line (a peer's body may be anything, including what an internal URL said).
  * - The agent's task is recorded against the hub task (continuations and cancels name it) and,
  *   while it works, followed with GetTask at a backing-off pace until it is terminal or waits for
  *   input. A hub cancel is forwarded, best effort.
@@ -19,7 +23,7 @@ import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2
 import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
 import { isJsonRpcError } from '@a2a-js/sdk/errors';
 import { Counter, Histogram } from 'prom-client';
-import { HubError, newId, Reason, type CallContext, type Logger, type Metrics } from '@agenthub/runtime';
+import { EgressClient, EgressError, newId, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
 import { agentText, fromA2AArtifact, fromA2AMessage, hubState, toA2AMessage } from './a2a-codec.js';
 import { TERMINAL, type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName } from './store.js';
 import { announce, inboxChannel, onlineKey, type MessagingEnv } from './tasks.js';
@@ -35,6 +39,8 @@ export interface PushOptions {
   pollMs: number;
   /** Agents and follow-ups one replica works on at once. */
   concurrency: number;
+  /** Largest answer read from an agent (MESSAGING_PUSH_MAX_RESPONSE_BYTES); a longer one fails the task. */
+  maxResponseBytes: number;
 }
 
 export const DEFAULT_PUSH_OPTIONS: PushOptions = {
@@ -43,14 +49,13 @@ export const DEFAULT_PUSH_OPTIONS: PushOptions = {
   minBackoffMs: 250,
   pollMs: 1_000,
   concurrency: 8,
+  maxResponseBytes: 4 * 1024 * 1024,
 };
 
 /** Deliveries forwarded to one agent before its lease goes back, so busy agents take turns. */
 const TURN = 20;
 /** Lease beyond one call's deadline: a replica that dies mid-call frees its work after this. */
 const LEASE_SLACK_MS = 30_000;
-/** Longest agent error text kept in the failed task's message. */
-const ERROR_TEXT_MAX = 500;
 
 /** Calls to push agents, registered in the process's registry. */
 class PushMetrics {
@@ -83,35 +88,60 @@ class PushMetrics {
 /** A status that asks the caller to come back later is the agent being unavailable, not its answer. */
 const RETRY_LATER = new Set([408, 429]);
 
-/** fetch for the SDK's transport, turning "try later" statuses into UNAVAILABLE before the SDK reads them. */
-const pushFetch: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init);
-  if (response.status >= 500 || RETRY_LATER.has(response.status)) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new HubError(Reason.UNAVAILABLE, `The agent answered HTTP ${response.status}`);
-  }
-  return response;
+/** Names of the A2A 1.0 JSON-RPC error codes, for the failed task's message. */
+const A2A_ERRORS: Record<number, string> = {
+  [-32700]: 'parse error',
+  [-32600]: 'invalid request',
+  [-32601]: 'method not found',
+  [-32602]: 'invalid params',
+  [-32603]: 'internal error',
+  [-32001]: 'task not found',
+  [-32002]: 'task not cancelable',
+  [-32003]: 'push notifications not supported',
+  [-32004]: 'unsupported operation',
+  [-32005]: 'content type not supported',
+  [-32006]: 'invalid agent response',
+  [-32007]: 'extended agent card not configured',
+  [-32008]: 'extension support required',
+  [-32009]: 'version not supported',
 };
 
-/** Failures after which the agent may well answer if asked again. */
-function isUnavailable(err: unknown): boolean {
-  if (err instanceof HubError) return err.reason === Reason.UNAVAILABLE;
+/**
+ * What came of a failed call, in the hub's words only: the verdict and a fixed text naming the
+ * A2A error code or the HTTP status. The agent's own message, body or error text is never kept.
+ */
+function verdict(err: unknown): { kind: 'unavailable'; text: string } | { kind: 'refused'; text: string; a2a: boolean } {
+  if (err instanceof EgressError) {
+    switch (err.failure) {
+      case 'unreachable':
+      case 'timeout':
+      case 'aborted':
+        return { kind: 'unavailable', text: err.message };
+      case 'status':
+        if (err.status >= 500 || RETRY_LATER.has(err.status)) return { kind: 'unavailable', text: `The agent's endpoint answered HTTP ${err.status}` };
+        return { kind: 'refused', text: `The agent's endpoint answered HTTP ${err.status}`, a2a: false };
+      case 'redirect':
+        return { kind: 'refused', text: `The agent's endpoint answered HTTP ${err.status}, a redirect the hub does not follow`, a2a: false };
+      case 'refused-address':
+        return { kind: 'refused', text: "The agent's endpoint is on an address the hub may not call", a2a: false };
+      case 'too-large':
+        return { kind: 'refused', text: "The agent's answer is larger than the hub accepts", a2a: false };
+      case 'bad-url':
+        return { kind: 'refused', text: "The agent's endpoint URL is not usable", a2a: false };
+    }
+  }
+  if (isJsonRpcError(err)) {
+    const name = A2A_ERRORS[err.envelopeCode];
+    return { kind: 'refused', text: `A2A error ${err.envelopeCode}${name ? ` (${name})` : ''}`, a2a: true };
+  }
+  // The signal's reason past the deadline or on shutdown. By name, not class: it may come from
+  // another realm (a test VM).
   const name = (err as { name?: unknown } | undefined)?.name;
-  // fetch rejects with TypeError "fetch failed" when no connection is made, with the signal's
-  // reason (TimeoutError, AbortError) past the deadline or on shutdown. By name, not class: fetch
-  // may come from another realm (a test VM).
-  return name === 'TimeoutError' || name === 'AbortError' || (name === 'TypeError' && (err as Error).message === 'fetch failed');
+  if (name === 'TimeoutError' || name === 'AbortError') return { kind: 'unavailable', text: 'The call was cut short' };
+  return { kind: 'refused', text: "The agent's answer could not be read", a2a: false };
 }
 
-/** What the agent said when it refused, for the sender. */
-function refusalText(err: unknown): string {
-  const text = isJsonRpcError(err)
-    ? `${err.message} (${err.envelopeCode})`
-    : `its answer could not be read: ${err instanceof Error ? err.message : String(err)}`;
-  return text.length > ERROR_TEXT_MAX ? `${text.slice(0, ERROR_TEXT_MAX)}…` : text;
-}
-
-type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'unavailable' } | { kind: 'refused'; text: string };
+type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'unavailable' } | { kind: 'refused'; text: string; a2a: boolean };
 
 const idOf = (stored: unknown, key: 'messageId' | 'id') => (stored as Record<string, unknown>)[key];
 
@@ -144,14 +174,24 @@ class PushWorker {
   /** How long a delivery being forwarded stays hidden from inbox polls (service clock). */
   private readonly claimMs: number;
 
+  private readonly egress: EgressClient;
+
   constructor(
     private readonly env: MessagingEnv,
     private readonly options: PushOptions,
     private readonly log: Logger,
     metrics: Metrics,
+    policy: EgressPolicy,
   ) {
     this.ctx = { principal: undefined, deadline: undefined, signal: this.abort.signal, log };
     this.metrics = new PushMetrics(metrics);
+    this.egress = new EgressClient({
+      policy,
+      timeoutMs: options.timeoutMs,
+      maxResponseBytes: options.maxResponseBytes,
+      userAgent: 'AgentHub-Push/1',
+      maxSockets: options.concurrency,
+    });
     this.leaseMs = options.timeoutMs + LEASE_SLACK_MS;
     this.claimMs = options.timeoutMs + env.limits.claimMs;
     this.interval = setInterval(() => this.kick(), options.pollMs);
@@ -187,6 +227,7 @@ class PushWorker {
       const unsubscribe = await subscribed.catch(() => undefined);
       await unsubscribe?.().catch(() => undefined);
     }
+    this.egress.close();
   }
 
   private wakeIn(ms: number): void {
@@ -254,7 +295,7 @@ class PushWorker {
         name: endpointUrl,
         supportedInterfaces: [{ url: endpointUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
       });
-      client = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: pushFetch })] }).createFromAgentCard(card);
+      client = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: this.egress.fetch })] }).createFromAgentCard(card);
       client.catch(() => this.clients.delete(endpointUrl));
       this.clients.set(endpointUrl, client);
     }
@@ -274,12 +315,14 @@ class PushWorker {
     try {
       outcome = { kind: 'ok', value: await send(await this.client(target.endpointUrl), { signal }) };
     } catch (err) {
-      outcome = isUnavailable(err) ? { kind: 'unavailable' } : { kind: 'refused', text: refusalText(err) };
-      if (outcome.kind === 'unavailable') {
-        const cause = (err as { cause?: { code?: unknown } } | undefined)?.cause?.code;
-        log.warn({ method, reason: err instanceof Error ? err.message : String(err), ...(cause ? { code: cause } : {}) }, 'push agent unavailable');
+      const judged = verdict(err);
+      if (judged.kind === 'unavailable') {
+        outcome = { kind: 'unavailable' };
+        log.warn({ method, reason: judged.text }, 'push agent unavailable');
+      } else {
+        outcome = judged;
+        log.info({ method, error: judged.text }, 'push agent refused');
       }
-      else log.info({ method, error: outcome.text }, 'push agent refused');
     } finally {
       end();
     }
@@ -348,7 +391,9 @@ class PushWorker {
       await store.releaseDelivery(delivery.id);
       return this.abort.signal.aborted ? 'stopped' : 'unavailable';
     }
-    if (outcome.kind === 'refused') await this.fail(delivery.taskId, `The agent refused the message: ${outcome.text}`);
+    if (outcome.kind === 'refused') {
+      await this.fail(delivery.taskId, outcome.a2a ? `The agent refused the message: ${outcome.text}` : `The message could not be delivered: ${outcome.text}`);
+    }
     else await this.relay(agent.agentId, delivery.taskId, outcome.value, 0);
     await store.ackDelivery(agent.agentId, delivery.id);
     log.info({ outcome: outcome.kind }, 'delivered to push agent');
@@ -441,7 +486,10 @@ class PushWorker {
  * Starts the push worker of one replica; returns how to stop it (in-flight calls are aborted and
  * their deliveries stay queued).
  */
-export function startPushWorker(env: MessagingEnv, deps: { log: Logger; metrics: Metrics; options?: Partial<PushOptions> }): () => Promise<void> {
-  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics);
+export function startPushWorker(
+  env: MessagingEnv,
+  deps: { log: Logger; metrics: Metrics; policy: EgressPolicy; options?: Partial<PushOptions> },
+): () => Promise<void> {
+  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics, deps.policy);
   return () => worker.stop();
 }

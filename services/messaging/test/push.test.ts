@@ -1,6 +1,8 @@
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { createClient, Metrics, openDb, openKv, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import { createClient, Metrics, openDb, openKv, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
 import { backends, testLogger, type Backend } from '@agenthub/testing';
 import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
 import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
@@ -37,7 +39,11 @@ interface PushStack {
   stop(): Promise<void>;
 }
 
-async function startPushStack(backend: Backend): Promise<PushStack> {
+/**
+ * `allowPrivate` is HUB_EGRESS_ALLOW_PRIVATE of both services (the agents here listen on
+ * loopback); `resolve` stands in for DNS.
+ */
+async function startPushStack(backend: Backend, egress: { allowPrivate: boolean; resolve?: Resolver } = { allowPrivate: true }): Promise<PushStack> {
   const log = testLogger();
   const provisioned = await backend.provision();
   const opened: { db: Db; kv: Kv }[] = [];
@@ -47,7 +53,7 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
     opened.push({ db, kv });
     return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
   };
-  const identityService = await startIdentity(await base('identity'));
+  const identityService = await startIdentity({ ...(await base('identity')), egress });
   const clock = new TestClock();
   const shared = await base('messaging');
   const services: RunningService[] = [];
@@ -62,6 +68,7 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
       sweepIntervalMs: 3_600_000,
       now: clock.now,
       push: { maxBackoffMs: 200, minBackoffMs: 50, pollMs: 100, timeoutMs: 1_000 },
+      egress,
     });
     services.push(service);
     replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000 }));
@@ -84,6 +91,34 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
       await Promise.all(opened.flatMap(({ db, kv }) => [db.close(), kv.close()]));
       await provisioned.dispose();
     },
+  };
+}
+
+interface Recorder {
+  url: string;
+  received: { method: string; url: string; headers: IncomingHttpHeaders; body: string }[];
+  close(): Promise<void>;
+}
+
+/** A plain HTTP endpoint on loopback that records requests and answers as told (not an A2A agent). */
+async function startRecorder(answer: (index: number) => { status: number; headers?: Record<string, string>; body: string }): Promise<Recorder> {
+  const received: Recorder['received'] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+    const reply = answer(received.length - 1);
+    res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(reply.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -247,9 +282,50 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: { role: 'user', parts: MIXED }, blocking: true }, sender.as);
     expect(task?.state).toBe(TaskState.FAILED);
     const last = said(task)!.at(-1)!;
-    expect(last).toMatch(/^agent: The agent refused the message: Media type 'image\/png' is not supported/);
+    // The A2A error code, not the agent's words (issue 12: no byte of a peer's answer in a task).
+    expect(last).toBe('agent: The agent refused the message: A2A error -32005 (content type not supported)');
     expect(await queued(task!.id)).toBe(0);
     expect(remote.received).toEqual([]);
+  });
+
+  // Issue 12: a redirect is not followed, and no byte of what a peer answered reaches the task.
+  it('an agent that redirects to a loopback URL: the target hears nothing, the task holds none of the redirect', async () => {
+    const internal = await startRecorder(() => ({ status: 200, body: '{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"INTERNAL-SECRET"}]}}}' }));
+    const redirecting = await startRecorder(() => ({ status: 307, headers: { location: `${internal.url}/admin` }, body: 'REDIRECT-BODY' }));
+    try {
+      const agent = await stack.agent('redirector', `${redirecting.url}/a2a`);
+      const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('the sender\'s secret')), blocking: true }, sender.as);
+      expect(task?.state).toBe(TaskState.FAILED);
+      expect(said(task)!.at(-1)).toBe("agent: The message could not be delivered: The agent's endpoint answered HTTP 307, a redirect the hub does not follow");
+      expect(redirecting.received).toHaveLength(1);
+      expect(internal.received).toEqual([]);
+      const stored = JSON.stringify((await state(task!.id)).messages.map((m) => m.parts));
+      expect(stored).not.toContain('REDIRECT-BODY');
+      expect(stored).not.toContain('INTERNAL-SECRET');
+      expect(await queued(task!.id)).toBe(0);
+    } finally {
+      await internal.close();
+      await redirecting.close();
+    }
+  });
+
+  it("an agent's error answer is not copied: the task says the HTTP status, or that the answer could not be read", async () => {
+    const failing = await startRecorder((index) =>
+      index === 0 ? { status: 403, body: 'PEER-BODY: stack trace and internal hostnames' } : { status: 200, body: '<html>PEER-BODY</html>' },
+    );
+    try {
+      const agent = await stack.agent('leaky', `${failing.url}/a2a`);
+      const forbidden = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('one')), blocking: true }, sender.as)).task!;
+      expect(said(forbidden)!.at(-1)).toBe("agent: The message could not be delivered: The agent's endpoint answered HTTP 403");
+      const garbled = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('two')), blocking: true }, sender.as)).task!;
+      expect(said(garbled)!.at(-1)).toBe("agent: The message could not be delivered: The agent's answer could not be read");
+      for (const task of [forbidden, garbled]) {
+        expect(task.state).toBe(TaskState.FAILED);
+        expect(JSON.stringify((await state(task.id)).messages.map((m) => m.parts))).not.toContain('PEER-BODY');
+      }
+    } finally {
+      await failing.close();
+    }
   });
 
   it('an agent that answers with a message completes the task with it', async () => {
@@ -270,5 +346,35 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     expect(await sweepExpired(stack.env, testLogger())).toBe(1);
     expect((await state(task!.id)).state).toBe(TaskState.FAILED);
     expect(await queued(task!.id)).toBe(0);
+  });
+});
+
+describe.each(backends().map((b) => [b.name, b] as const))('push agents and the egress policy (%s)', (_name, backend) => {
+  let stack: PushStack;
+  const DNS: Record<string, string> = {};
+  const resolve: Resolver = async (host) => (DNS[host] ? [{ address: DNS[host]!, family: 4 }] : []);
+
+  beforeAll(async () => {
+    stack = await startPushStack(backend, { allowPrivate: false, resolve });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('an endpoint that resolves to loopback by send time gets nothing: the address is checked at every connection', async () => {
+    const remote = await startEchoAgent('echo');
+    try {
+      DNS['rebind.example'] = '93.184.216.34';
+      const url = remote.url.replace('127.0.0.1', 'rebind.example');
+      const agent = await stack.agent('rebinder', url);
+      DNS['rebind.example'] = '127.0.0.1';
+      const sender = await stack.agent('sender');
+      const { task } = await stack.replicas[0]!.sendMessage({ recipientAgentId: agent.id, message: message(text('hello')), blocking: true }, sender.as);
+      expect(task?.state).toBe(TaskState.FAILED);
+      expect(said(task)!.at(-1)).toBe("agent: The message could not be delivered: The agent's endpoint is on an address the hub may not call");
+      expect(remote.received).toEqual([]);
+    } finally {
+      await remote.stop();
+    }
   });
 });

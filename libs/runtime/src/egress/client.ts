@@ -32,6 +32,8 @@ export interface EgressRequest {
   signal?: AbortSignal;
   /** Overrides the client's response size cap for this call. */
   maxResponseBytes?: number;
+  /** False: resolve at the response headers and discard any body (a webhook's receiver has nothing to say). */
+  readBody?: boolean;
 }
 
 export interface EgressResponse {
@@ -99,7 +101,7 @@ export class EgressClient {
     if (!this.options.policy.allowPrivate && isIP(host)) {
       // Node does not call `lookup` for IP literals.
       const refused = refusedClass(host);
-      if (refused) return Promise.reject(new EgressError('refused-address', `The endpoint's address is refused (${refused})`));
+      if (refused) return Promise.reject(new EgressError('refused-address', `The endpoint's address is refused: the URL names a ${refused} address`));
     }
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
     const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
@@ -121,7 +123,7 @@ export class EgressClient {
       const failFromCause = (err: NodeJS.ErrnoException) => {
         if (timeout.aborted) fail(new EgressError('timeout', `The endpoint did not answer within ${this.options.timeoutMs} ms`));
         else if (signal.aborted) fail(new EgressError('aborted', 'The call was aborted'));
-        else if (err instanceof BlockedAddressError) fail(new EgressError('refused-address', `The endpoint's address is ${err.message}`));
+        else if (err instanceof BlockedAddressError) fail(new EgressError('refused-address', `The endpoint's address is refused: ${err.message}`));
         else fail(new EgressError('unreachable', err.code ? `The endpoint could not be reached (${err.code})` : 'The endpoint could not be reached'));
       };
       const request = transport.request(
@@ -137,6 +139,12 @@ export class EgressClient {
               fail(new EgressError('redirect', `The endpoint answered HTTP ${status} (a redirect, not followed)`, status));
               return;
             }
+            settled = true;
+            resolve({ status, headers: response.headers, body: Buffer.alloc(0) });
+            return;
+          }
+          if (init.readBody === false) {
+            response.resume();
             settled = true;
             resolve({ status, headers: response.headers, body: Buffer.alloc(0) });
             return;

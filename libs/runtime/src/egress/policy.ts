@@ -37,19 +37,46 @@ export function egressPolicy(allowPrivate: boolean, resolve: Resolver = systemRe
 }
 
 const GLOBAL_V6 = ipaddr.IPv6.parse('2000::');
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parse('64:ff9b::');
+
+/** Labels for `ipaddr.js` range names, as callers read them in a refusal. */
+const LABELS: Record<string, string> = {
+  broadcast: 'reserved',
+  linkLocal: 'link-local',
+  carrierGradeNat: 'carrier-grade NAT',
+  uniqueLocal: 'private',
+  deprecatedSiteLocal: 'site-local',
+  rfc6052: 'local NAT64',
+  rfc6145: 'IPv4-translated',
+  teredo: 'Teredo',
+  discard: 'discard-only',
+  as112: 'reserved',
+  as112v6: 'reserved',
+  amt: 'reserved',
+  orchid2: 'reserved',
+  deprecatedOrchid: 'reserved',
+};
 
 /**
  * Why an address may not be connected to (`loopback`, `private`, `6to4`, …), or undefined when it
- * is global unicast. IPv4-mapped IPv6 addresses are judged by the IPv4 address they carry.
+ * is global unicast. IPv4-mapped IPv6 addresses and the NAT64 well-known prefix 64:ff9b::/96 are
+ * judged by the IPv4 address they carry; the local-use NAT64 prefix 64:ff9b:1::/48 is refused.
  */
 export function refusedClass(address: string): string | undefined {
   const text = address.replace(/%.*$/, '');
   if (!isIP(text)) return 'unparseable';
-  let parsed = ipaddr.parse(text);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
-  const range = parsed.range();
-  if (range !== 'unicast') return range;
-  if (parsed.kind() === 'ipv6' && !parsed.match(GLOBAL_V6, 3)) return 'not global unicast';
+  const parsed = ipaddr.parse(text);
+  if (parsed.kind() === 'ipv4') {
+    const range = parsed.range();
+    if (range === 'unicast') return undefined;
+    return range === 'linkLocal' ? 'link-local (cloud metadata)' : (LABELS[range] ?? range);
+  }
+  const v6 = parsed as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return refusedClass(v6.toIPv4Address().toString());
+  if (v6.match(NAT64_WELL_KNOWN, 96)) return refusedClass(ipaddr.fromByteArray(v6.toByteArray().slice(12)).toString());
+  const range = v6.range();
+  if (range !== 'unicast') return LABELS[range] ?? range;
+  if (!v6.match(GLOBAL_V6, 3)) return 'reserved';
   return undefined;
 }
 
@@ -126,7 +153,7 @@ export function guardedLookup(policy: EgressPolicy): LookupFunction {
         if (!policy.allowPrivate) {
           for (const { address } of addresses) {
             const refused = refusedClass(address);
-            if (refused) throw new BlockedAddressError(`refused: the host resolves to a ${refused} address`);
+            if (refused) throw new BlockedAddressError(`the host resolves to a ${refused} address`);
           }
         }
         if (typeof options === 'object' && options.all) callback(null, addresses);
