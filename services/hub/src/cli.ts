@@ -18,6 +18,7 @@ Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/
                                                    what the agent's A2A Agent Card advertises
   agenthub agents list [--tenant <tenant-id>]
   agenthub agents get <agent-id>
+  agenthub agents rotate-push-secret <agent-id>    a push agent's new push secret (the old one stops at once)
   agenthub keys create --agent <agent-id>
   agenthub keys revoke <key-id>
   agenthub keys list --agent <agent-id>
@@ -74,7 +75,13 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
     print(result, result.tenants.map((t) => `${t.id}\t${t.name}`).join('\n'));
   },
   'agents create': async ({ admin, values }) => {
-    const result = await admin.call<{ agent: { id: string; tenant_id: string; name: string }; key: { id: string }; api_key: string; tenant_created: boolean }>(
+    const result = await admin.call<{
+      agent: { id: string; tenant_id: string; name: string };
+      key: { id: string };
+      api_key: string;
+      tenant_created: boolean;
+      push_secret?: string;
+    }>(
       'agents.create',
       {
         tenant_id: need(values.tenant, '--tenant'),
@@ -94,11 +101,16 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
       api_key: result.api_key,
       key_id: result.key.id,
       tenant_created: result.tenant_created,
+      ...(result.push_secret ? { push_secret: result.push_secret } : {}),
     };
     if (values.json) process.stdout.write(`${JSON.stringify(flat)}\n`);
     else {
       process.stdout.write(`Agent ${flat.agent_id} in tenant ${flat.tenant_id}${flat.tenant_created ? ' (tenant created)' : ''}\nAPI key: ${flat.api_key}\n`);
+      if (flat.push_secret) process.stdout.write(`Push secret: ${flat.push_secret}\n`);
       process.stderr.write('Store the API key now: the hub keeps only its hash and cannot show it again.\n');
+      if (flat.push_secret) {
+        process.stderr.write('Give the push secret to the agent: the hub sends it as "Authorization: Bearer <secret>" on every call (docs/security.md).\n');
+      }
     }
   },
   'agents list': async ({ admin, values, print }) => {
@@ -108,6 +120,10 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
   'agents get': async ({ admin, arg }) => {
     const result = await admin.call('agents.get', { agent_id: need(arg, 'agent id') });
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  },
+  'agents rotate-push-secret': async ({ admin, arg, print }) => {
+    const result = await admin.call<{ push_secret: string }>('agents.rotate_push_secret', { agent_id: need(arg, 'agent id') });
+    print(result, `Push secret: ${result.push_secret}`);
   },
   'keys create': async ({ admin, values, print }) => {
     const result = await admin.call<{ key: { id: string }; api_key: string }>('keys.create', { agent_id: need(values.agent, '--agent') });

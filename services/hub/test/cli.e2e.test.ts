@@ -206,6 +206,23 @@ describe('agenthub command', () => {
       expect(result.stderr).toContain('Store the API key now');
     }, COMMAND_TIMEOUT_MS);
 
+    // Issue 12: push endpoints are checked against the egress policy; push agents get a push secret.
+    it('agents create --endpoint refuses a loopback endpoint naming endpoint_url; a push agent gets a push secret the operator can rotate', async () => {
+      const refused = await agenthub(['agents', 'create', '--tenant', 'acme', '--name', 'local', '--endpoint', 'http://127.0.0.1:9/a2a'], env);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain('endpoint_url is refused: it names a loopback address');
+
+      const created = await agenthub(['agents', 'create', '--tenant', 'acme', '--name', 'pushed', '--endpoint', 'http://93.184.216.34/a2a', '--json'], env);
+      expect(created).toMatchObject({ code: 0, stderr: '' });
+      const pushed = JSON.parse(created.stdout);
+      expect(pushed.push_secret).toMatch(/^ahp_[A-Za-z0-9_-]{43}$/);
+      const rotated = await agenthub(['agents', 'rotate-push-secret', pushed.agent_id], env);
+      expect(rotated.code).toBe(0);
+      expect(rotated.stdout).toMatch(/^Push secret: ahp_[A-Za-z0-9_-]{43}\n$/);
+      expect(rotated.stdout).not.toContain(pushed.push_secret);
+    }, COMMAND_TIMEOUT_MS);
+
     it('the printed key creates a workspace owned by that agent', async () => {
       const before = Date.now();
       const reply = await rpc(alice.api_key, 'x-hub/workspace.create', { name: 'From the CLI' });

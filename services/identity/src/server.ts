@@ -1,6 +1,6 @@
 import { identityv1 } from '@agenthub/proto';
 import { checkTargetUrl, egressPolicy, HubError, Reason, type CallContext, type Db, type EgressPolicy, type Kv, type Principal, type ServiceHandlers } from '@agenthub/runtime';
-import { createAgent, getAgent, listAgents } from './agents.js';
+import { createAgent, getAgent, listAgents, pushCredential, rotatePushSecret } from './agents.js';
 import { approveGrant, checkGrant, listGrants, requestGrant, revokeGrant } from './grants.js';
 import { authenticate, createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 import { IdentityStore } from './store.js';
@@ -71,6 +71,16 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPo
     async createApiKey(req, ctx) {
       requireOperator(ctx);
       return createApiKey(store, valid.agentId(req.agentId));
+    },
+
+    async rotatePushSecret(req, ctx) {
+      requireOperator(ctx);
+      return { pushSecret: await rotatePushSecret(store, valid.agentId(req.agentId)) };
+    },
+
+    async getPushCredential(req, ctx) {
+      requireOperator(ctx);
+      return { pushSecret: await pushCredential(store, valid.agentId(req.agentId)) };
     },
 
     async revokeApiKey(req, ctx) {

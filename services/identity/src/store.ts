@@ -174,14 +174,26 @@ export class IdentityStore {
     return rows.map(tenantOf);
   }
 
-  /** Throws a unique violation when the id is taken. */
-  async insertAgent(agent: Omit<AgentRecord, 'createdAt'> & { at: number }): Promise<AgentRecord> {
+  /** Throws a unique violation when the id is taken. `pushSecret` is null for agents without an endpoint. */
+  async insertAgent(agent: Omit<AgentRecord, 'createdAt'> & { at: number; pushSecret: string | null }): Promise<AgentRecord> {
     const { rows } = await this.q.query<AgentRow>(
-      `INSERT INTO agents (id, tenant_id, name, endpoint_url, output_modes, created_at, description, skills)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING *`,
-      [agent.id, agent.tenantId, agent.name, agent.endpointUrl, agent.outputModes, agent.at, agent.description, JSON.stringify(agent.skills)],
+      `INSERT INTO agents (id, tenant_id, name, endpoint_url, output_modes, created_at, description, skills, push_secret)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9) RETURNING *`,
+      [agent.id, agent.tenantId, agent.name, agent.endpointUrl, agent.outputModes, agent.at, agent.description, JSON.stringify(agent.skills), agent.pushSecret],
     );
     return agentOf(rows[0] as AgentRow);
+  }
+
+  /** An agent's push secret: undefined for an unknown agent, null when it has none. */
+  async pushSecret(agentId: string): Promise<string | null | undefined> {
+    const { rows } = await this.q.query<{ push_secret: string | null }>('SELECT push_secret FROM agents WHERE id = $1', [agentId]);
+    return rows[0] ? rows[0].push_secret : undefined;
+  }
+
+  /** Replaces a push agent's secret; false when there is no agent with an endpoint by that id. */
+  async setPushSecret(agentId: string, secret: string): Promise<boolean> {
+    const { rowCount } = await this.q.query("UPDATE agents SET push_secret = $2 WHERE id = $1 AND endpoint_url <> ''", [agentId, secret]);
+    return (rowCount ?? 0) > 0;
   }
 
   async agent(id: string): Promise<AgentRecord | undefined> {

@@ -233,4 +233,30 @@ describe.each(backends().map((b) => [b.name, b] as const))('push endpoints and t
       await lab.close();
     }
   });
+
+  it('a push agent gets a push secret shown once; the operator rotates it; only the operator reads it', async () => {
+    const h = await startHarness(backend, { allowPrivate: true });
+    try {
+      const tenantId = unique('t');
+      const created = await h.client.createAgent({ tenantId, name: 'Pushed', createTenant: true, endpointUrl: 'http://127.0.0.1:9999/a2a' }, operator);
+      expect(created.pushSecret).toMatch(/^ahp_[A-Za-z0-9_-]{43}$/);
+      expect(JSON.stringify((await h.client.getAgent({ agentId: created.agent!.id }, operator)).agent, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).not.toContain(created.pushSecret);
+      expect((await h.client.getPushCredential({ agentId: created.agent!.id }, operator)).pushSecret).toBe(created.pushSecret);
+
+      const { pushSecret: rotated } = await h.client.rotatePushSecret({ agentId: created.agent!.id }, operator);
+      expect(rotated).toMatch(/^ahp_/);
+      expect(rotated).not.toBe(created.pushSecret);
+      expect((await h.client.getPushCredential({ agentId: created.agent!.id }, operator)).pushSecret).toBe(rotated);
+
+      const connected = await h.client.createAgent({ tenantId, name: 'Connected' }, operator);
+      expect(connected.pushSecret).toBe('');
+      expect(await failure(h.client.rotatePushSecret({ agentId: connected.agent!.id }, operator))).toMatchObject({ reason: Reason.INVALID_OPERATION, field: 'agent_id' });
+      expect(await failure(h.client.rotatePushSecret({ agentId: 'nobody' }, operator))).toMatchObject({ reason: Reason.NOT_FOUND });
+      const asItself = asAgent({ id: created.agent!.id, tenantId });
+      expect(await failure(h.client.getPushCredential({ agentId: created.agent!.id }, asItself))).toMatchObject({ reason: Reason.ACCESS_DENIED });
+      expect(await failure(h.client.rotatePushSecret({ agentId: created.agent!.id }, asItself))).toMatchObject({ reason: Reason.ACCESS_DENIED });
+    } finally {
+      await h.close();
+    }
+  });
 });

@@ -14,7 +14,7 @@ export { createMessagingHandlers, messagingEnv } from './server.js';
 export { sweepExpired, startSweeper } from './inbox.js';
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
 export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
-export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions } from './push.js';
+export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions, type PushCredentials } from './push.js';
 
 export interface MessagingDeps extends ServiceDeps {
   /** `host:port` of the identity service (recipients, output modes, grants). */
@@ -49,6 +49,8 @@ export async function startMessaging(deps: MessagingDeps): Promise<RunningServic
       log: deps.log.child({ component: 'push' }),
       metrics: deps.metrics,
       policy: egressPolicy(deps.egress?.allowPrivate ?? false, deps.egress?.resolve),
+      // The push worker acts for no agent: it asks as the operator, the only principal allowed.
+      credentials: async (agentId, signal) => (await identity.getPushCredential({ agentId }, { principal: { kind: 'operator' }, signal })).pushSecret,
       options: deps.push,
     });
     return {

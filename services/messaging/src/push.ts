@@ -18,6 +18,8 @@
  *   while it works, followed with GetTask at a backing-off pace until it is terminal or waits for
  *   input. A hub cancel is forwarded, best effort.
  * - A push agent counts online (for `x-ttl: 0`) while its endpoint answers.
+ * - Every call carries the agent's push secret as `Authorization: Bearer <secret>` (the scheme an
+ *   A2A card declares), looked up in the identity service per call so a rotation applies at once.
  */
 import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
@@ -56,6 +58,9 @@ export const DEFAULT_PUSH_OPTIONS: PushOptions = {
 const TURN = 20;
 /** Lease beyond one call's deadline: a replica that dies mid-call frees its work after this. */
 const LEASE_SLACK_MS = 30_000;
+
+/** The push secret of an agent (empty: it has none, so no credential is sent). */
+export type PushCredentials = (agentId: string, signal: AbortSignal) => Promise<string>;
 
 /** Calls to push agents, registered in the process's registry. */
 class PushMetrics {
@@ -182,6 +187,7 @@ class PushWorker {
     private readonly log: Logger,
     metrics: Metrics,
     policy: EgressPolicy,
+    private readonly credentials: PushCredentials,
   ) {
     this.ctx = { principal: undefined, deadline: undefined, signal: this.abort.signal, log };
     this.metrics = new PushMetrics(metrics);
@@ -313,7 +319,16 @@ class PushWorker {
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.timeoutMs)]);
     let outcome: Outcome<T>;
     try {
-      outcome = { kind: 'ok', value: await send(await this.client(target.endpointUrl), { signal }) };
+      let secret: string;
+      try {
+        secret = await this.credentials(target.agentId, signal);
+      } catch (err) {
+        // The identity service, not the agent, is unavailable: retried like an agent that is down.
+        log.warn({ method, err }, 'could not look up the push secret');
+        throw new EgressError('unreachable', 'The push secret could not be looked up');
+      }
+      const options: RequestOptions = { signal, ...(secret ? { serviceParameters: { authorization: `Bearer ${secret}` } } : {}) };
+      outcome = { kind: 'ok', value: await send(await this.client(target.endpointUrl), options) };
     } catch (err) {
       const judged = verdict(err);
       if (judged.kind === 'unavailable') {
@@ -488,8 +503,8 @@ class PushWorker {
  */
 export function startPushWorker(
   env: MessagingEnv,
-  deps: { log: Logger; metrics: Metrics; policy: EgressPolicy; options?: Partial<PushOptions> },
+  deps: { log: Logger; metrics: Metrics; policy: EgressPolicy; credentials: PushCredentials; options?: Partial<PushOptions> },
 ): () => Promise<void> {
-  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics, deps.policy);
+  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics, deps.policy, deps.credentials);
   return () => worker.stop();
 }

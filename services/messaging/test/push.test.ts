@@ -35,7 +35,10 @@ interface PushStack {
   env: MessagingEnv;
   db: Db;
   clock: TestClock;
-  agent(name: string, endpointUrl?: string): Promise<TestAgent>;
+  /** Registers an agent; a push agent (with an endpoint) comes with its push secret. */
+  agent(name: string, endpointUrl?: string): Promise<TestAgent & { pushSecret: string }>;
+  /** The operator's `agents rotate-push-secret`. */
+  rotatePushSecret(agentId: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -80,8 +83,11 @@ async function startPushStack(backend: Backend, egress: { allowPrivate: boolean;
     db: shared.db,
     clock,
     async agent(name, endpointUrl = '') {
-      const { agent } = await identity.createAgent({ tenantId: 'acme', name, endpointUrl, createTenant: true }, operator);
-      return { id: agent!.id, tenantId: 'acme', as: { principal: { kind: 'agent', agentId: agent!.id, tenantId: 'acme' } } };
+      const { agent, pushSecret } = await identity.createAgent({ tenantId: 'acme', name, endpointUrl, createTenant: true }, operator);
+      return { id: agent!.id, tenantId: 'acme', as: { principal: { kind: 'agent', agentId: agent!.id, tenantId: 'acme' } }, pushSecret };
+    },
+    async rotatePushSecret(agentId) {
+      return (await identity.rotatePushSecret({ agentId }, operator)).pushSecret;
     },
     async stop() {
       identity.close();
@@ -284,7 +290,8 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     const last = said(task)!.at(-1)!;
     // The A2A error code, not the agent's words (issue 12: no byte of a peer's answer in a task).
     expect(last).toBe('agent: The agent refused the message: A2A error -32005 (content type not supported)');
-    expect(await queued(task!.id)).toBe(0);
+    // The task fails before the delivery is acknowledged: the blocking send may return in between.
+    await eventually(async () => (await queued(task!.id)) === 0, 'the delivery to be acknowledged');
     expect(remote.received).toEqual([]);
   });
 
@@ -302,7 +309,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
       const stored = JSON.stringify((await state(task!.id)).messages.map((m) => m.parts));
       expect(stored).not.toContain('REDIRECT-BODY');
       expect(stored).not.toContain('INTERNAL-SECRET');
-      expect(await queued(task!.id)).toBe(0);
+      await eventually(async () => (await queued(task!.id)) === 0, 'the delivery to be acknowledged');
     } finally {
       await internal.close();
       await redirecting.close();
@@ -326,6 +333,33 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     } finally {
       await failing.close();
     }
+  });
+
+  // Issue 12 item 3: push agents can authenticate the hub.
+  it("every call carries the agent's push secret as a bearer token; an agent that checks it refuses calls without it", async () => {
+    const remote = await startEchoAgent('echo');
+    agents.push(remote);
+    const agent = await stack.agent('guarded', remote.url);
+    expect(agent.pushSecret).toMatch(/^ahp_[A-Za-z0-9_-]{43}$/);
+    remote.pushSecret = agent.pushSecret;
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('from the hub')), blocking: true }, sender.as);
+    expect(task?.state).toBe(TaskState.COMPLETED);
+    expect(remote.authorizations.length).toBeGreaterThan(0);
+    expect(new Set(remote.authorizations)).toEqual(new Set([`Bearer ${agent.pushSecret}`]));
+
+    // Rotated by the operator: the hub sends only the new secret, so an agent still expecting the
+    // old one refuses the call (HTTP 401), and its executor never runs.
+    const rotated = await stack.rotatePushSecret(agent.id);
+    expect(rotated).not.toBe(agent.pushSecret);
+    const refused = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('after rotation')), blocking: true }, sender.as)).task!;
+    expect(refused.state).toBe(TaskState.FAILED);
+    expect(said(refused)!.at(-1)).toBe("agent: The message could not be delivered: The agent's endpoint answered HTTP 401");
+    expect(remote.received.map((r) => r.parts.map((p) => p.content?.value).join())).toEqual(['from the hub']);
+    expect(remote.authorizations.at(-1)).toBe(`Bearer ${rotated}`);
+
+    remote.pushSecret = rotated;
+    const accepted = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('with the new secret')), blocking: true }, sender.as)).task!;
+    expect(accepted.state).toBe(TaskState.COMPLETED);
   });
 
   it('an agent that answers with a message completes the task with it', async () => {
