@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '@agenthub/runtime';
+import { ConfigError, egressAllowPrivate, loadConfig } from '@agenthub/runtime';
 
 describe('loadConfig', () => {
   it('applies documented defaults', () => {
@@ -21,5 +21,13 @@ describe('loadConfig', () => {
     }
     for (const name of ['HUB_PORT', 'DATABASE_URL', 'LOG_LEVEL', 'HUB_ADMIN_TOKEN']) expect(message).toContain(name);
     expect(message).not.toContain('short');
+  });
+});
+
+describe('egressAllowPrivate', () => {
+  it('is off by default; HUB_EGRESS_ALLOW_PRIVATE or its deprecated alias HUB_WEBHOOK_ALLOW_PRIVATE turns it on', () => {
+    expect(egressAllowPrivate(loadConfig({}))).toBe(false);
+    expect(egressAllowPrivate(loadConfig({ HUB_EGRESS_ALLOW_PRIVATE: 'true' }))).toBe(true);
+    expect(egressAllowPrivate(loadConfig({ HUB_WEBHOOK_ALLOW_PRIVATE: '1' }))).toBe(true);
   });
 });

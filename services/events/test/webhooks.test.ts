@@ -253,7 +253,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook targets and 
   });
 });
 
-describe.each(backends().map((b) => [b.name, b] as const))('private targets allowed by HUB_WEBHOOK_ALLOW_PRIVATE (%s)', (_name, backend: Backend) => {
+describe.each(backends().map((b) => [b.name, b] as const))('private targets allowed by HUB_EGRESS_ALLOW_PRIVATE (%s)', (_name, backend: Backend) => {
   let stack: Stack;
   afterAll(async () => {
     await stack?.stop();
