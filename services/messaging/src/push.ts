@@ -409,7 +409,7 @@ class PushWorker {
     if (outcome.kind === 'refused') {
       await this.fail(delivery.taskId, outcome.a2a ? `The agent refused the message: ${outcome.text}` : `The message could not be delivered: ${outcome.text}`);
     }
-    else await this.relay(agent.agentId, delivery.taskId, outcome.value, 0);
+    else await this.relay(agent.agentId, delivery.taskId, outcome.value, 0, remote === undefined);
     await store.ackDelivery(agent.agentId, delivery.id);
     log.info({ outcome: outcome.kind }, 'delivered to push agent');
     return 'done';
@@ -433,7 +433,7 @@ class PushWorker {
     }
     const outcome = await this.call('GetTask', push, log, (client, options) => client.getTask({ tenant: '', id: push.remoteTaskId }, options));
     if (outcome.kind === 'ok') {
-      await this.relay(push.agentId, push.taskId, outcome.value, push.followDelayMs);
+      await this.relay(push.agentId, push.taskId, outcome.value, push.followDelayMs, false);
     } else if (outcome.kind === 'refused') {
       await this.fail(push.taskId, `The agent could not report on its task: ${outcome.text}`);
       await store.stopPushFollowUp(push.taskId);
@@ -450,8 +450,11 @@ class PushWorker {
   /**
    * Moves the hub task to what the agent answered: a bare message completes it; a task gives its
    * state, its agent messages and artifacts not relayed yet, and is followed up while it works.
+   * `unrecorded`: the hub knew no agent task before this answer, so a hub cancel meanwhile could
+   * not be forwarded and is forwarded now; otherwise CancelTask requested it itself, and asking
+   * again would send the agent a second cancel.
    */
-  private async relay(agentId: string, taskId: string, answer: A2AMessage | A2ATask, followDelayMs: number): Promise<void> {
+  private async relay(agentId: string, taskId: string, answer: A2AMessage | A2ATask, followDelayMs: number, unrecorded: boolean): Promise<void> {
     if ('messageId' in answer) {
       await this.apply(taskId, 'completed', [fromA2AMessage(answer)], []);
       return;
@@ -463,7 +466,7 @@ class PushWorker {
     const delay = settled ? 0 : this.nextDelay(followDelayMs);
     await this.env.store.savePushTask(taskId, agentId, answer.id, settled ? null : Date.now() + delay, delay);
     if (settled) return;
-    if (after && TERMINAL.has(after)) {
+    if (after && TERMINAL.has(after) && unrecorded) {
       // The hub task ended (canceled, expired) while the agent took the message: tell the agent.
       await this.env.store.requestPushCancel(taskId);
       this.kick();

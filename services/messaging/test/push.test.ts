@@ -2,7 +2,8 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { createClient, Metrics, openDb, openKv, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
+import { Writable } from 'node:stream';
+import { createClient, createLogger, Metrics, openDb, openKv, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
 import { backends, testLogger, type Backend } from '@agenthub/testing';
 import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
 import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
@@ -39,6 +40,8 @@ interface PushStack {
   agent(name: string, endpointUrl?: string): Promise<TestAgent & { pushSecret: string }>;
   /** The operator's `agents rotate-push-secret`. */
   rotatePushSecret(agentId: string): Promise<string>;
+  /** Everything the services logged so far, at debug level. */
+  logged(): string;
   stop(): Promise<void>;
 }
 
@@ -47,7 +50,16 @@ interface PushStack {
  * loopback); `resolve` stands in for DNS.
  */
 async function startPushStack(backend: Backend, egress: { allowPrivate: boolean; resolve?: Resolver } = { allowPrivate: true }): Promise<PushStack> {
-  const log = testLogger();
+  const lines: string[] = [];
+  const log = createLogger({
+    level: 'debug',
+    destination: new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    }),
+  });
   const provisioned = await backend.provision();
   const opened: { db: Db; kv: Kv }[] = [];
   const base = async (schema: string) => {
@@ -86,6 +98,7 @@ async function startPushStack(backend: Backend, egress: { allowPrivate: boolean;
       const { agent, pushSecret } = await identity.createAgent({ tenantId: 'acme', name, endpointUrl, createTenant: true }, operator);
       return { id: agent!.id, tenantId: 'acme', as: { principal: { kind: 'agent', agentId: agent!.id, tenantId: 'acme' } }, pushSecret };
     },
+    logged: () => lines.join(''),
     async rotatePushSecret(agentId) {
       return (await identity.rotatePushSecret({ agentId }, operator)).pushSecret;
     },
@@ -309,6 +322,9 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
       const stored = JSON.stringify((await state(task!.id)).messages.map((m) => m.parts));
       expect(stored).not.toContain('REDIRECT-BODY');
       expect(stored).not.toContain('INTERNAL-SECRET');
+      expect(stack.logged()).toContain('push agent refused');
+      expect(stack.logged()).not.toContain('REDIRECT-BODY');
+      expect(stack.logged()).not.toContain('INTERNAL-SECRET');
       await eventually(async () => (await queued(task!.id)) === 0, 'the delivery to be acknowledged');
     } finally {
       await internal.close();
@@ -330,6 +346,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
         expect(task.state).toBe(TaskState.FAILED);
         expect(JSON.stringify((await state(task.id)).messages.map((m) => m.parts))).not.toContain('PEER-BODY');
       }
+      expect(stack.logged()).not.toContain('PEER-BODY');
     } finally {
       await failing.close();
     }
@@ -360,6 +377,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     remote.pushSecret = rotated;
     const accepted = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('with the new secret')), blocking: true }, sender.as)).task!;
     expect(accepted.state).toBe(TaskState.COMPLETED);
+    for (const secret of [agent.pushSecret, rotated]) expect(stack.logged()).not.toContain(secret.slice(4));
   });
 
   it('an agent that answers with a message completes the task with it', async () => {
