@@ -20,8 +20,9 @@ import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOption
 import { isJsonRpcError } from '@a2a-js/sdk/errors';
 import { Counter, Histogram } from 'prom-client';
 import { HubError, newId, Reason, type CallContext, type Logger, type Metrics } from '@agenthub/runtime';
-import { agentText, fromA2AArtifact, fromA2AMessage, hubState, toA2AMessage } from './a2a-codec.js';
-import { TERMINAL, type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName } from './store.js';
+import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
+import { agentText, fromA2AArtifact, fromA2AMessage, toA2AMessage } from './a2a-codec.js';
+import { type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName } from './store.js';
 import { announce, inboxChannel, onlineKey, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
@@ -326,7 +327,7 @@ class PushWorker {
     const { store } = this.env;
     const log = this.log.child({ agent_id: agent.agentId, task_id: delivery.taskId, delivery_id: delivery.id, attempt: delivery.attempts });
     const task = await store.getTask(delivery.taskId);
-    if (!task || TERMINAL.has(task.state)) {
+    if (!task || FINAL.has(task.state)) {
       await store.ackDelivery(agent.agentId, delivery.id);
       return 'done';
     }
@@ -367,7 +368,7 @@ class PushWorker {
       return;
     }
     const task = await store.getTask(push.taskId);
-    if (!task || TERMINAL.has(task.state)) {
+    if (!task || FINAL.has(task.state)) {
       await store.stopPushFollowUp(push.taskId);
       return;
     }
@@ -396,14 +397,14 @@ class PushWorker {
       await this.apply(taskId, 'completed', [fromA2AMessage(answer)], []);
       return;
     }
-    const state = hubState(answer.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED);
+    const state = stateFromAgent(answer.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED);
     const said = [...answer.history, ...(answer.status?.message ? [answer.status.message] : [])].filter((m) => m.role === Role.ROLE_AGENT);
     const after = await this.apply(taskId, state, said.map(fromA2AMessage), answer.artifacts.filter((a) => a.parts.length).map(fromA2AArtifact));
-    const settled = TERMINAL.has(state) || state === 'input-required';
+    const settled = isSettled(state);
     const delay = settled ? 0 : this.nextDelay(followDelayMs);
     await this.env.store.savePushTask(taskId, agentId, answer.id, settled ? null : Date.now() + delay, delay);
     if (settled) return;
-    if (after && TERMINAL.has(after)) {
+    if (after && FINAL.has(after)) {
       // The hub task ended (canceled, expired) while the agent took the message: tell the agent.
       await this.env.store.requestPushCancel(taskId);
       this.kick();
@@ -424,7 +425,7 @@ class PushWorker {
   private async apply(taskId: string, state: StateName, messages: unknown[], artifacts: unknown[]): Promise<StateName | undefined> {
     const now = this.env.now();
     const moved = await this.env.store.transition(taskId, (t) => {
-      if (TERMINAL.has(t.state)) return { next: t };
+      if (FINAL.has(t.state)) return { next: t };
       const newMessages = unseen(messages, t.messages, 'messageId');
       const newArtifacts = unseen(artifacts, t.artifacts, 'id');
       if (state === t.state && !newMessages.length && !newArtifacts.length) return { next: t };
