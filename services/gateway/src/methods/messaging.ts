@@ -26,6 +26,8 @@ export const WAITING_CALL_MS = 70_000;
  * loses nothing. Bounding it lets deadlines, deploys and load balancers work as for other calls.
  */
 export const STREAM_MAX_MS = 30 * 60_000;
+/** Longest `x-ttl`, in seconds (ten years): a delivery may wait that long for an offline recipient. */
+export const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
 /** Each long-poll behind `x-hub/inbox.stream`. */
 const INBOX_STREAM_POLL_MS = 25_000;
 
@@ -120,7 +122,7 @@ function sendRequest(params: Json, ctx: RpcContext) {
     throw bad(`${c}acceptedOutputModes`, 'must be an array of strings');
   }
   const historyLength = optionalInt(raw, 'historyLength', c, 0);
-  const ttl = optionalInt(raw, 'x-ttl', c, 0);
+  const ttl = optionalInt(raw, 'x-ttl', c, 0, MAX_TTL_SECONDS);
   return {
     recipientAgentId: target ?? '',
     message,
