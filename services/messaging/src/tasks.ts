@@ -187,7 +187,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
     const now = env.now();
     const moved = await env.store.transition(current.id, (t) => {
-      if (t.state !== 'input-required' && t.state !== 'submitted' && t.state !== 'working') {
+      if (!UPDATABLE.has(t.state)) {
         throw HubError.invalidOperation(`Task is ${t.state}; only a task in input-required can be continued`);
       }
       checkTaskSize(env, t, 1, 0);
