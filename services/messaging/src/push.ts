@@ -22,7 +22,7 @@ import { Counter, Histogram } from 'prom-client';
 import { HubError, newId, Reason, type CallContext, type Logger, type Metrics } from '@agenthub/runtime';
 import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { agentText, fromA2AArtifact, fromA2AMessage, toA2AMessage } from './a2a-codec.js';
-import { type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName } from './store.js';
+import type { DeliveryRecord, PushAgentRecord, PushTaskRecord, StateName } from './store.js';
 import { announce, inboxChannel, onlineKey, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {

@@ -4,7 +4,7 @@ import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, typ
 import type { Recipients } from './recipients.js';
 import { listen } from './wake.js';
 import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
-import { type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
+import type { MessagingStore, NewDelivery, StateName, TaskRecord } from './store.js';
 
 export { callerOf, type Caller } from '@agenthub/runtime';
 
