@@ -178,8 +178,10 @@ export class JsonRpcHandler {
         }
       } catch (err) {
         const error = this.errors.failure(err);
-        // A HubError was logged where it arose; anything else thrown here is a bug of ours.
-        if (error.code === RpcCode.INTERNAL_ERROR && !(err instanceof HubError)) this.options.log.error({ err, method: name }, 'method failed');
+        // Every internal error is logged here with its cause. One a service raised was logged there
+        // too, but one raised on this side of the wire (a request the gRPC client could not
+        // serialize, a transport failure, a bug of ours) is logged nowhere else.
+        if (error.code === RpcCode.INTERNAL_ERROR) this.options.log.error({ err, method: name }, 'method failed');
         response = { jsonrpc: '2.0', id, error };
       }
     }

@@ -1,4 +1,5 @@
-import { HubError, Metrics, Reason } from '@agenthub/runtime';
+import { Writable } from 'node:stream';
+import { createLogger, HubError, Metrics, Reason } from '@agenthub/runtime';
 import { testLogger } from '@agenthub/testing';
 import { JsonRpcHandler, RpcCode, type RpcContext, type RpcResponse } from '@agenthub/gateway';
 
@@ -87,6 +88,21 @@ describe('JsonRpcHandler', () => {
     const response = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'crashes' }, ctx)) as RpcResponse;
     expect(response.error?.code).toBe(RpcCode.INTERNAL_ERROR);
     expect(JSON.stringify(response)).not.toContain('hunter2');
+  });
+
+  it.each([
+    ['a throw of ours', new Error('cannot read properties of undefined')],
+    ['an internal error the gRPC client raised', new HubError(Reason.INTERNAL, 'Internal error', { cause: new Error('Request message serialization failure: int32 overflow') })],
+    ['an unavailable service', new HubError(Reason.UNAVAILABLE, 'A service the hub depends on is unavailable; retry later', { cause: new Error('connect ECONNREFUSED 127.0.0.1:1') })],
+  ])('logs every -32603 with its cause: %s', async (_name, thrown) => {
+    const lines: any[] = [];
+    const log = createLogger({ level: 'info', destination: new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(String(chunk))); done(); } }) });
+    const methods = new Map([['fails', { invoke: async () => { throw thrown; } }]]);
+    const rpc = new JsonRpcHandler({ methods, maxBatch: 3, log, metrics: new Metrics() });
+    const response = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'fails' }, ctx)) as RpcResponse;
+    expect(response.error?.code).toBe(RpcCode.INTERNAL_ERROR);
+    const cause = (thrown.cause as Error | undefined)?.message ?? thrown.message;
+    expect(lines).toContainEqual(expect.objectContaining({ level: 50, method: 'fails', err: expect.objectContaining({ message: expect.stringContaining(cause) }) }));
   });
 
   it('answers each call with the precheck error when it refuses', async () => {

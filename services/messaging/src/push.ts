@@ -24,9 +24,10 @@
 import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
 import { EgressClient, EgressError, newId, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
+import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { PushMetrics, verdict } from './push-calls.js';
-import { agentText, fromA2AArtifact, fromA2AMessage, hubState, toA2AMessage } from './a2a-codec.js';
-import { TERMINAL, type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName } from './store.js';
+import { agentText, fromA2AArtifact, fromA2AMessage, toA2AMessage } from './a2a-codec.js';
+import type { DeliveryRecord, PushAgentRecord, PushTaskRecord, StateName } from './store.js';
 import { announce, inboxChannel, onlineKey, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
@@ -299,7 +300,7 @@ class PushWorker {
     const { store } = this.env;
     const log = this.log.child({ agent_id: agent.agentId, task_id: delivery.taskId, delivery_id: delivery.id, attempt: delivery.attempts });
     const task = await store.getTask(delivery.taskId);
-    if (!task || TERMINAL.has(task.state)) {
+    if (!task || FINAL.has(task.state)) {
       await store.ackDelivery(agent.agentId, delivery.id);
       return 'done';
     }
@@ -342,7 +343,7 @@ class PushWorker {
       return;
     }
     const task = await store.getTask(push.taskId);
-    if (!task || TERMINAL.has(task.state)) {
+    if (!task || FINAL.has(task.state)) {
       await store.stopPushFollowUp(push.taskId);
       return;
     }
@@ -374,14 +375,14 @@ class PushWorker {
       await this.apply(taskId, 'completed', [fromA2AMessage(answer)], []);
       return;
     }
-    const state = hubState(answer.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED);
+    const state = stateFromAgent(answer.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED);
     const said = [...answer.history, ...(answer.status?.message ? [answer.status.message] : [])].filter((m) => m.role === Role.ROLE_AGENT);
     const after = await this.apply(taskId, state, said.map(fromA2AMessage), answer.artifacts.filter((a) => a.parts.length).map(fromA2AArtifact));
-    const settled = TERMINAL.has(state) || state === 'input-required';
+    const settled = isSettled(state);
     const delay = settled ? 0 : this.nextDelay(followDelayMs);
     await this.env.store.savePushTask(taskId, agentId, answer.id, settled ? null : Date.now() + delay, delay);
     if (settled) return;
-    if (after && TERMINAL.has(after) && unrecorded) {
+    if (after && FINAL.has(after) && unrecorded) {
       // The hub task ended (canceled, expired) while the agent took the message: tell the agent.
       await this.env.store.requestPushCancel(taskId);
       this.kick();
@@ -402,7 +403,7 @@ class PushWorker {
   private async apply(taskId: string, state: StateName, messages: unknown[], artifacts: unknown[]): Promise<StateName | undefined> {
     const now = this.env.now();
     const moved = await this.env.store.transition(taskId, (t) => {
-      if (TERMINAL.has(t.state)) return { next: t };
+      if (FINAL.has(t.state)) return { next: t };
       const newMessages = unseen(messages, t.messages, 'messageId');
       const newArtifacts = unseen(artifacts, t.artifacts, 'id');
       if (state === t.state && !newMessages.length && !newArtifacts.length) return { next: t };

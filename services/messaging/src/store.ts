@@ -1,11 +1,11 @@
 import { appendEvent, type Db, type Queryable } from '@agenthub/runtime';
+import type { StateWord } from '@agenthub/tasks';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
 export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
 
-export type StateName = 'submitted' | 'working' | 'input-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
-
-export const TERMINAL: ReadonlySet<StateName> = new Set(['completed', 'failed', 'canceled', 'rejected']);
+/** A task's state as stored: the interface's word (`@agenthub/tasks` holds the table). */
+export type StateName = StateWord;
 
 /** A task as stored; messages and artifacts in proto JSON. */
 export interface TaskRecord {

@@ -3,7 +3,8 @@ import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
 import { listen } from './wake.js';
-import { TERMINAL, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
+import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
+import type { MessagingStore, NewDelivery, StateName, TaskRecord } from './store.js';
 
 export { callerOf, type Caller } from '@agenthub/runtime';
 
@@ -64,21 +65,6 @@ export interface MessagingEnv {
   now: () => number;
 }
 
-/** The proto state of each stored state name. */
-export const stateNames: Record<StateName, TaskState> = {
-  submitted: TaskState.SUBMITTED,
-  working: TaskState.WORKING,
-  'input-required': TaskState.INPUT_REQUIRED,
-  completed: TaskState.COMPLETED,
-  failed: TaskState.FAILED,
-  canceled: TaskState.CANCELED,
-  rejected: TaskState.REJECTED,
-};
-
-export function stateName(state: TaskState): StateName | undefined {
-  return (Object.keys(stateNames) as StateName[]).find((name) => stateNames[name] === state);
-}
-
 /** Kv channel announcing a task's transitions (heard by blocking sends on every replica). */
 export const taskChannel = (taskId: string) => `messaging:task:${taskId}`;
 /** Kv channel waking long-polls of an agent's inbox. */
@@ -97,7 +83,7 @@ export function taskView(task: TaskRecord, historyLength?: number): messagingv1.
     $typeName: 'agenthub.messaging.v1.Task',
     id: task.id,
     contextId: task.contextId,
-    state: stateNames[task.state],
+    state: stateOfWord(task.state)!,
     updatedAt: BigInt(task.updatedAt),
     createdAt: BigInt(task.createdAt),
     messages: kept,
@@ -165,7 +151,7 @@ function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds
 
 /** Waits until the task reaches a terminal or input-required state, or `ms` pass. */
 async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
-  const settled = (state: string) => TERMINAL.has(state as StateName) || state === 'input-required';
+  const settled = (state: string) => isSettled(state as StateName);
   const listener = await listen(env.kv, taskChannel(taskId), signal, settled);
   try {
     const task = await env.store.getTask(taskId);
@@ -201,7 +187,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
     const now = env.now();
     const moved = await env.store.transition(current.id, (t) => {
-      if (t.state !== 'input-required' && t.state !== 'submitted' && t.state !== 'working') {
+      if (!UPDATABLE.has(t.state)) {
         throw HubError.invalidOperation(`Task is ${t.state}; only a task in input-required can be continued`);
       }
       checkTaskSize(env, t, 1, 0);
@@ -223,7 +209,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
       if (!grant.approved) throw HubError.grantRequired();
     }
     const accepted = request.acceptedOutputModes;
-    if (accepted.length && agent.outputModes.length && !accepted.some((mode) => agent.outputModes.includes(mode))) {
+    if (!acceptsAny(accepted, agent.outputModes)) {
       throw new HubError(
         Reason.CONTENT_TYPE_NOT_SUPPORTED,
         `Content type not supported: the agent produces ${agent.outputModes.join(', ')}`,
@@ -253,7 +239,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   }
   if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
 
-  if (request.blocking && !TERMINAL.has(task.state)) {
+  if (request.blocking && !FINAL.has(task.state)) {
     await waitForSettled(env, task.id, env.limits.blockingMs, waitSignal(ctx));
     task = (await env.store.getTask(task.id)) ?? task;
   }
@@ -286,7 +272,7 @@ function pageCursor(token: string): { updatedAt: number; id: string } {
 export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.ListTasksRequest) {
   if (request.pageSize < 0 || request.pageSize > MAX_PAGE) throw HubError.invalidParams('pageSize', `must be between 1 and ${MAX_PAGE}`);
   if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
-  const state = request.state === TaskState.UNSPECIFIED ? undefined : stateName(request.state);
+  const state = request.state === TaskState.UNSPECIFIED ? undefined : wordOf(request.state);
   if (request.state !== TaskState.UNSPECIFIED && !state) throw HubError.invalidParams('status', 'is not a task state');
   const size = request.pageSize || DEFAULT_PAGE;
   const { tasks, total } = await env.store.listTasks(
@@ -311,13 +297,11 @@ export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Ca
   };
 }
 
-const CANCELABLE: ReadonlySet<StateName> = new Set(['submitted', 'working', 'input-required']);
-
 export async function cancelTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.CancelTaskRequest) {
   const task = await visibleTask(env, caller, request.taskId);
   const now = env.now();
   const moved = await env.store.transition(task.id, (t) => {
-    if (!CANCELABLE.has(t.state)) {
+    if (!UPDATABLE.has(t.state)) {
       throw new HubError(Reason.TASK_NOT_CANCELABLE, `Task cannot be canceled: it is ${t.state}`);
     }
     return { next: { ...t, state: 'canceled', updatedAt: now }, purge: true };
@@ -329,24 +313,20 @@ export async function cancelTask(env: MessagingEnv, ctx: CallContext, caller: Ca
   return { task: taskView(moved.after) };
 }
 
-/** Where the recipient may move its task, and from where. */
-const UPDATABLE_FROM: ReadonlySet<StateName> = new Set(['submitted', 'working', 'input-required']);
-const UPDATE_TO: ReadonlySet<StateName> = new Set(['working', 'input-required', 'completed', 'failed', 'rejected']);
-
 export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.UpdateTaskRequest) {
   const task = await visibleTask(env, caller, request.taskId);
   if (task.recipientAgentId !== caller.agentId) {
     throw new HubError(Reason.ACCESS_DENIED, 'Only the task\'s recipient can update it');
   }
-  const to = stateName(request.state);
-  if (!to || !UPDATE_TO.has(to)) {
-    throw HubError.invalidParams('state', 'must be one of working, input-required, completed, failed, rejected');
+  const to = wordOf(request.state);
+  if (!to || !UPDATE_TARGETS.has(to)) {
+    throw HubError.invalidParams('state', `must be one of ${[...UPDATE_TARGETS].join(', ')}`);
   }
   if (request.message) validateParts(request.message.parts, 'message.parts', env.limits.maxParts);
   request.artifacts.forEach((artifact, i) => validateParts(artifact.parts, `artifacts[${i}].parts`, env.limits.maxParts));
   const now = env.now();
   const moved = await env.store.transition(task.id, (t) => {
-    if (!UPDATABLE_FROM.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
+    if (!UPDATABLE.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
     checkTaskSize(env, t, request.message ? 1 : 0, request.artifacts.length);
     const messages = request.message
       ? [...t.messages, messageJson({ ...request.message, role: request.message.role || 'agent', messageId: request.message.messageId || newId('msg') })]
@@ -356,7 +336,7 @@ export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Ca
       ...request.artifacts.map((a) => artifactJson({ ...a, id: a.id || newId('art') })),
     ];
     // A finished task needs none of its queued deliveries (nor their acks): they go with it.
-    return { next: { ...t, state: to, messages, artifacts, updatedAt: now }, purge: TERMINAL.has(to) };
+    return { next: { ...t, state: to, messages, artifacts, updatedAt: now }, purge: FINAL.has(to) };
   });
   if (!moved) throw taskNotFound();
   await announce(env, moved.after, ctx);

@@ -183,12 +183,17 @@ export class WorkspaceStore {
   }
 
   /**
-   * Adds the member, or for an existing one updates its role and cached name (added_by and
-   * added_at stay). Returns the stored member and whether it was new, or undefined when the
-   * workspace no longer exists.
+   * Adds the member, or for an existing one updates its role and cached name (added_at stays, and
+   * added_by unless `rebase`: then the membership rests on this adder's grant from now on).
+   * Returns the stored member and whether it was new, or undefined when the workspace no longer
+   * exists. `onCreated` is written only when the agent was not a member yet (a role change
+   * announces nothing).
    */
-  /** `onCreated` is written only when the agent was not a member yet (a role change announces nothing). */
-  async upsertMember(member: MemberRecord, onCreated: (stored: MemberRecord) => OutboxEvent): Promise<{ member: MemberRecord; created: boolean } | undefined> {
+  async upsertMember(
+    member: MemberRecord,
+    onCreated: (stored: MemberRecord) => OutboxEvent,
+    options: { rebase?: boolean } = {},
+  ): Promise<{ member: MemberRecord; created: boolean } | undefined> {
     return this.db.transaction(async (tx) => {
       // Holding the workspace row keeps a concurrent delete from slipping in between.
       const workspace = await tx.query('SELECT id FROM workspaces WHERE id = $1 FOR SHARE', [member.workspaceId]);
@@ -197,9 +202,10 @@ export class WorkspaceStore {
       // update in a single race-free statement.
       const { rows } = await tx.query<MemberRow & { created: boolean }>(
         `INSERT INTO members (${MEMBER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (workspace_id, agent_id) DO UPDATE SET role = EXCLUDED.role, agent_name = EXCLUDED.agent_name
+         ON CONFLICT (workspace_id, agent_id) DO UPDATE SET role = EXCLUDED.role, agent_name = EXCLUDED.agent_name,
+           added_by = CASE WHEN $8::boolean THEN EXCLUDED.added_by ELSE members.added_by END
          RETURNING ${MEMBER_COLUMNS}, (xmax = 0) AS created`,
-        memberValues(member),
+        [...memberValues(member), options.rebase ?? false],
       );
       const row = rows[0] as MemberRow & { created: boolean };
       const stored = toMember(row);
