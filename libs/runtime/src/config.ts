@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_AUTH_CACHE_MS } from './auth-cache.js';
+import { ConfigError } from './config-error.js';
 import { DEFAULT_MAX_CONNECTION_AGE_GRACE_MS, DEFAULT_MAX_CONNECTION_AGE_MS } from './grpc/server.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -49,7 +50,13 @@ const schema = z.object({
   // How long a delivery handed to a connected agent stays hidden, waiting for its ack, before it is
   // handed out again (same delivery id).
   MESSAGING_CLAIM_MS: positiveInt.default(30_000),
-  HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Signs every internal gRPC call (base64 of ≥ 32 random bytes; split mode requires it, the
+  // all-in-one mode makes its own). Checked, never echoed, by InternalKey.fromBase64.
+  HUB_INTERNAL_KEY: z.string().min(1).optional(),
+  // Mutual TLS between split-mode processes: all three PEM files, or none.
+  GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
+  GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
+  GRPC_TLS_CA_FILE: z.string().min(1).optional(),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
@@ -97,9 +104,7 @@ const schema = z.object({
 
 export type HubConfig = z.infer<typeof schema>;
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 /** Parses the environment, reporting every bad variable at once by name. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): HubConfig {

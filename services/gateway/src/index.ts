@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
-import { createClient, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
+import { createClient, type GrpcTls, type InternalKey, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
 import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index.js';
 import { createApp, type Readiness } from './app.js';
@@ -35,7 +35,10 @@ export interface GatewayDeps {
   maxBatch: number;
   authCacheMs: number;
   grpcTimeoutMs: number;
-  internalToken?: string;
+  /** Signs every call to the services. */
+  internalKey: InternalKey;
+  /** Mutual TLS to the services (split deployments that enable it). */
+  tls?: GrpcTls;
   /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
   local?: LocalTransport;
 }
@@ -49,7 +52,7 @@ export interface RunningGateway {
 
 /** Starts the HTTP gateway in front of the services of `UPSTREAMS`. */
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
-  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken, local: deps.local };
+  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, local: deps.local };
   const names = Object.keys(UPSTREAMS) as UpstreamName[];
   // Typed for the authenticator, and also the one identity channel the method tables use.
   const identity = createClient(identityv1.IdentityService, deps.upstreams.identity, clientOptions);

@@ -1,6 +1,6 @@
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { createClient, Metrics, openDb, openKv, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import { createClient, InternalKey, Metrics, openDb, openKv, type Db, type Kv, type RunningService } from '@agenthub/runtime';
 import { backends, testLogger, type Backend } from '@agenthub/testing';
 import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
 import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
@@ -41,11 +41,12 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
   const log = testLogger();
   const provisioned = await backend.provision();
   const opened: { db: Db; kv: Kv }[] = [];
+  const internalKey = InternalKey.generate();
   const base = async (schema: string) => {
     const db = await openDb({ url: provisioned.databaseUrl, schema });
     const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
     opened.push({ db, kv });
-    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
+    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000, internalKey };
   };
   const identityService = await startIdentity(await base('identity'));
   const clock = new TestClock();
@@ -64,9 +65,9 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
       push: { maxBackoffMs: 200, minBackoffMs: 50, pollMs: 100, timeoutMs: 1_000 },
     });
     services.push(service);
-    replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000 }));
+    replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000, internalKey }));
   }
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey });
   return {
     replicas,
     env: messagingEnv({ db: shared.db, kv: shared.kv, identity, now: clock.now }),
