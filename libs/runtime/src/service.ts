@@ -141,6 +141,7 @@ export async function serviceProcess(
       db,
       kv,
       grpcAddress: service.address,
+      grpcTls: tls,
     }).catch(async (err: unknown) => {
       await service.stop(0);
       throw err;

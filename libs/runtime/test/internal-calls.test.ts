@@ -1,12 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { healthv1, identityv1, messagingv1 } from '@agenthub/proto';
 import { ConfigError, createClient, GrpcServer, HubError, InternalKey, loadGrpcTls, Metrics, Reason, type CallContext, type GrpcTls } from '@agenthub/runtime';
-import { forgedCall, forgeSignature, testLogger, type ForgedPrincipal } from '@agenthub/testing';
+import { forgedCall, forgeSignature, makeTestCertificates, testLogger, type ForgedPrincipal, type TestCertificates } from '@agenthub/testing';
 
 /**
  * Issue 12, item 1: a service trusts the principal of a call only when the call is signed with the
@@ -38,7 +37,7 @@ async function serve(options: { tls?: GrpcTls } = {}) {
   });
   const server = new GrpcServer({ log: testLogger(), metrics: new Metrics(), internalKey, ...options });
   server.add(identityv1.IdentityService, unary as never);
-  server.add(messagingv1.MessagingService, new Proxy({}, { get: (_t, name: string) => (name === 'watchTask' || name === 'streamInbox' ? (streams as never)[name] : (unary as never)[name]) }) as never);
+  server.add(messagingv1.MessagingService, new Proxy({}, { get: (_t, name: string) => (name === 'watchTask' ? (streams as never)[name] : (unary as never)[name]) }) as never);
   const port = await server.listen('127.0.0.1:0');
   return { server, address: `127.0.0.1:${port}`, seen };
 }
@@ -140,31 +139,15 @@ describe('internal calls: signed principals', () => {
   });
 });
 
-/** A CA, a certificate for 127.0.0.1 signed by it (server and client use), and one from another CA. */
-function makeCertificates(dir: string) {
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-  const ca = (name: string) => {
-    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${name}`, '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.crt`));
-  };
-  const leaf = (name: string, caName: string) => {
-    writeFileSync(join(dir, `${name}.ext`), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.csr`));
-    openssl('x509', '-req', '-in', join(dir, `${name}.csr`), '-CA', join(dir, `${caName}.crt`), '-CAkey', join(dir, `${caName}.key`), '-CAcreateserial', '-days', '1', '-extfile', join(dir, `${name}.ext`), '-out', join(dir, `${name}.crt`));
-  };
-  ca('ca');
-  ca('other-ca');
-  leaf('hub', 'ca');
-  leaf('stranger', 'other-ca');
-}
-
 describe('internal calls: mutual TLS (GRPC_TLS_*)', () => {
   let dir: string;
+  let certs: TestCertificates;
   let tls: GrpcTls;
   let running: Awaited<ReturnType<typeof serve>>;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agenthub-mtls-'));
-    makeCertificates(dir);
-    tls = (await loadGrpcTls({ GRPC_TLS_CERT_FILE: join(dir, 'hub.crt'), GRPC_TLS_KEY_FILE: join(dir, 'hub.key'), GRPC_TLS_CA_FILE: join(dir, 'ca.crt') }))!;
+    certs = makeTestCertificates(dir);
+    tls = (await loadGrpcTls({ GRPC_TLS_CERT_FILE: certs.cert, GRPC_TLS_KEY_FILE: certs.key, GRPC_TLS_CA_FILE: certs.ca }))!;
     running = await serve({ tls });
   }, 60_000);
   afterAll(async () => {
@@ -172,7 +155,7 @@ describe('internal calls: mutual TLS (GRPC_TLS_*)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const file = (name: string) => readFileSync(join(dir, name));
+  const file = (path: string) => readFileSync(path);
   const signed = () => {
     const expires = Date.now() + 10_000;
     return { principal: operator, expires, signature: forgeSignature(KEY, GET_AGENT, operator, expires) };
@@ -189,20 +172,20 @@ describe('internal calls: mutual TLS (GRPC_TLS_*)', () => {
   });
 
   it('refuses a client without a certificate, with one from another CA, or in plaintext, even with a valid signature', async () => {
-    const noCert = grpc.credentials.createSsl(file('ca.crt'));
-    const strangerCert = grpc.credentials.createSsl(file('ca.crt'), file('stranger.key'), file('stranger.crt'));
+    const noCert = grpc.credentials.createSsl(file(certs.ca));
+    const strangerCert = grpc.credentials.createSsl(file(certs.ca), file(certs.strangerKey), file(certs.strangerCert));
     for (const credentials of [noCert, strangerCert, grpc.credentials.createInsecure()]) {
       expect(await forgedCall(running.address, GET_AGENT, false, signed(), credentials)).toBe(grpc.status.UNAVAILABLE);
     }
     // With the right certificate the signature is still required.
-    const good = grpc.credentials.createSsl(file('ca.crt'), file('hub.key'), file('hub.crt'));
+    const good = grpc.credentials.createSsl(file(certs.ca), file(certs.key), file(certs.cert));
     expect(await forgedCall(running.address, GET_AGENT, false, { principal: operator }, good)).toBe(UNAUTHENTICATED);
     expect(await forgedCall(running.address, GET_AGENT, false, signed(), good)).toBe(OK);
   });
 
   it('needs all three files, and names the one it cannot read', async () => {
-    await expect(loadGrpcTls({ GRPC_TLS_CERT_FILE: join(dir, 'hub.crt') })).rejects.toThrow(/missing GRPC_TLS_KEY_FILE, GRPC_TLS_CA_FILE/);
-    await expect(loadGrpcTls({ GRPC_TLS_CERT_FILE: join(dir, 'hub.crt'), GRPC_TLS_KEY_FILE: join(dir, 'hub.key'), GRPC_TLS_CA_FILE: join(dir, 'nope.crt') })).rejects.toThrow(/GRPC_TLS_CA_FILE: cannot read/);
+    await expect(loadGrpcTls({ GRPC_TLS_CERT_FILE: certs.cert })).rejects.toThrow(/missing GRPC_TLS_KEY_FILE, GRPC_TLS_CA_FILE/);
+    await expect(loadGrpcTls({ GRPC_TLS_CERT_FILE: certs.cert, GRPC_TLS_KEY_FILE: certs.key, GRPC_TLS_CA_FILE: join(dir, 'nope.crt') })).rejects.toThrow(/GRPC_TLS_CA_FILE: cannot read/);
     expect(await loadGrpcTls({})).toBeUndefined();
   });
 });

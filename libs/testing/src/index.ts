@@ -135,3 +135,4 @@ export async function failure(call: Promise<unknown>): Promise<{ reason: Reason;
 }
 
 export { forgedCall, forgeSignature, methodPaths, type ForgedCall, type ForgedPrincipal } from './forged-calls.js';
+export { makeTestCertificates, type TestCertificates } from './certificates.js';

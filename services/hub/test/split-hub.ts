@@ -93,7 +93,8 @@ function childEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...settings };
 }
 
-function spawnProcess(name: string, service: string, env: Record<string, string>, opsUrl: string): SplitProcess {
+/** `agenthub serve <service>` from the built code, with only `env`'s hub settings; `opsUrl` is where waitReady looks. */
+export function spawnProcess(name: string, service: string, env: Record<string, string>, opsUrl: string): SplitProcess {
   const child = spawn(process.execPath, [BIN, 'serve', service], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let output = '';
@@ -144,11 +145,11 @@ async function waitReady(proc: SplitProcess): Promise<void> {
   }
 }
 
-/** Fresh operator and internal tokens and a KEK; a stack restarted on the same database needs the same. */
-export function splitCredentials(): Record<'HUB_ADMIN_TOKEN' | 'HUB_INTERNAL_TOKEN' | 'HUB_KEKS', string> {
+/** A fresh operator token, internal key and KEK; a stack restarted on the same database needs the same. */
+export function splitCredentials(): Record<'HUB_ADMIN_TOKEN' | 'HUB_INTERNAL_KEY' | 'HUB_KEKS', string> {
   return {
     HUB_ADMIN_TOKEN: `admin-${randomBytes(16).toString('hex')}`,
-    HUB_INTERNAL_TOKEN: `internal-${randomBytes(16).toString('hex')}`,
+    HUB_INTERNAL_KEY: randomBytes(32).toString('base64'),
     HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
   };
 }
