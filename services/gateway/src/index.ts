@@ -7,6 +7,7 @@ import { adminMethods } from './admin.js';
 import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index.js';
 import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
+import { serveMetrics } from './metrics-server.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
@@ -39,6 +40,11 @@ export interface GatewayDeps {
   internalKey: InternalKey;
   /** Mutual TLS to the services (split deployments that enable it). */
   tls?: GrpcTls;
+  /**
+   * Where to serve `/metrics` instead of the public port (split mode: OPS_HOST:OPS_PORT, which the
+   * Ingress never routes to); absent, `/metrics` is served on the public port.
+   */
+  metricsListen?: { host: string; port: number };
   /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
   local?: LocalTransport;
 }
@@ -47,6 +53,8 @@ export interface RunningGateway {
   /** Base URL, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;
   readonly port: number;
+  /** Where `/metrics` is served when it has its own port. */
+  readonly metricsUrl: string | undefined;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -93,6 +101,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     maxBodyBytes: deps.maxBodyBytes,
     readiness: () => readiness(health, deps.kv),
     metrics: deps.metrics,
+    publicMetrics: !deps.metricsListen,
     log: deps.log,
   });
 
@@ -105,10 +114,18 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   });
   const port = (server.address() as AddressInfo).port;
   const host = deps.host.includes(':') ? `[${deps.host}]` : deps.host;
+  const metricsServer = deps.metricsListen
+    ? await serveMetrics(deps.metrics, deps.metricsListen).catch((err: unknown) => {
+        server.close();
+        throw err;
+      })
+    : undefined;
   return {
     url: `http://${host}:${port}`,
     port,
+    metricsUrl: metricsServer?.url,
     async stop(graceMs = 5_000) {
+      await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
         timer.unref();

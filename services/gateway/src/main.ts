@@ -28,8 +28,10 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
     internalKey,
     tls,
+    // Like every split process, its metrics are on the ops port, which no Ingress routes to.
+    metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT },
   });
-  log.info({ url: gateway.url }, 'gateway listening');
+  log.info({ url: gateway.url, metrics: gateway.metricsUrl }, 'gateway listening');
   return async () => {
     await gateway.stop(config.HUB_SHUTDOWN_GRACE_MS);
     await kv.close();

@@ -59,6 +59,8 @@ export type SplitProcessName = 'identity' | 'workspace-a' | 'workspace-b' | 'sec
 /** A running split-mode hub: what startHub returns, plus its processes. */
 export interface SplitStack extends RunningHub {
   readonly processes: Readonly<Record<SplitProcessName, SplitProcess>>;
+  /** The gateway's ops port, where its `/metrics` is (`http://127.0.0.1:<OPS_PORT>`). */
+  readonly gatewayOpsUrl: string;
 }
 
 /** Every child this test process started, killed if the test process goes away first. */
@@ -165,9 +167,9 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
   if (!existsSync(join(ROOT, 'services', 'hub', 'dist', 'cli.js'))) {
     throw new Error('Split mode runs the built code: run `npm run build` (or `npx tsc -b`) first');
   }
-  const [idGrpc, idOps, waGrpc, waOps, wbGrpc, wbOps, seGrpc, seOps, maGrpc, maOps, mbGrpc, mbOps, evGrpc, evOps, hubPort] = (await Promise.all(
-    Array.from({ length: 15 }, freePort),
-  )) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
+  const [idGrpc, idOps, waGrpc, waOps, wbGrpc, wbOps, seGrpc, seOps, maGrpc, maOps, mbGrpc, mbOps, evGrpc, evOps, hubPort, hubOps] = (await Promise.all(
+    Array.from({ length: 16 }, freePort),
+  )) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
   const addrs = {
     identity: `127.0.0.1:${idGrpc}`,
     workspace: `127.0.0.1:${waGrpc},127.0.0.1:${wbGrpc}`,
@@ -210,7 +212,7 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
     'messaging-a': service('messaging-a', 'messaging', maGrpc, maOps),
     'messaging-b': service('messaging-b', 'messaging', mbGrpc, mbOps),
     events: service('events', 'events', evGrpc, evOps),
-    gateway: spawnProcess('gateway', 'gateway', { ...common, HUB_HOST: '127.0.0.1', HUB_PORT: String(hubPort) }, url),
+    gateway: spawnProcess('gateway', 'gateway', { ...common, HUB_HOST: '127.0.0.1', HUB_PORT: String(hubPort), OPS_PORT: String(hubOps) }, url),
   };
 
   /** SIGTERMs the gateway, then every service together; fails naming each unclean exit. */
@@ -246,6 +248,7 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
       [eventsv1.EventsService.typeName]: addrs.events,
     },
     processes,
+    gatewayOpsUrl: `http://127.0.0.1:${hubOps}`,
     stop,
   };
 }
