@@ -85,6 +85,12 @@ const schema = z.object({
   // Event log: Kafka when KAFKA_BROKERS (`host:port,host:port`) is set, else the embedded bus.
   KAFKA_BROKERS: z.string().min(1).optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('agenthub'),
+  // Kafka over TLS (KAFKA_SSL_CA_FILE implies it) and SASL; the password is never logged.
+  KAFKA_SSL: bool.default(false),
+  KAFKA_SSL_CA_FILE: z.string().min(1).optional(),
+  KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   // How often each service's outbox relay looks for unpublished rows (it is also woken on writes).
   OUTBOX_POLL_MS: positiveInt.default(200),
   EVENTS_ADDR: z.string().min(1).optional(),
