@@ -130,6 +130,30 @@ describe('internal calls: signed principals', () => {
     }
   });
 
+  it('rotates without refusals: a server given "<new>,<old>" accepts both, a client given it signs with the new one', async () => {
+    const next = randomBytes(32).toString('base64');
+    const rotating = InternalKey.fromBase64(`${next},${KEY}`);
+    const server = new GrpcServer({ log: testLogger(), metrics: new Metrics(), internalKey: rotating });
+    server.add(identityv1.IdentityService, new Proxy({}, { get: () => async () => ({}) }) as never);
+    const address = `127.0.0.1:${await server.listen('127.0.0.1:0')}`;
+    const clients = [
+      createClient(identityv1.IdentityService, address, { defaultTimeoutMs: 2000, internalKey }),
+      createClient(identityv1.IdentityService, address, { defaultTimeoutMs: 2000, internalKey: InternalKey.fromBase64(next) }),
+      createClient(identityv1.IdentityService, address, { defaultTimeoutMs: 2000, internalKey: rotating }),
+    ];
+    try {
+      for (const client of clients) await client.getAgent({}, { principal: { kind: 'operator' } });
+      // What the rotating client signs, a server that already dropped the old key accepts.
+      const expires = Date.now() + 10_000;
+      const signature = `v1.${rotating.mac(GET_AGENT, { kind: 'operator' }, expires).toString('base64url')}`;
+      expect(signature).toBe(forgeSignature(next, GET_AGENT, operator, expires));
+      expect(await forgedCall(address, GET_AGENT, false, { principal: operator, expires, signature: forgeSignature(randomBytes(32).toString('base64'), GET_AGENT, operator, expires) })).toBe(UNAUTHENTICATED);
+    } finally {
+      for (const client of clients) client.close();
+      await server.shutdown(100);
+    }
+  });
+
   it('takes HUB_INTERNAL_KEY only as base64 of at least 32 bytes, never echoing it', () => {
     const short = randomBytes(16).toString('base64');
     expect(() => InternalKey.fromBase64(short)).toThrow(ConfigError);
