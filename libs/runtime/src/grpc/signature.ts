@@ -9,9 +9,9 @@ const SIGNATURE = 'x-hub-signature';
 const EXPIRES = 'x-hub-expires';
 const VERSION = 'v1';
 /** Fewest random bytes an internal key may have. */
-export const MIN_INTERNAL_KEY_BYTES = 32;
+const MIN_INTERNAL_KEY_BYTES = 32;
 /** How far apart the clocks of caller and service may be before a fresh call looks expired. */
-export const CLOCK_SKEW_MS = 5_000;
+const CLOCK_SKEW_MS = 5_000;
 
 /**
  * The key every internal gRPC call is signed with (HUB_INTERNAL_KEY; in the all-in-one mode, a
