@@ -260,12 +260,13 @@ export class GrpcServer {
   }
 
   private wrapServerStream(serviceName: string, method: DescMethod, handler: ServerStreamHandler<DescMethod>): grpc.handleServerStreamingCall<unknown, unknown> {
+    const path = `/${serviceName}/${method.name}`;
     return async (call) => {
       const controller = new AbortController();
       this.active.add(controller);
       call.on('cancelled', () => controller.abort());
       try {
-        for await (const item of handler(call.request as never, this.context(`/${serviceName}/${method.name}`, call, controller))) {
+        for await (const item of handler(call.request as never, this.context(path, call, controller))) {
           if (controller.signal.aborted) break;
           if (!call.write(create(method.output, item as never))) {
             await new Promise((resolve) => call.once('drain', resolve));
