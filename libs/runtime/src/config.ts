@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_AUTH_CACHE_MS } from './auth-cache.js';
+import { ConfigError } from './config-error.js';
 import { DEFAULT_MAX_CONNECTION_AGE_GRACE_MS, DEFAULT_MAX_CONNECTION_AGE_MS } from './grpc/server.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -49,7 +50,13 @@ const schema = z.object({
   // How long a delivery handed to a connected agent stays hidden, waiting for its ack, before it is
   // handed out again (same delivery id).
   MESSAGING_CLAIM_MS: positiveInt.default(30_000),
-  HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Signs every internal gRPC call (base64 of ≥ 32 random bytes; split mode requires it, the
+  // all-in-one mode makes its own). Checked, never echoed, by InternalKey.fromBase64.
+  HUB_INTERNAL_KEY: z.string().min(1).optional(),
+  // Mutual TLS between split-mode processes: all three PEM files, or none.
+  GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
+  GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
+  GRPC_TLS_CA_FILE: z.string().min(1).optional(),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
@@ -80,6 +87,12 @@ const schema = z.object({
   // Event log: Kafka when KAFKA_BROKERS (`host:port,host:port`) is set, else the embedded bus.
   KAFKA_BROKERS: z.string().min(1).optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('agenthub'),
+  // Kafka over TLS (KAFKA_SSL_CA_FILE implies it) and SASL; the password is never logged.
+  KAFKA_SSL: bool.default(false),
+  KAFKA_SSL_CA_FILE: z.string().min(1).optional(),
+  KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   // How often each service's outbox relay looks for unpublished rows (it is also woken on writes).
   OUTBOX_POLL_MS: positiveInt.default(200),
   EVENTS_ADDR: z.string().min(1).optional(),
@@ -102,9 +115,7 @@ const schema = z.object({
 
 export type HubConfig = z.infer<typeof schema>;
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 /** Whether outbound calls may reach addresses outside global unicast space (either spelling). */
 export function egressAllowPrivate(config: Pick<HubConfig, 'HUB_EGRESS_ALLOW_PRIVATE' | 'HUB_WEBHOOK_ALLOW_PRIVATE'>): boolean {

@@ -10,7 +10,7 @@ export { Metrics } from './metrics.js';
 export * from './db/index.js';
 export * from './kv/index.js';
 export { newId, newSecret, sha256Hex } from './ids.js';
-export { serveGrpc, openBackends, serviceProcess, clientOptions, type ServiceDeps, type RunningService } from './service.js';
+export { serveGrpc, openBackends, serviceProcess, splitSecurity, clientOptions, type ServiceDeps, type RunningService } from './service.js';
 export { authCacheKey, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
 export { runProcess, type Stop } from './process.js';
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';

@@ -1,11 +1,13 @@
 import { join } from 'node:path';
 import type { Bus } from './bus/bus.js';
 import { openBus } from './bus/open.js';
-import type { HubConfig } from './config.js';
+import { ConfigError, type HubConfig } from './config.js';
 import { migrate, openDb, type Db } from './db/index.js';
 import type { ClientOptions } from './grpc/client.js';
 import type { LocalTransport } from './grpc/local.js';
 import { GrpcServer, type GrpcServerOptions } from './grpc/server.js';
+import { InternalKey } from './grpc/signature.js';
+import { loadGrpcTls, type GrpcTls } from './grpc/tls.js';
 import { openKv, type Kv } from './kv/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -21,7 +23,10 @@ export interface ServiceDeps {
   metrics: Metrics;
   /** `host:port` to bind; port 0 picks a free one. */
   listen: string;
-  internalToken?: string;
+  /** Signs the calls this service makes and checks the ones it takes. */
+  internalKey: InternalKey;
+  /** Mutual TLS for the calls it takes and makes (split deployments that enable it). */
+  tls?: GrpcTls;
   /** Default deadline of calls this service makes to others. */
   grpcTimeoutMs: number;
   /** Set in the all-in-one mode with HUB_TRANSPORT=inproc: calls between services skip the network. */
@@ -35,8 +40,8 @@ export interface ServiceDeps {
 }
 
 /** Options for the clients a service makes of other services, from its own deps. */
-export function clientOptions(deps: Pick<ServiceDeps, 'grpcTimeoutMs' | 'metrics' | 'internalToken' | 'local'>): ClientOptions {
-  return { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken, local: deps.local };
+export function clientOptions(deps: Pick<ServiceDeps, 'grpcTimeoutMs' | 'metrics' | 'internalKey' | 'tls' | 'local'>): ClientOptions {
+  return { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, local: deps.local };
 }
 
 export interface RunningService {
@@ -56,7 +61,7 @@ export async function serveGrpc(
 ): Promise<RunningService> {
   await migrate(deps.db, { schema: options.schema, dir: options.migrations, log: deps.log });
   const relayOutbox = deps.bus !== undefined && (await hasOutbox(deps.db));
-  const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalToken: deps.internalToken, ...deps.connectionAge });
+  const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, ...deps.connectionAge });
   register(server);
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
   const port = await server.listen(deps.listen);
@@ -107,6 +112,7 @@ export async function serviceProcess(
   /** `bus`: the service publishes an outbox or consumes the event log (identity does neither). */
   options: { bus?: boolean } = {},
 ): Promise<Stop> {
+  const { internalKey, tls } = await splitSecurity(config);
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
   const { db, kv } = await openBackends(config, name);
   let bus: Bus | undefined;
@@ -119,7 +125,8 @@ export async function serviceProcess(
       metrics,
       listen: `${config.GRPC_HOST}:${config.GRPC_PORT}`,
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
-      internalToken: config.HUB_INTERNAL_TOKEN,
+      internalKey,
+      tls,
       bus,
       outboxPollMs: config.OUTBOX_POLL_MS,
       connectionAge: { maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
@@ -134,6 +141,7 @@ export async function serviceProcess(
       db,
       kv,
       grpcAddress: service.address,
+      grpcTls: tls,
     }).catch(async (err: unknown) => {
       await service.stop(0);
       throw err;
@@ -152,4 +160,18 @@ export async function serviceProcess(
     await kv.close().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * How a split-mode process (a service, or the gateway) secures its internal calls: the key every
+ * call is signed with, which it must be given (there is no unauthenticated internal mode, loopback
+ * included), and mutual TLS when configured.
+ */
+export async function splitSecurity(config: HubConfig): Promise<{ internalKey: InternalKey; tls: GrpcTls | undefined }> {
+  if (!config.HUB_INTERNAL_KEY) {
+    throw new ConfigError(
+      'HUB_INTERNAL_KEY is required in split mode: the same base64 key (openssl rand -base64 32) on every process; it signs every internal call (it replaces HUB_INTERNAL_TOKEN)',
+    );
+  }
+  return { internalKey: InternalKey.fromBase64(config.HUB_INTERNAL_KEY), tls: await loadGrpcTls(config) };
 }

@@ -9,6 +9,7 @@ import {
   EVENT_ID_HEADER,
   EVENT_TYPE_HEADER,
   hasOutbox,
+  InternalKey,
   MemoryKv,
   Metrics,
   notifyOutboxWrites,
@@ -209,7 +210,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     opened.push(db);
     const bus = new RecordingBus();
     const kv = new MemoryKv();
-    const deps = { db, kv, log, metrics: new Metrics({ defaultMetrics: false }), listen: '127.0.0.1:0', grpcTimeoutMs: 5_000, bus, outboxPollMs: 3_600_000 };
+    const deps = { db, kv, log, metrics: new Metrics({ defaultMetrics: false }), listen: '127.0.0.1:0', grpcTimeoutMs: 5_000, internalKey: InternalKey.generate(), bus, outboxPollMs: 3_600_000 };
     let running: RunningService | undefined;
     try {
       running = await serveGrpc('svc', deps, { schema, migrations: pathToFileURL(`${dir}/`) }, () => undefined);

@@ -148,9 +148,9 @@ export async function startStack(
     clock: () => clock.now,
     worker: { enabled: false },
   });
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
-  const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000 });
-  const events = createClient(eventsv1.EventsService, service.address, { defaultTimeoutMs: 10000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
+  const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
+  const events = createClient(eventsv1.EventsService, service.address, { defaultTimeoutMs: 10000, internalKey: backends.internalKey });
   return {
     workspace,
     events,

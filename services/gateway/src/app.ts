@@ -24,6 +24,8 @@ export interface GatewayAppOptions {
   maxBodyBytes: number;
   readiness: () => Promise<Readiness>;
   metrics: Metrics;
+  /** Whether `/metrics` is served here; false when it has a port of its own (split mode). */
+  publicMetrics: boolean;
   log: Logger;
 }
 
@@ -80,7 +82,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       ctx.body = { status: readiness.ready ? 'ready' : 'not ready', checks: readiness.checks };
       return;
     }
-    if (ctx.method === 'GET' && ctx.path === '/metrics') {
+    if (options.publicMetrics && ctx.method === 'GET' && ctx.path === '/metrics') {
       ctx.type = options.metrics.registry.contentType;
       ctx.body = await options.metrics.registry.metrics();
       return;

@@ -2,11 +2,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
-import { createClient, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
+import { createClient, type GrpcTls, type InternalKey, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
 import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index.js';
 import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
+import { serveMetrics } from './metrics-server.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
@@ -35,7 +36,15 @@ export interface GatewayDeps {
   maxBatch: number;
   authCacheMs: number;
   grpcTimeoutMs: number;
-  internalToken?: string;
+  /** Signs every call to the services. */
+  internalKey: InternalKey;
+  /** Mutual TLS to the services (split deployments that enable it). */
+  tls?: GrpcTls;
+  /**
+   * Where to serve `/metrics` instead of the public port (split mode: OPS_HOST:OPS_PORT, which the
+   * Ingress never routes to); absent, `/metrics` is served on the public port.
+   */
+  metricsListen?: { host: string; port: number };
   /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
   local?: LocalTransport;
 }
@@ -44,12 +53,14 @@ export interface RunningGateway {
   /** Base URL, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;
   readonly port: number;
+  /** Where `/metrics` is served when it has its own port. */
+  readonly metricsUrl: string | undefined;
   stop(graceMs?: number): Promise<void>;
 }
 
 /** Starts the HTTP gateway in front of the services of `UPSTREAMS`. */
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
-  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken, local: deps.local };
+  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, local: deps.local };
   const names = Object.keys(UPSTREAMS) as UpstreamName[];
   // Typed for the authenticator, and also the one identity channel the method tables use.
   const identity = createClient(identityv1.IdentityService, deps.upstreams.identity, clientOptions);
@@ -90,6 +101,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     maxBodyBytes: deps.maxBodyBytes,
     readiness: () => readiness(health, deps.kv),
     metrics: deps.metrics,
+    publicMetrics: !deps.metricsListen,
     log: deps.log,
   });
 
@@ -102,10 +114,18 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   });
   const port = (server.address() as AddressInfo).port;
   const host = deps.host.includes(':') ? `[${deps.host}]` : deps.host;
+  const metricsServer = deps.metricsListen
+    ? await serveMetrics(deps.metrics, deps.metricsListen).catch((err: unknown) => {
+        server.close();
+        throw err;
+      })
+    : undefined;
   return {
     url: `http://${host}:${port}`,
     port,
+    metricsUrl: metricsServer?.url,
     async stop(graceMs = 5_000) {
+      await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
         timer.unref();

@@ -1,4 +1,4 @@
-import { ConfigError, Metrics, openKv, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { ConfigError, Metrics, openKv, splitSecurity, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { startGateway } from './index.js';
 
 /**
@@ -9,6 +9,7 @@ import { startGateway } from './index.js';
 export async function main(config: HubConfig, log: Logger): Promise<Stop> {
   const missing = (['IDENTITY_ADDR', 'WORKSPACE_ADDR', 'SECRETS_ADDR', 'MESSAGING_ADDR', 'EVENTS_ADDR', 'HUB_ADMIN_TOKEN'] as const).filter((name) => !config[name]);
   if (missing.length) throw new ConfigError(`The gateway needs ${missing.join(', ')} in split mode`);
+  const { internalKey, tls } = await splitSecurity(config);
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
   const kv = await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX });
   const gateway = await startGateway({
@@ -25,9 +26,12 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     // key, so a separate gateway only caches when the cache is shared.
     authCacheMs: config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
-    internalToken: config.HUB_INTERNAL_TOKEN,
+    internalKey,
+    tls,
+    // Like every split process, its metrics are on the ops port, which no Ingress routes to.
+    metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT },
   });
-  log.info({ url: gateway.url }, 'gateway listening');
+  log.info({ url: gateway.url, metrics: gateway.metricsUrl }, 'gateway listening');
   return async () => {
     await gateway.stop(config.HUB_SHUTDOWN_GRACE_MS);
     await kv.close();

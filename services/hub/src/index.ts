@@ -1,7 +1,7 @@
 import { startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, egressAllowPrivate, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { clientOptions, createClient, egressAllowPrivate, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { startMessaging } from '@agenthub/messaging';
@@ -23,6 +23,10 @@ export interface RunningHub {
  * The whole hub in one process: every service on its own loopback gRPC port (so the embedded
  * mode runs the same gRPC path as production) and the gateway on HUB_HOST:HUB_PORT. Backends
  * follow the configuration: PostgreSQL/Redis when their URLs are set, PGlite/in-process else.
+ *
+ * Only this process calls its services, so they bind 127.0.0.1 whatever GRPC_HOST says (it is a
+ * split-mode setting), and every call is signed with a key made at start that never leaves the
+ * process (HUB_INTERNAL_KEY, GRPC_TLS_* are for split mode and not used here).
  */
 export async function startHub(config: HubConfig, log: Logger): Promise<RunningHub> {
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
@@ -32,7 +36,8 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     for (const stop of [...stops].reverse()) await stop();
   };
   try {
-    const listen = `${config.GRPC_HOST}:0`;
+    const listen = '127.0.0.1:0';
+    const internalKey = InternalKey.generate();
     // Every service still listens on gRPC (probes, contract tests); with inproc, calls between
     // them in this process skip the loopback network.
     const local = config.HUB_TRANSPORT === 'inproc' ? new LocalTransport() : undefined;
@@ -40,7 +45,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     // service consumes it. Closed after every service stopped.
     const bus = await openBus(config, log, { kv });
     stops.push(() => bus.close());
-    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalToken: config.HUB_INTERNAL_TOKEN, local, bus, outboxPollMs: config.OUTBOX_POLL_MS };
+    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalKey, local, bus, outboxPollMs: config.OUTBOX_POLL_MS };
 
     const identityDb = (await openBackends(config, 'identity', { kv })).db;
     stops.push(() => identityDb.close());
@@ -123,7 +128,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       maxBatch: config.HUB_MAX_BATCH,
       authCacheMs: config.HUB_AUTH_CACHE_MS,
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
-      internalToken: config.HUB_INTERNAL_TOKEN,
+      internalKey,
     });
     stops.push(() => gateway.stop(config.HUB_SHUTDOWN_GRACE_MS));
     const services = {

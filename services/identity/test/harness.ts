@@ -1,5 +1,5 @@
 import { identityv1 } from '@agenthub/proto';
-import { createClient, HubError, Metrics, openDb, openKv, type CallOptions, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
+import { createClient, HubError, InternalKey, Metrics, openDb, openKv, type CallOptions, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
 import type { Backend, ProvisionedBackend } from '@agenthub/testing';
 import { testLogger } from '@agenthub/testing';
 import { startIdentity } from '@agenthub/identity';
@@ -27,6 +27,7 @@ export async function startHarness(backend: Backend, options: { allowPrivate?: b
   const provisioned: ProvisionedBackend = await backend.provision();
   const db = await openDb({ url: provisioned.databaseUrl, schema: 'identity' });
   const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
+  const internalKey = InternalKey.generate();
   const start = () =>
     startIdentity({
       db,
@@ -35,10 +36,11 @@ export async function startHarness(backend: Backend, options: { allowPrivate?: b
       metrics: new Metrics(),
       listen: '127.0.0.1:0',
       grpcTimeoutMs: 5000,
+      internalKey,
       egress: { allowPrivate: options.allowPrivate ?? false, resolve: testResolver },
     });
   let service: RunningService = await start();
-  let client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000 });
+  let client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000, internalKey });
   return {
     get client() {
       return client;
@@ -49,7 +51,7 @@ export async function startHarness(backend: Backend, options: { allowPrivate?: b
       client.close();
       await service.stop(1000);
       service = await start();
-      client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000 });
+      client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000, internalKey });
     },
     async close() {
       client.close();

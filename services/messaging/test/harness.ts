@@ -63,11 +63,11 @@ export async function startStack(backend: Backend, options: { replicas?: number;
         now: clock.now,
       });
       messaging.push(service);
-      replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000 }));
+      replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000, internalKey: backends.internalKey }));
     }
   };
   await startReplicas();
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
   return {
     identity,
     replicas,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { Writable } from 'node:stream';
-import { createClient, createLogger, Metrics, openDb, openKv, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
+import { createClient, createLogger, InternalKey, Metrics, openDb, openKv, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
 import { backends, testLogger, type Backend } from '@agenthub/testing';
 import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
 import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
@@ -62,11 +62,12 @@ async function startPushStack(backend: Backend, egress: { allowPrivate: boolean;
   });
   const provisioned = await backend.provision();
   const opened: { db: Db; kv: Kv }[] = [];
+  const internalKey = InternalKey.generate();
   const base = async (schema: string) => {
     const db = await openDb({ url: provisioned.databaseUrl, schema });
     const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
     opened.push({ db, kv });
-    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
+    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000, internalKey };
   };
   const identityService = await startIdentity({ ...(await base('identity')), egress });
   const clock = new TestClock();
@@ -86,9 +87,9 @@ async function startPushStack(backend: Backend, egress: { allowPrivate: boolean;
       egress,
     });
     services.push(service);
-    replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000 }));
+    replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000, internalKey }));
   }
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey });
   return {
     replicas,
     env: messagingEnv({ db: shared.db, kv: shared.kv, identity, now: clock.now }),

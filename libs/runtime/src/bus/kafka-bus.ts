@@ -2,12 +2,15 @@ import kafkajs from 'kafkajs';
 import type { Admin, Consumer, IHeaders, KafkaMessage, logCreator, Producer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import type { Bus, BusMessage, ConsumedMessage, Subscription } from './bus.js';
+import type { KafkaConnection } from './kafka-connection.js';
 
 const { Kafka, logLevel, Partitioners } = kafkajs;
 
 export interface KafkaBusOptions {
   brokers: string[];
   clientId: string;
+  /** TLS and SASL (kafkaConnection); plaintext without. */
+  connection?: KafkaConnection;
   log: Logger;
   /** Partitions of topics this bus creates; more lets more members of a group share the work. */
   partitions?: number;
@@ -69,6 +72,7 @@ export class KafkaBus implements Bus {
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
+      ...options.connection,
       logLevel: logLevel.WARN,
       logCreator: pinoLogCreator(options.log),
     });
