@@ -12,7 +12,7 @@ export * from './kv/index.js';
 export { newId, newSecret, sha256Hex } from './ids.js';
 export { serveGrpc, openBackends, serviceProcess, clientOptions, type ServiceDeps, type RunningService } from './service.js';
 export { authCacheKey, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
-export { runProcess, type Stop } from './process.js';
+export { runProcess, SUPPORTED_NODE_MAJOR, type Stop } from './process.js';
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';
 export { appendEvent, OUTBOX_TABLE_SQL, WORKSPACE_EVENTS_TOPIC, type OutboxEvent, type EventPayload } from './outbox.js';
 export * from './bus/index.js';

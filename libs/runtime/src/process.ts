@@ -20,6 +20,7 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
     throw err;
   }
   const log = createLogger({ level: config.LOG_LEVEL, service: name === 'all' ? undefined : name });
+  warnUnsupportedNode(log);
   let stop: Stop;
   try {
     stop = await start(config, log);
@@ -49,4 +50,15 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** The Node.js major version AgentHub is built and tested on (`.nvmrc`, `engines`, the image). */
+export const SUPPORTED_NODE_MAJOR = 24;
+
+/** Older runtimes still start (npm only warns about `engines`), but nobody tests them. */
+function warnUnsupportedNode(log: Logger): void {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major < SUPPORTED_NODE_MAJOR) {
+    log.warn({ node: process.version }, `Node ${process.version} is not supported; run AgentHub on Node ${SUPPORTED_NODE_MAJOR} LTS (nvm use reads .nvmrc)`);
+  }
 }
