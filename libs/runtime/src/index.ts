@@ -6,6 +6,8 @@ export { HubError, Reason } from './errors.js';
 export * from './grpc/index.js';
 export { loadConfig, ConfigError, type HubConfig } from './config.js';
 export { createLogger, REDACTED_PATHS, type Logger, type LoggerOptions } from './logger.js';
+export { resolveLogFormat, prettyDestination, type LogFormat, type LogFormatSetting } from './log-format.js';
+export { ListenError, listenFailure } from './listen.js';
 export { Metrics } from './metrics.js';
 export * from './db/index.js';
 export * from './kv/index.js';

@@ -6,6 +6,7 @@ import { migrate, openDb, type Db } from './db/index.js';
 import type { ClientOptions } from './grpc/client.js';
 import type { LocalTransport } from './grpc/local.js';
 import { GrpcServer, type GrpcServerOptions } from './grpc/server.js';
+import { bindProblem, listenFailure } from './listen.js';
 import { openKv, type Kv } from './kv/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -59,7 +60,11 @@ export async function serveGrpc(
   const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalToken: deps.internalToken, ...deps.connectionAge });
   register(server);
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
-  const port = await server.listen(deps.listen);
+  const port = await server.listen(deps.listen).catch(async (err: unknown) => {
+    const wanted = Number(deps.listen.slice(deps.listen.lastIndexOf(':') + 1));
+    const bare = host.replace(/^\[(.*)\]$/, '$1');
+    throw listenFailure((await bindProblem(bare, wanted)) ?? err, bare, wanted, { host: 'GRPC_HOST', port: 'GRPC_PORT' });
+  });
   const address = `${host}:${port}`;
   deps.local?.register(address, server);
   deps.log.info({ address }, 'gRPC service listening');

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
-import { createClient, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
+import { createClient, listenFailure, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
 import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index.js';
 import { createApp, type Readiness } from './app.js';
@@ -38,6 +38,13 @@ export interface GatewayDeps {
   internalToken?: string;
   /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
   local?: LocalTransport;
+  /** Level of the line logged per request (`info` in development, see requestLogLevel). */
+  requestLogLevel?: 'info' | 'debug';
+}
+
+/** One info line per request in development (NODE_ENV unset), debug lines elsewhere. */
+export function requestLogLevel(nodeEnv: string): 'info' | 'debug' {
+  return nodeEnv === 'development' ? 'info' : 'debug';
 }
 
 export interface RunningGateway {
@@ -91,13 +98,14 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     readiness: () => readiness(health, deps.kv),
     metrics: deps.metrics,
     log: deps.log,
+    requestLogLevel: deps.requestLogLevel,
   });
 
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => reject(listenFailure(err, deps.host, deps.port, { host: 'HUB_HOST', port: 'HUB_PORT' })));
     server.listen(deps.port, deps.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;

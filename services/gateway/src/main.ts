@@ -1,5 +1,5 @@
 import { ConfigError, Metrics, openKv, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { startGateway } from './index.js';
+import { requestLogLevel, startGateway } from './index.js';
 
 /**
  * The gateway as its own process (split mode): HTTP on HUB_HOST:HUB_PORT, forwarding to
@@ -26,6 +26,7 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     authCacheMs: config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
     internalToken: config.HUB_INTERNAL_TOKEN,
+    requestLogLevel: requestLogLevel(config.NODE_ENV),
   });
   log.info({ url: gateway.url }, 'gateway listening');
   return async () => {
