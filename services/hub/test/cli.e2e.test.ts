@@ -191,6 +191,54 @@ describe('agenthub command', () => {
       expect(result.code).toBe(0);
       expect(result.stdout).toContain('agenthub agents create --tenant <tenant-id> --name <name>');
     }, COMMAND_TIMEOUT_MS);
+
+    it('prints one command\'s help with its options and exit codes, needing no hub', async () => {
+      const result = await agenthub(['agents', 'create', '--help'], { HUB_PORT: '1' });
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(/^agenthub agents create --tenant <tenant-id> --name <name> \[--id <agent-id>\] \[--endpoint <url>\]/);
+      expect(result.stdout).toContain('--skill <id>:<name>[:<description>]');
+      expect(result.stdout).toContain('Exit codes: 0 done, 1 the hub refused or failed the command (or left work undone), 2 bad usage.');
+      expect(result.stdout).not.toContain('agenthub keys revoke');
+      const serve = await agenthub(['serve', '--help'], {});
+      expect(serve.code).toBe(0);
+      expect(serve.stdout).toContain('3 a port is taken');
+    }, COMMAND_TIMEOUT_MS);
+
+    it('prints the version of package.json for --version', async () => {
+      const { version } = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+      const result = await agenthub(['--version'], {});
+      expect(result).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }, COMMAND_TIMEOUT_MS);
+
+    it('exits 2 for bad usage and 1 when the hub refuses, pointing at --help for the former', async () => {
+      const [unknown, missing, refused] = await Promise.all([
+        agenthub(['frobnicate', 'now'], env),
+        agenthub(['agents', 'create', '--tenant', 'acme'], env),
+        agenthub(['keys', 'revoke', 'key_doesnotexist'], env),
+      ]);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toBe('agenthub: Unknown command "frobnicate now". See agenthub --help.\n');
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toBe('agenthub: Missing --name. See agenthub agents create --help.\n');
+      expect(refused.code).toBe(1);
+    }, 3 * COMMAND_TIMEOUT_MS);
+  });
+
+  describe('long jobs', () => {
+    it('memories reembed and secrets rotate-kek show progress on stderr, the result on stdout', async () => {
+      for (const content of ['The sky is blue', 'Grass is green']) {
+        expect((await rpc(alice.api_key, 'x-hub/workspace.store', { workspace_id: workspaceId, content })).body.result).toBeDefined();
+      }
+      const reembed = await agenthub(['memories', 'reembed', '--workspace', workspaceId, '--json'], env);
+      expect(reembed.code).toBe(0);
+      expect(reembed.stderr).toMatch(new RegExp(`^Re-embedding the memories of ${workspaceId}…\nRe-embedded 0 memories with \\S+, 0 left\n$`));
+      expect(JSON.parse(reembed.stdout)).toMatchObject({ workspace_id: workspaceId, reembedded: 0, remaining: 0 });
+
+      const rotate = await agenthub(['secrets', 'rotate-kek'], env);
+      expect(rotate.code).toBe(0);
+      expect(rotate.stderr).toBe('Rewrapping workspace data keys under the newest KEK…\n');
+      expect(rotate.stdout).toMatch(/^Rewrapped \d+ data key\(s\) under KEK v1; \d+ in all\n$/);
+    }, 3 * COMMAND_TIMEOUT_MS);
   });
 
   describe('restart', () => {
