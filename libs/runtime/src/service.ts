@@ -12,7 +12,7 @@ import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { startOpsServer } from './ops-server.js';
 import type { Stop } from './process.js';
-import { hasOutbox, notifyOutboxWrites, startRelay } from './relay.js';
+import { hasOutbox, notifyOutboxWrites, reportOutboxLag, startRelay } from './relay.js';
 
 /** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
 export interface ServiceDeps {
@@ -72,10 +72,12 @@ export async function serveGrpc(
     relayOutbox && deps.bus
       ? startRelay({ db: deps.db, bus: deps.bus, log: deps.log.child({ component: 'outbox-relay' }), pollMs: deps.outboxPollMs })
       : undefined;
+  const stopOutboxLag = relay ? reportOutboxLag(deps.metrics, name, deps.db) : undefined;
   return {
     name,
     address,
     async stop(graceMs) {
+      stopOutboxLag?.();
       await server.shutdown(graceMs);
       // After the calls drained, so the batch in flight includes what they wrote if it can.
       await relay?.stop();

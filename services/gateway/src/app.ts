@@ -182,7 +182,11 @@ export function createApp(options: GatewayAppOptions): Koa {
         // The SSE writer owns the response from here; Koa must not touch it.
         ctx.respond = false;
         ctx.status = 200;
+        const opening = process.hrtime.bigint();
         await writeSse(ctx.res, opened, abort.signal, options.log);
+        // A stream lasts as long as the task or the client: timed apart from ordinary calls.
+        const label = `${strictPath ? 'a2a:' : ''}${ctx.state.rpc as string}`;
+        options.metrics.rpcWaitDuration.observe({ method: label }, Number(process.hrtime.bigint() - opening) / 1e9);
         return;
       }
       ctx.body = opened;

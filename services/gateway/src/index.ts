@@ -12,6 +12,7 @@ import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
+import { a2aWaits, hubWaits } from './waits.js';
 
 export { agentMethods } from './methods/index.js';
 export { adminMethods } from './admin.js';
@@ -80,7 +81,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
 
   const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
   const app = createApp({
-    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
+    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion, waits: hubWaits }),
     adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
@@ -88,6 +89,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       maxBatch: 0,
       precheck: checkA2aVersion,
       errors: A2A_ERRORS,
+      waits: a2aWaits,
       // The dialects share method names; the strict endpoint's are counted apart.
       metricPrefix: 'a2a:',
     }),

@@ -5,6 +5,7 @@
  */
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { clientOptions, createClient, serveGrpc, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { reportBacklog } from './backlog.js';
 import { startSweeper } from './inbox.js';
 import { startPushWorker, type PushOptions } from './push.js';
 import { createMessagingHandlers, messagingEnv } from './server.js';
@@ -41,10 +42,12 @@ export async function startMessaging(deps: MessagingDeps): Promise<RunningServic
     );
     const stopSweeper = startSweeper(env, deps.log, deps.sweepIntervalMs ?? 5_000);
     const stopPush = startPushWorker(env, { log: deps.log.child({ component: 'push' }), metrics: deps.metrics, options: deps.push });
+    const stopBacklog = reportBacklog(deps.metrics, deps.db);
     return {
       name: running.name,
       address: running.address,
       async stop(graceMs) {
+        stopBacklog();
         await stopSweeper();
         await stopPush();
         await running.stop(graceMs);
