@@ -63,7 +63,7 @@ export function prettyDestination(out: { write(text: string): unknown }, options
         }
         parts.push(`${paint('90', `${key}=`)}${typeof value === 'string' ? quote(value) : JSON.stringify(value)}`);
       }
-      out.write(`${parts.join(' ')}${paint('90', stack)}\n`);
+      out.write(`${parts.join(' ')}${stack ? paint('90', stack) : ''}\n`);
     },
   };
 }
