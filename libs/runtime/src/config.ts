@@ -29,6 +29,13 @@ const schema = z.object({
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   REDIS_PREFIX: z.string().default('agenthub:'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // `auto`: readable lines on a terminal, JSON lines anywhere else (a pipe, a file, a container log).
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  // `development` (unset): one info line per HTTP request; anything else (the image sets
+  // `production`): those lines only at debug.
+  NODE_ENV: z.string().min(1).default('development'),
+  // The no-color.org convention: any value turns off colours in the pretty log format.
+  NO_COLOR: z.string().optional(),
   GRPC_HOST: z.string().min(1).default('127.0.0.1'),
   GRPC_PORT: port.default(50051),
   // Ops endpoint of a split-mode service process (/metrics, /healthz, /readyz); host defaults to GRPC_HOST.

@@ -1,4 +1,5 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { prettyDestination, type LogFormat } from './log-format.js';
 
 export type { Logger };
 
@@ -39,6 +40,10 @@ export interface LoggerOptions {
   service?: string;
   /** Where lines go; stdout by default. Tests pass a stream to capture output. */
   destination?: DestinationStream;
+  /** JSON lines (the default) or one readable line per entry (LOG_FORMAT, see resolveLogFormat). */
+  format?: LogFormat;
+  /** ANSI colours in the pretty format. */
+  colors?: boolean;
 }
 
 export function createLogger(options: LoggerOptions): Logger {
@@ -49,6 +54,8 @@ export function createLogger(options: LoggerOptions): Logger {
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    options.destination,
+    options.format === 'pretty'
+      ? prettyDestination(options.destination ?? process.stdout, { colors: options.colors ?? false })
+      : options.destination,
   );
 }

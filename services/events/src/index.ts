@@ -6,6 +6,7 @@
  */
 import { eventsv1, workspacev1 } from '@agenthub/proto';
 import { clientOptions, createClient, egressPolicy, serveGrpc, WORKSPACE_EVENTS_TOPIC, type Bus, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { reportBacklog } from './backlog.js';
 import { DeliveryWorker, intakeEvent } from './deliveries.js';
 import { DEFAULT_LIMITS, WebhookMetrics, type Clock, type EventsEnv, type EventsLimits } from './env.js';
 import { WebhookSender } from './send.js';
@@ -99,12 +100,14 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
     );
     if (deps.worker?.enabled !== false) worker.start();
     const subscription = await deps.bus.subscribe(CONSUMER_GROUP, [WORKSPACE_EVENTS_TOPIC], (message) => intakeEvent(env, message));
+    const stopBacklog = reportBacklog(deps.metrics, deps.db, deps.bus, { group: CONSUMER_GROUP, topics: [WORKSPACE_EVENTS_TOPIC] });
     const service = running;
     return {
       name: service.name,
       address: service.address,
       deliverDue: () => worker.deliverDue(),
       async stop(graceMs) {
+        stopBacklog();
         await subscription.stop();
         await worker.stop();
         await service.stop(graceMs);

@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type { IncomingMessage } from 'node:http';
-import { HubError, Reason, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
+import { HubError, newId, Reason, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { isOperator, type Authenticator } from './auth.js';
 import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
@@ -27,6 +27,8 @@ export interface GatewayAppOptions {
   /** Whether `/metrics` is served here; false when it has a port of its own (split mode). */
   publicMetrics: boolean;
   log: Logger;
+  /** Level of the one line logged per request: `info` in development, `debug` (the default) else. */
+  requestLogLevel?: 'info' | 'debug';
 }
 
 const AGENT_PATH = /^\/agents\/([^/]+)\/a2a$/;
@@ -46,6 +48,9 @@ export function createApp(options: GatewayAppOptions): Koa {
   app.on('error', (err: unknown) => options.log.warn({ err }, 'http error'));
 
   app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const requestId = requestIdOf(ctx.get('X-Request-Id'));
+    ctx.set('X-Request-Id', requestId);
     try {
       await next();
     } catch (err) {
@@ -60,6 +65,13 @@ export function createApp(options: GatewayAppOptions): Koa {
       : AGENT_CARD_PATH.test(ctx.path) ? '/agents/:id/.well-known/agent-card.json'
       : ctx.path === HUB_CARD_PATH ? HUB_CARD_PATH : 'other';
     options.metrics.httpRequests.inc({ route: routeLabel, status: String(ctx.status) });
+    const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+    const rpc = ctx.state.rpc ? ` ${ctx.state.rpc as string}` : '';
+    const code = rpcCodeOf(ctx.body);
+    options.log[options.requestLogLevel ?? 'debug'](
+      { request_id: requestId },
+      `${ctx.method} ${ctx.path.slice(0, 200)}${rpc} → ${ctx.status}${code ? ` ${code}` : ''} (${ms} ms)`,
+    );
   });
 
   app.use(async (ctx) => {
@@ -126,6 +138,7 @@ export function createApp(options: GatewayAppOptions): Koa {
     } catch {
       parsed = false;
     }
+    ctx.state.rpc = rpcLabel(body);
 
     const authorization = ctx.get('Authorization') || undefined;
     let principal: Principal;
@@ -171,7 +184,11 @@ export function createApp(options: GatewayAppOptions): Koa {
         // The SSE writer owns the response from here; Koa must not touch it.
         ctx.respond = false;
         ctx.status = 200;
+        const opening = process.hrtime.bigint();
         await writeSse(ctx.res, opened, abort.signal, options.log);
+        // A stream lasts as long as the task or the client: timed apart from ordinary calls.
+        const label = `${strictPath ? 'a2a:' : ''}${ctx.state.rpc as string}`;
+        options.metrics.rpcWaitDuration.observe({ method: label }, Number(process.hrtime.bigint() - opening) / 1e9);
         return;
       }
       ctx.body = opened;
@@ -217,4 +234,24 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
+}
+
+/** A caller's request id when it is a plain token (it reaches our logs), else a new one. */
+function requestIdOf(header: string): string {
+  return /^[\w.:-]{1,128}$/.test(header) ? header : newId('req');
+}
+
+/** What the request line names: the JSON-RPC method, or the size of a batch. */
+function rpcLabel(body: unknown): string | undefined {
+  if (Array.isArray(body)) return `batch(${body.length})`;
+  const method = body && typeof body === 'object' ? (body as { method?: unknown }).method : undefined;
+  if (typeof method !== 'string') return undefined;
+  // The caller chose it; anything but a plain name could forge lines on a terminal.
+  return /^[\w./:-]{1,100}$/.test(method) ? method : '(unnamed method)';
+}
+
+/** The JSON-RPC error code of a single response, for the request line. */
+function rpcCodeOf(body: unknown): number | undefined {
+  const error = body && typeof body === 'object' && !Array.isArray(body) ? (body as { error?: { code?: unknown } }).error : undefined;
+  return typeof error?.code === 'number' ? error.code : undefined;
 }

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
-import { createClient, type GrpcTls, type InternalKey, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
+import { createClient, listenFailure, type GrpcTls, type InternalKey, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
 import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index.js';
 import { createApp, type Readiness } from './app.js';
@@ -13,6 +13,7 @@ import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
+import { a2aWaits, hubWaits } from './waits.js';
 
 export { agentMethods } from './methods/index.js';
 export { adminMethods } from './admin.js';
@@ -47,6 +48,13 @@ export interface GatewayDeps {
   metricsListen?: { host: string; port: number };
   /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
   local?: LocalTransport;
+  /** Level of the line logged per request (`info` in development, see requestLogLevel). */
+  requestLogLevel?: 'info' | 'debug';
+}
+
+/** One info line per request in development (NODE_ENV unset), debug lines elsewhere. */
+export function requestLogLevel(nodeEnv: string): 'info' | 'debug' {
+  return nodeEnv === 'development' ? 'info' : 'debug';
 }
 
 export interface RunningGateway {
@@ -84,7 +92,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
 
   const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
   const app = createApp({
-    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
+    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion, waits: hubWaits }),
     adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
@@ -92,6 +100,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       maxBatch: 0,
       precheck: checkA2aVersion,
       errors: A2A_ERRORS,
+      waits: a2aWaits,
       // The dialects share method names; the strict endpoint's are counted apart.
       metricPrefix: 'a2a:',
     }),
@@ -103,13 +112,14 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     metrics: deps.metrics,
     publicMetrics: !deps.metricsListen,
     log: deps.log,
+    requestLogLevel: deps.requestLogLevel,
   });
 
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => reject(listenFailure(err, deps.host, deps.port, { host: 'HUB_HOST', port: 'HUB_PORT' })));
     server.listen(deps.port, deps.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;

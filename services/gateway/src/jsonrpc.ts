@@ -70,6 +70,8 @@ export interface JsonRpcHandlerOptions {
   errors?: ErrorDialect;
   /** Prefix of the method label in metrics, to tell endpoints whose method names overlap apart. */
   metricPrefix?: string;
+  /** Calls that wait by design (see waits.ts): timed in rpcWaitDuration, apart from rpcDuration. */
+  waits?: (method: string, params: Record<string, unknown>) => boolean;
 }
 
 /**
@@ -186,7 +188,8 @@ export class JsonRpcHandler {
       }
     }
     this.options.metrics.rpcRequests.inc({ method: label, code: String(response.error?.code ?? 0) });
-    this.options.metrics.rpcDuration.observe({ method: label }, Number(process.hrtime.bigint() - started) / 1e9);
+    const waited = method !== undefined && !response.error && this.options.waits?.(name, params as Record<string, unknown>) === true;
+    (waited ? this.options.metrics.rpcWaitDuration : this.options.metrics.rpcDuration).observe({ method: label }, Number(process.hrtime.bigint() - started) / 1e9);
     return response;
   }
 

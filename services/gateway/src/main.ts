@@ -1,5 +1,5 @@
 import { ConfigError, Metrics, openKv, splitSecurity, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { startGateway } from './index.js';
+import { requestLogLevel, startGateway } from './index.js';
 
 /**
  * The gateway as its own process (split mode): HTTP on HUB_HOST:HUB_PORT, forwarding to
@@ -30,6 +30,7 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     tls,
     // Like every split process, its metrics are on the ops port, which no Ingress routes to.
     metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT },
+    requestLogLevel: requestLogLevel(config.NODE_ENV),
   });
   log.info({ url: gateway.url, metrics: gateway.metricsUrl }, 'gateway listening');
   return async () => {
