@@ -10,6 +10,7 @@ import { Authenticator } from './auth.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
+import { originOf } from './origin.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 
@@ -33,6 +34,12 @@ export interface GatewayDeps {
   port: number;
   maxBodyBytes: number;
   maxBatch: number;
+  /** How deep JSON-RPC params may nest. */
+  maxJsonDepth?: number;
+  /** HUB_PUBLIC_URL: the base of the links Agent Cards hand out. */
+  publicUrl?: string;
+  /** HUB_TRUSTED_PROXIES: peers whose X-Forwarded-Proto/Host are believed when there is no publicUrl. */
+  trustedProxies?: readonly string[];
   authCacheMs: number;
   grpcTimeoutMs: number;
   internalToken?: string;
@@ -71,7 +78,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
-  const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
+  const common = { maxBatch: deps.maxBatch, maxDepth: deps.maxJsonDepth, log: deps.log, metrics: deps.metrics };
   const app = createApp({
     agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
     adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
@@ -85,6 +92,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       metricPrefix: 'a2a:',
     }),
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
+    origin: originOf({ publicUrl: deps.publicUrl, trustedProxies: deps.trustedProxies }),
     authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,

@@ -21,6 +21,9 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     port: config.HUB_PORT,
     maxBodyBytes: config.HUB_MAX_BODY_BYTES,
     maxBatch: config.HUB_MAX_BATCH,
+    maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
+    publicUrl: config.HUB_PUBLIC_URL,
+    trustedProxies: config.HUB_TRUSTED_PROXIES,
     // Without Redis the identity service cannot reach this process's cache to drop a revoked
     // key, so a separate gateway only caches when the cache is shared.
     authCacheMs: config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
