@@ -53,7 +53,7 @@ describe('Agent Card links', () => {
 
   it('uses HUB_PUBLIC_URL whatever the request says, and lets shared caches keep it', async () => {
     const gw = await gateway({ publicUrl: 'https://hub.example.com', trustedProxies: ['127.0.0.1'] });
-    for (const headers of [{}, { Host: 'evil.example' }, forwarded]) {
+    for (const headers of [{}, { Host: 'evil.example' }, forwarded] as Record<string, string>[]) {
       const answer = await card(gw, headers);
       expect(answer.body.provider?.url).toBe('https://hub.example.com');
       expect(answer.headers['cache-control']).toBe('public, max-age=300');
