@@ -7,6 +7,7 @@ export * from './grpc/index.js';
 export { loadConfig, ConfigError, type HubConfig } from './config.js';
 export { createLogger, REDACTED_PATHS, type Logger, type LoggerOptions } from './logger.js';
 export { Metrics } from './metrics.js';
+export { ensurePrivateDir, ensurePrivateFile } from './private-files.js';
 export * from './db/index.js';
 export * from './kv/index.js';
 export { newId, newSecret, sha256Hex } from './ids.js';

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { HubConfig, Logger, Stop } from '@agenthub/runtime';
 import { AdminClient, AdminError } from './admin-client.js';
@@ -29,7 +30,8 @@ Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/
                                                    (--model: fail unless that is the configured one)
 
 Options: --json (print the result as JSON), --url <hub url> (default HUB_URL or
-http://127.0.0.1:<HUB_PORT|8080>), --token <operator token>.`;
+http://127.0.0.1:<HUB_PORT|8080>), --token-file <path> (the operator token from a file; - reads
+standard input).`;
 
 type Flags = Record<string, string | string[] | boolean | undefined>;
 
@@ -170,6 +172,7 @@ async function run(argv: string[]): Promise<void> {
       json: { type: 'boolean' },
       url: { type: 'string' },
       token: { type: 'string' },
+      'token-file': { type: 'string' },
       tenant: { type: 'string' },
       name: { type: 'string' },
       id: { type: 'string' },
@@ -192,6 +195,9 @@ async function run(argv: string[]): Promise<void> {
     const load = services[action ?? 'all'];
     if (!load) throw new AdminError(`Unknown service "${action}"; choose ${Object.keys(services).join(', ')}`);
     const { runProcess } = await import('@agenthub/runtime');
+    // Whatever the hub writes (PGlite clusters, WAL, event log, token and KEK files) is its
+    // user's alone, whichever library creates the file.
+    process.umask(0o077);
     await runProcess(action ?? 'all', await load());
     return;
   }
@@ -222,7 +228,18 @@ function hubUrl(values: Flags): string {
 }
 
 async function operatorToken(values: Flags): Promise<string> {
-  if (typeof values.token === 'string') return values.token;
+  if (values.token !== undefined) {
+    throw new AdminError('--token would show the operator token to every local user (the process list); use --token-file <path>, --token-file - (standard input) or HUB_ADMIN_TOKEN');
+  }
+  if (typeof values['token-file'] === 'string') {
+    const path = values['token-file'];
+    const text = path === '-' ? await readStdin() : await readFile(path, 'utf8').catch(() => {
+      throw new AdminError(`Cannot read the operator token from ${path}`);
+    });
+    const token = text.trim();
+    if (!token) throw new AdminError(`No operator token in ${path === '-' ? 'standard input' : path}`);
+    return token;
+  }
   if (process.env.HUB_ADMIN_TOKEN) return process.env.HUB_ADMIN_TOKEN;
   const dataDir = process.env.HUB_DATA_DIR ?? './.agenthub';
   const token = await readAdminToken(dataDir);
@@ -230,6 +247,12 @@ async function operatorToken(values: Flags): Promise<string> {
     throw new AdminError(`No operator token: set HUB_ADMIN_TOKEN, or run from the folder where the hub keeps ${dataDir}/admin-token`);
   }
   return token;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 run(process.argv.slice(2)).catch((err: unknown) => {

@@ -1,7 +1,7 @@
 import { startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { clientOptions, createClient, ensurePrivateDir, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { startMessaging } from '@agenthub/messaging';
@@ -32,6 +32,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     for (const stop of [...stops].reverse()) await stop();
   };
   try {
+    await ensurePrivateDir(config.HUB_DATA_DIR, log);
     const listen = `${config.GRPC_HOST}:0`;
     // Every service still listens on gRPC (probes, contract tests); with inproc, calls between
     // them in this process skip the loopback network.
@@ -104,7 +105,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     });
     stops.push(() => events.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
-    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
+    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR, log)).token;
     const gateway = await startGateway({
       log: log.child({ service: 'gateway' }),
       metrics,
