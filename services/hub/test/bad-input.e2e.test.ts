@@ -90,6 +90,8 @@ describe.each(backends().map((b) => [b.name, b] as const))('bad input is the cal
       expect([pageToken, viaHub.body.error?.code, viaHub.body.error?.data?.field]).toEqual([pageToken, -32602, 'pageToken']);
       const viaStrict = await hub.call(alice.api_key, 'ListTasks', { pageToken }, { path: strict(), headers: A2A });
       expect([pageToken, viaStrict.body.error?.code]).toEqual([pageToken, -32602]);
+      const grants = await hub.call(alice.api_key, 'x-hub/grants.list', { page_token: pageToken });
+      expect([pageToken, grants.body.error?.code, grants.body.error?.data?.field]).toEqual([pageToken, -32602, 'page_token']);
     }
   });
 
