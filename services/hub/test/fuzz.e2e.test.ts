@@ -15,6 +15,8 @@ const SEED = Number(process.env.AGENTHUB_FUZZ_SEED ?? 20261126);
 const BODIES = Number(process.env.AGENTHUB_FUZZ_BODIES ?? 1200);
 /** Refused bodies between two checks that nothing was written (and at the end). */
 const CHECK_EVERY = 25;
+/** Longest a call may take to answer (blocking sends wait MESSAGING_BLOCKING_MS, set short below). */
+const ANSWER_MS = 20_000;
 
 /** mulberry32: small, seedable, good enough to pick inputs. */
 function prng(seed: number) {
@@ -71,6 +73,13 @@ function junk(rng: Rng, depth = 0): unknown {
   }
 }
 
+/** The same string, still plausible to a type check, with something nasty in it. */
+function poison(rng: Rng, text: string): string {
+  const at = rng.int(text.length + 1);
+  const insert = rng.pick(['\u0000', '\u0000\u0000', '🙂', '\u202e', '\ufeff', '%00', "'", '\\', ' ', 'é', '\ud83d']);
+  return rng.chance(0.15) ? text.repeat(rng.pick([2, 50, 3_000])) : `${text.slice(0, at)}${insert}${text.slice(at)}`;
+}
+
 /** Mutates one documented or undocumented parameter somewhere in `value`, in place. */
 function mutate(rng: Rng, value: Record<string, unknown>, depth = 0): void {
   const keys = Object.keys(value);
@@ -83,6 +92,8 @@ function mutate(rng: Rng, value: Record<string, unknown>, depth = 0): void {
   const inner = value[key];
   if (choice === 1) {
     delete value[key];
+  } else if (typeof inner === 'string' && rng.chance(0.5)) {
+    value[key] = poison(rng, inner);
   } else if (inner && typeof inner === 'object' && depth < 4 && rng.chance(0.6)) {
     if (Array.isArray(inner)) {
       if (inner.length && typeof inner[0] === 'object' && inner[0] && rng.chance(0.7)) mutate(rng, inner[rng.int(inner.length)] as Record<string, unknown>, depth + 1);
@@ -285,13 +296,16 @@ describe.each(backends().map((b) => [b.name, b] as const))('fuzzing every endpoi
       const { endpoint, body } = fuzzedBody(rng, calls);
       const key = endpoint === 'admin' ? hub.adminToken : rng.chance(0.02) ? 'ahk_wrong' : alice.api_key;
       const abort = new AbortController();
-      const response = await fetch(`${hub.url}${paths[endpoint]()}`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...(endpoint === 'strict' || rng.chance(0.5) ? { 'A2A-Version': '1.0' } : {}) },
-        body,
-        signal: abort.signal,
-      });
       const shown = (typeof body === 'string' ? body : body.toString('latin1')).slice(0, 300);
+      const headers = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...(endpoint === 'strict' || rng.chance(0.5) ? { 'A2A-Version': '1.0' } : {}) };
+      // A call that never answers is a finding too, not a hung run.
+      const response = await fetch(`${hub.url}${paths[endpoint]()}`, { method: 'POST', headers, body, signal: AbortSignal.any([abort.signal, AbortSignal.timeout(ANSWER_MS)]) }).catch(
+        (err: unknown) => {
+          problems.push(`${endpoint} ${shown} → no answer within ${ANSWER_MS} ms (${(err as Error).name})`);
+          return undefined;
+        },
+      );
+      if (!response) continue;
       if (response.status >= 500) {
         figures.http5xx++;
         problems.push(`${endpoint} ${shown} → HTTP ${response.status}`);
