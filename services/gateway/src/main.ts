@@ -31,6 +31,9 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     internalToken: config.HUB_INTERNAL_TOKEN,
   });
   log.info({ url: gateway.url }, 'gateway listening');
+  if (!config.HUB_PUBLIC_URL) {
+    log.warn('No HUB_PUBLIC_URL: Agent Cards take their links from each request (docs/security.md); set it to the URL clients reach the hub at');
+  }
   return async () => {
     await gateway.stop(config.HUB_SHUTDOWN_GRACE_MS);
     await kv.close();
