@@ -1,4 +1,4 @@
-import { chmod, mkdir, readdir, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from './logger.js';
 
@@ -30,7 +30,9 @@ async function restrict(path: string, mode: number, log: Logger, what: string): 
  * cluster is closed after it opens; files it adds later follow the umask of `serve` (077).
  */
 export async function restrictTree(dir: string): Promise<void> {
-  const info = await stat(dir);
+  const info = await lstat(dir);
+  // A link's target is not ours to change.
+  if (info.isSymbolicLink()) return;
   if (info.mode & 0o077) await chmod(dir, (info.mode & 0o700) | (info.isDirectory() ? 0o700 : 0));
   if (!info.isDirectory()) return;
   for (const entry of await readdir(dir)) await restrictTree(join(dir, entry));
