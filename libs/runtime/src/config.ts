@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { MAX_AUTH_CACHE_MS } from './auth-cache.js';
 import { ConfigError } from './config-error.js';
@@ -6,6 +7,20 @@ import { DEFAULT_MAX_CONNECTION_AGE_GRACE_MS, DEFAULT_MAX_CONNECTION_AGE_MS } fr
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const isAddressOrRange = (entry: string) => {
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+};
+const isBaseUrl = (value: string) => {
+  try {
+    const u = new URL(value);
+    return (u.protocol === 'https:' || u.protocol === 'http:') && !u.search && !u.hash && !u.username && !u.password;
+  } catch {
+    return false;
+  }
+};
 const url = (protocols: string[]) =>
   z.string().refine((value) => {
     try {
@@ -71,6 +86,21 @@ const schema = z.object({
   HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
+  // Gateway: the public base URL the hub is reached at (`https://hub.example.com`), from which
+  // Agent Cards build their links; without it, from the request (forwarded headers honoured only
+  // from HUB_TRUSTED_PROXIES, comma-separated addresses or CIDR ranges).
+  HUB_PUBLIC_URL: z
+    .string()
+    .refine(isBaseUrl, 'must be an http:// or https:// URL without query, fragment or credentials')
+    .transform((value) => value.replace(/\/+$/, ''))
+    .optional(),
+  HUB_TRUSTED_PROXIES: z
+    .string()
+    .transform((text) => text.split(',').map((entry) => entry.trim()).filter(Boolean))
+    .refine((entries) => entries.every(isAddressOrRange), 'must be comma-separated IP addresses or CIDR ranges (10.0.0.0/8)')
+    .optional(),
+  // Gateway: how deep JSON-RPC params may nest (objects and arrays, `data` parts included).
+  HUB_MAX_JSON_DEPTH: z.coerce.number().int().min(4).max(256).default(32),
   // Key-encryption keys of the secrets service, `v2:<base64 of 32 bytes>,v1:<…>`; the highest
   // version wraps, every listed one unwraps. Parsed (and checked) by the secrets service, whose
   // messages never echo key material.

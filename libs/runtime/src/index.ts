@@ -9,6 +9,7 @@ export { createLogger, REDACTED_PATHS, type Logger, type LoggerOptions } from '.
 export { resolveLogFormat, prettyDestination, type LogFormat, type LogFormatSetting } from './log-format.js';
 export { ListenError, listenFailure } from './listen.js';
 export { Metrics, type GaugeSample, type GrpcCallRecorder } from './metrics.js';
+export { ensurePrivateDir, ensurePrivateFile } from './private-files.js';
 export * from './db/index.js';
 export * from './kv/index.js';
 export { newId, newSecret, sha256Hex } from './ids.js';

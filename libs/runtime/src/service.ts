@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { ensurePrivateDir } from './private-files.js';
 import type { Bus } from './bus/bus.js';
 import { openBus } from './bus/open.js';
 import { ConfigError, type HubConfig } from './config.js';
@@ -121,6 +122,7 @@ export async function serviceProcess(
 ): Promise<Stop> {
   const { internalKey, tls } = await splitSecurity(config);
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
+  if (!config.DATABASE_URL) await ensurePrivateDir(config.HUB_DATA_DIR, log);
   const { db, kv } = await openBackends(config, name);
   let bus: Bus | undefined;
   try {

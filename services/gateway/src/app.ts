@@ -6,6 +6,7 @@ import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
 import { writeSse } from './sse.js';
 import { cardResponse, hubCard } from './a2a/index.js';
+import type { OriginOf } from './origin.js';
 
 export interface Readiness {
   ready: boolean;
@@ -19,6 +20,8 @@ export interface GatewayAppOptions {
   a2aRpc: JsonRpcHandler;
   /** An agent's Agent Card for `baseUrl`, or undefined when there is no such agent. */
   agentCard: (agentId: string, baseUrl: string, signal?: AbortSignal) => Promise<Record<string, unknown> | undefined>;
+  /** Where the links of a card point: the configured public URL, else the request's. */
+  origin: OriginOf;
   authenticator: Authenticator;
   adminToken: string;
   maxBodyBytes: number;
@@ -101,21 +104,32 @@ export function createApp(options: GatewayAppOptions): Koa {
     }
     const cardPath = AGENT_CARD_PATH.exec(ctx.path);
     if ((cardPath || ctx.path === HUB_CARD_PATH) && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
-      // Cards name absolute URLs; this hub's as the caller reached it.
-      const baseUrl = `${ctx.protocol}://${ctx.host}`;
-      const card = cardPath ? await options.agentCard(decodeURIComponent(cardPath[1]!), baseUrl) : hubCard(baseUrl);
+      const origin = options.origin({
+        remoteAddress: ctx.req.socket.remoteAddress,
+        encrypted: 'encrypted' in ctx.req.socket && ctx.req.socket.encrypted === true,
+        header: (name) => ctx.get(name) || undefined,
+      });
+      if (!origin) {
+        ctx.status = 400;
+        ctx.body = { error: 'The Host header does not name a host' };
+        return;
+      }
+      const agentId = cardPath ? pathSegment(cardPath[1]!) : undefined;
+      const card = cardPath ? agentId != null && (await options.agentCard(agentId, origin.baseUrl)) : hubCard(origin.baseUrl);
       if (!card) {
         ctx.status = 404;
         ctx.body = { error: 'Agent not found' };
         return;
       }
-      const answer = cardResponse(card, ctx.get('If-None-Match') || undefined);
+      const answer = cardResponse(card, ctx.get('If-None-Match') || undefined, origin.vary);
       ctx.set(answer.headers);
       ctx.status = answer.status;
       if (answer.body) ctx.body = answer.body;
       return;
     }
-    if (!rpcPath) {
+    // A path whose agent id is not valid percent-encoding names no agent: no route.
+    const targetAgentId = agentPath ? pathSegment(agentPath[1]!) : undefined;
+    if (!rpcPath || targetAgentId === null) {
       ctx.status = 404;
       ctx.body = { error: `No route for ${ctx.method} ${ctx.path}` };
       return;
@@ -173,7 +187,7 @@ export function createApp(options: GatewayAppOptions): Koa {
     });
     const rpcContext: RpcContext = {
       principal,
-      targetAgentId: agentPath ? decodeURIComponent(agentPath[1]!) : undefined,
+      targetAgentId: targetAgentId ?? undefined,
       a2aVersion: ctx.get('A2A-Version') || undefined,
       signal: abort.signal,
       lastEventId: ctx.get('Last-Event-ID') || undefined,
@@ -212,6 +226,15 @@ function unauthorized(ctx: Koa.Context, id: RpcId, message: string): void {
 
 function rpcError(id: RpcId, code: number, message: string) {
   return { jsonrpc: '2.0', id, error: protocolError(code, message) };
+}
+
+/** A percent-encoded path segment, or null when its encoding is malformed (no route matches it). */
+function pathSegment(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
 }
 
 /** The id of a single request, so even a refused call can be matched by the caller. */

@@ -11,6 +11,7 @@ import { serveMetrics } from './metrics-server.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
+import { originOf } from './origin.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 import { a2aWaits, hubWaits } from './waits.js';
@@ -35,6 +36,12 @@ export interface GatewayDeps {
   port: number;
   maxBodyBytes: number;
   maxBatch: number;
+  /** How deep JSON-RPC params may nest. */
+  maxJsonDepth?: number;
+  /** HUB_PUBLIC_URL: the base of the links Agent Cards hand out. */
+  publicUrl?: string;
+  /** HUB_TRUSTED_PROXIES: peers whose X-Forwarded-Proto/Host are believed when there is no publicUrl. */
+  trustedProxies?: readonly string[];
   authCacheMs: number;
   grpcTimeoutMs: number;
   /** Signs every call to the services. */
@@ -90,7 +97,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
-  const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
+  const common = { maxBatch: deps.maxBatch, maxDepth: deps.maxJsonDepth, log: deps.log, metrics: deps.metrics };
   const app = createApp({
     agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion, waits: hubWaits }),
     adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
@@ -105,6 +112,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       metricPrefix: 'a2a:',
     }),
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
+    origin: originOf({ publicUrl: deps.publicUrl, trustedProxies: deps.trustedProxies }),
     authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,

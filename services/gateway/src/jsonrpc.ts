@@ -1,5 +1,6 @@
 import { HubError, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { protocolError, RpcCode, toRpcError, type RpcError } from './errors.js';
+import { checkParams, DEFAULT_MAX_JSON_DEPTH } from './input.js';
 
 export type RpcId = string | number | null;
 
@@ -72,6 +73,8 @@ export interface JsonRpcHandlerOptions {
   metricPrefix?: string;
   /** Calls that wait by design (see waits.ts): timed in rpcWaitDuration, apart from rpcDuration. */
   waits?: (method: string, params: Record<string, unknown>) => boolean;
+  /** How deep params may nest (HUB_MAX_JSON_DEPTH). */
+  maxDepth?: number;
 }
 
 /**
@@ -172,6 +175,7 @@ export class JsonRpcHandler {
       response = this.invalid(id, `Invalid Request: ${name} answers with a stream; send it alone, not in a batch`);
     } else {
       try {
+        checkParams(params as Record<string, unknown>, this.options.maxDepth ?? DEFAULT_MAX_JSON_DEPTH);
         if (method.stream) {
           opened!(await method.stream(params as Record<string, unknown>, ctx));
           response = { jsonrpc: '2.0', id, result: null };

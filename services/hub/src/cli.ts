@@ -180,6 +180,7 @@ async function run(argv: string[]): Promise<void> {
       json: { type: 'boolean' },
       url: { type: 'string' },
       token: { type: 'string' },
+      'token-file': { type: 'string' },
       tenant: { type: 'string' },
       name: { type: 'string' },
       id: { type: 'string' },
@@ -207,6 +208,9 @@ async function run(argv: string[]): Promise<void> {
     const load = services[action ?? 'all'];
     if (!load) throw new UsageError(`Unknown service "${action}"; choose ${Object.keys(services).join(', ')}`);
     const { runProcess } = await import('@agenthub/runtime');
+    // Whatever the hub writes (PGlite clusters, WAL, event log, token and KEK files) is its
+    // user's alone, whichever library creates the file.
+    process.umask(0o077);
     await runProcess(action ?? 'all', await load());
     return;
   }
@@ -237,7 +241,18 @@ function hubUrl(values: Flags): string {
 }
 
 async function operatorToken(values: Flags): Promise<string> {
-  if (typeof values.token === 'string') return values.token;
+  if (values.token !== undefined) {
+    throw new UsageError('--token would show the operator token to every local user (the process list); use --token-file <path>, --token-file - (standard input) or HUB_ADMIN_TOKEN');
+  }
+  if (typeof values['token-file'] === 'string') {
+    const path = values['token-file'];
+    const text = path === '-' ? await readStdin() : await readFile(path, 'utf8').catch(() => {
+      throw new AdminError(`Cannot read the operator token from ${path}`);
+    });
+    const token = text.trim();
+    if (!token) throw new AdminError(`No operator token in ${path === '-' ? 'standard input' : path}`);
+    return token;
+  }
   if (process.env.HUB_ADMIN_TOKEN) return process.env.HUB_ADMIN_TOKEN;
   const dataDir = process.env.HUB_DATA_DIR ?? './.agenthub';
   const token = await readAdminToken(dataDir);
@@ -245,6 +260,12 @@ async function operatorToken(values: Flags): Promise<string> {
     throw new AdminError(`No operator token: set HUB_ADMIN_TOKEN, or run from the folder where the hub keeps ${dataDir}/admin-token`);
   }
   return token;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The hub's version, from the package.json at the top of the install. */

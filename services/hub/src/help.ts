@@ -52,7 +52,8 @@ model. Exits 1 if memories remain (no progress was made; run again).`,
 const OPTIONS = `Options of every administration command:
   --json            print the result as JSON
   --url <url>       the hub (default HUB_URL, else http://127.0.0.1:<HUB_PORT|8080>)
-  --token <token>   operator token (default HUB_ADMIN_TOKEN, else <HUB_DATA_DIR>/admin-token)
+  --token-file <path>  the operator token from a file (- reads standard input); default
+                    HUB_ADMIN_TOKEN, else <HUB_DATA_DIR>/admin-token
   -h, --help        help for the command
 
 Exit codes: 0 done, 1 the hub refused or failed the command (or left work undone), 2 bad usage.`;

@@ -1,7 +1,7 @@
 import { requestLogLevel, startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, egressAllowPrivate, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { clientOptions, createClient, egressAllowPrivate, ensurePrivateDir, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { startMessaging } from '@agenthub/messaging';
@@ -36,6 +36,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     for (const stop of [...stops].reverse()) await stop();
   };
   try {
+    await ensurePrivateDir(config.HUB_DATA_DIR, log);
     const listen = '127.0.0.1:0';
     const internalKey = InternalKey.generate();
     // Every service still listens on gRPC (probes, contract tests); with inproc, calls between
@@ -114,7 +115,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     });
     stops.push(() => events.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
-    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
+    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR, log)).token;
     const gateway = await startGateway({
       log: log.child({ service: 'gateway' }),
       metrics,
@@ -126,6 +127,9 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       port: config.HUB_PORT,
       maxBodyBytes: config.HUB_MAX_BODY_BYTES,
       maxBatch: config.HUB_MAX_BATCH,
+      maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
+      publicUrl: config.HUB_PUBLIC_URL,
+      trustedProxies: config.HUB_TRUSTED_PROXIES,
       authCacheMs: config.HUB_AUTH_CACHE_MS,
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
       internalKey,

@@ -42,8 +42,8 @@ export function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, LOG_LEVEL: 'warn', ...extra };
 }
 
-export function spawnBin(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnBin(args: string[], env: Record<string, string>, stdin: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: baseEnv(env), stdio: [stdin, 'pipe', 'pipe'] });
 }
 
 export function exitOf(child: ChildProcess): Promise<Exit> {
@@ -53,9 +53,10 @@ export function exitOf(child: ChildProcess): Promise<Exit> {
   });
 }
 
-/** Runs one `agenthub` command to completion. */
-export async function agenthub(args: string[], env: Record<string, string>): Promise<CommandResult> {
-  const child = spawnBin(args, env);
+/** Runs one `agenthub` command to completion; `input`, when given, is its standard input. */
+export async function agenthub(args: string[], env: Record<string, string>, input?: string): Promise<CommandResult> {
+  const child = spawnBin(args, env, input === undefined ? 'ignore' : 'pipe');
+  if (input !== undefined) child.stdin!.end(input);
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

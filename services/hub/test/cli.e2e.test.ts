@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agenthub, COMMAND_TIMEOUT_MS, freePort, HOOK_TIMEOUT_MS, serve, stop, stopAll, STOP_TIMEOUT_MS, type Served } from './bin.js';
@@ -191,10 +191,40 @@ describe('agenthub command', () => {
     }, 2 * COMMAND_TIMEOUT_MS);
 
     it('says the hub refused a wrong operator token', async () => {
-      const result = await agenthub(['tenants', 'list', '--token', 'wrong'], env);
+      const wrong = join(dataDir, 'wrong-token');
+      await writeFile(wrong, 'wrong\n', { mode: 0o600 });
+      const result = await agenthub(['tenants', 'list', '--token-file', wrong], env);
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain('The hub refused the operator token');
       expect(result.stdout).toBe('');
+    }, COMMAND_TIMEOUT_MS);
+
+    // Issue 12 item 7: an argument is in every local user's process list.
+    it('takes the operator token from a file or standard input, never from the command line', async () => {
+      const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
+      const onArgv = await agenthub(['tenants', 'list', '--token', token], env);
+      expect(onArgv.code).not.toBe(0);
+      expect(onArgv.stderr).toContain('--token-file');
+      expect(onArgv.stdout).toBe('');
+      const fromStdin = await agenthub(['tenants', 'list', '--token-file', '-', '--json'], { ...env, HUB_DATA_DIR: join(dataDir, 'elsewhere') }, `${token}\n`);
+      expect(fromStdin.code).toBe(0);
+      expect(JSON.parse(fromStdin.stdout).tenants).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'acme' })]));
+    }, 2 * COMMAND_TIMEOUT_MS);
+
+    // Issue 12 item 7: PGlite clusters, WAL and event log were 0666 in 0755 folders.
+    it('keeps the data directory and every file in it private to the hub\'s user', async () => {
+      const open: string[] = [];
+      const walk = async (path: string): Promise<void> => {
+        const info = await stat(path);
+        const limit = info.isDirectory() ? 0o700 : 0o600;
+        if (info.mode & 0o077 || (info.mode & 0o777 & ~limit)) open.push(`${path} 0${(info.mode & 0o777).toString(8)}`);
+        if (info.isDirectory()) for (const entry of await readdir(path)) await walk(join(path, entry));
+      };
+      await walk(dataDir);
+      // The test's own wrong-token file is written 0600 above; everything else is the hub's.
+      expect(open).toEqual([]);
+      expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
+      expect((await readdir(join(dataDir, 'messaging', 'pgdata'))).length).toBeGreaterThan(0);
     }, COMMAND_TIMEOUT_MS);
 
     it('reports a hub error with its message and code', async () => {
@@ -264,10 +294,17 @@ describe('agenthub command', () => {
       const started = Date.now();
       expect(await stop(hub)).toEqual({ code: 0, signal: null });
       expect(Date.now() - started).toBeLessThan(STOP_TIMEOUT_MS);
+      // Issue 12 item 7: a data directory and token file others could read are repaired, with a warning.
+      await chmod(dataDir, 0o755);
+      await chmod(join(dataDir, 'admin-token'), 0o644);
 
       hub = await serve(env, url);
       expect(hub.output().stdout).toContain(`AgentHub is listening on ${url}`);
       expect(await readFile(join(dataDir, 'admin-token'), 'utf8')).toBe(tokenBefore);
+      expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
+      expect((await stat(join(dataDir, 'admin-token'))).mode & 0o777).toBe(0o600);
+      expect(hub.output().stdout).toContain('data directory was open to other local users');
+      expect(hub.output().stdout).toContain('operator token file was open to other local users');
 
       const listed = await rpc(alice.api_key, 'x-hub/workspace.list');
       expect(listed.status).toBe(200);

@@ -26,6 +26,8 @@ const ADMIN_TOKEN = 'operator-token-0123456789';
 const INTERNAL_KEY = Buffer.alloc(32, 9).toString('base64');
 const KEKS = 'v1:' + Buffer.alloc(32, 7).toString('base64');
 const CREDENTIALS = [`secret.adminToken=${ADMIN_TOKEN}`, `secret.internalKey=${INTERNAL_KEY}`, `secret.keks=${KEKS}`];
+/** config.publicUrl has no default (the chart refuses to render without it). */
+const PUBLIC_URL = ['--set', 'config.publicUrl=https://agenthub.example.com'];
 
 /** Unpacks helm from the layer into a temp dir; returns its path, or why it could not. */
 function obtainHelm(): { helm: string; dir: string } | { reason: string } {
@@ -72,7 +74,7 @@ function helm(args: string[]): { status: number | null; stdout: string; stderr: 
 
 /** `helm template` with the values files and `--set`s given (plus CREDENTIALS unless `bare`). */
 function template(valuesFiles: string[] = [], sets: string[] = [], bare = false): { status: number | null; stdout: string; stderr: string } {
-  const args = ['template', 'hub', CHART, '--namespace', 'agents'];
+  const args = ['template', 'hub', CHART, '--namespace', 'agents', ...PUBLIC_URL];
   for (const file of valuesFiles) args.push('-f', file);
   for (const set of [...(bare ? [] : CREDENTIALS), ...sets]) args.push('--set', set);
   return helm(args);
@@ -120,7 +122,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['default values and the credentials', CREDENTIALS.flatMap((set) => ['--set', set])],
     ['production values', ['-f', PRODUCTION]],
   ])('passes helm lint --strict with %s', (_name, extra) => {
-    const result = helm(['lint', '--strict', CHART, ...extra]);
+    const result = helm(['lint', '--strict', CHART, ...PUBLIC_URL, ...extra]);
     expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
     expect(result.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
   });
@@ -347,6 +349,16 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     expect(find(without, 'ConfigMap', 'hub-agenthub-config').data!.EVENTS_ADDR).toBeUndefined();
   });
 
+  it('needs config.publicUrl (issue 12 item 4): Agent Cards link to it as HUB_PUBLIC_URL', () => {
+    expect(find(manifests, 'ConfigMap', 'hub-agenthub-config').data!.HUB_PUBLIC_URL).toBe('https://agenthub.example.com');
+    const credentials = CREDENTIALS.flatMap((credential) => ['--set', credential]);
+    const without = helm(['template', 'hub', CHART, ...credentials]);
+    expect(without.status).not.toBe(0);
+    expect(without.stderr).toContain('config.publicUrl is required');
+    const malformed = helm(['template', 'hub', CHART, ...credentials, '--set', 'config.publicUrl=agenthub.example.com']);
+    expect(malformed.stderr).toContain('/config/publicUrl');
+  });
+
   it('renders a ServiceMonitor per service only when enabled, each on the ops port (the gateway\'s too)', () => {
     expect(manifests.filter((m) => m.kind === 'ServiceMonitor')).toEqual([]);
     const monitors = production.filter((m) => m.kind === 'ServiceMonitor');
@@ -437,11 +449,11 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['a misspelt dashboard setting', 'grafanaDashboard.enable=true', '/grafanaDashboard'],
   ])('refuses %s at lint and template time (values.schema.json)', (_name, set, where) => {
     const credentials = CREDENTIALS.flatMap((credential) => ['--set', credential]);
-    const template = helm(['template', 'hub', CHART, ...credentials, '--set', set]);
+    const template = helm(['template', 'hub', CHART, ...PUBLIC_URL, ...credentials, '--set', set]);
     expect(template.status).not.toBe(0);
     expect(template.stderr).toContain("values don't meet the specifications of the schema");
     expect(template.stderr).toContain(where);
-    const lint = helm(['lint', '--strict', CHART, ...credentials, '--set', set]);
+    const lint = helm(['lint', '--strict', CHART, ...PUBLIC_URL, ...credentials, '--set', set]);
     expect(lint.status).not.toBe(0);
   });
 });

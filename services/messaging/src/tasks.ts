@@ -262,7 +262,10 @@ function pageToken(task: TaskRecord): string {
 function pageCursor(token: string): { updatedAt: number; id: string } {
   try {
     const [updatedAt, id] = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown[];
-    if (typeof updatedAt === 'number' && typeof id === 'string') return { updatedAt, id };
+    // Decoded text is the caller's: only what we could have issued goes on to the query.
+    if (Number.isSafeInteger(updatedAt) && (updatedAt as number) >= 0 && typeof id === 'string' && /^[\w-]{1,128}$/.test(id)) {
+      return { updatedAt: updatedAt as number, id };
+    }
   } catch {
     // Falls through to the refusal: a token we did not issue.
   }
