@@ -21,6 +21,8 @@
 //   BENCH_BLOCKING_REQUESTS      blocking round trips measured one at a time (default 300)
 //   BENCH_BLOCKING_CONCURRENCY   concurrent blocking senders for the throughput run (default 16)
 //   BENCH_PG_URL / BENCH_REDIS_URL / BENCH_HUB_ENV   as in the other benchmarks
+//   BENCH_PROFILE                1: the hub runs with --cpu-prof; read it with bench/profile-summary.js
+//   BENCH_HUB_ROOT               run the hub of another built copy of the tree (A/B a change)
 // Results go to bench/results/messaging.json. Exit 0 when every run measured cleanly (PASS or
 // BELOW TARGET is printed), 1 on failures, 2 when PostgreSQL or Redis is unreachable.
 
@@ -45,6 +47,8 @@ function settings() {
     blockingRequests: Math.round(envNumber('BENCH_BLOCKING_REQUESTS', 300, 10)),
     blockingConcurrency: Math.round(envNumber('BENCH_BLOCKING_CONCURRENCY', 16, 1)),
     hubEnv: parseHubEnv(),
+    hubRoot: resolve(ROOT, process.env.BENCH_HUB_ROOT || '.'),
+    profile: process.env.BENCH_PROFILE === '1',
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
   };
@@ -132,7 +136,10 @@ async function run(cleanups) {
   log('AgentHub benchmark: SendMessage (non-blocking and blocking to a connected echo agent) vs the durable-send floor and an @a2a-js/sdk server, same run');
   log(`  ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s measured per autocannon run; node ${process.version}, ${cpus().length} CPUs`);
   const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
-  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, ...opts.hubEnv });
+  const profileDir = join(HERE, 'results', 'profiles');
+  if (opts.profile) await mkdir(profileDir, { recursive: true });
+  const hub = await startHubProcess(opts.hubRoot, { ...env, HUB_ADMIN_TOKEN: adminToken, ...opts.hubEnv }, opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=messaging-hub-${id}.cpuprofile`] : []);
+  if (opts.profile) log(`  CPU profile of the hub: bench/results/profiles/messaging-hub-${id}.cpuprofile (written when it exits; times below are ms since it started)`);
   cleanups.push(() => hub.stop());
   log(`  hub up at ${hub.url} on PostgreSQL and Redis`);
 
@@ -157,7 +164,9 @@ async function run(cleanups) {
   const sdkBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'benchmark message' }] } } });
   // Interleaved: floor, hub, SDK server, so a change in the machine's load hits all three alike.
   const floor = await measure('durable-send floor', floorProcess.match[1], { authorization: `Bearer ${sender.apiKey}` }, sendBody, opts);
+  const sendsFrom = Math.round(performance.now() - hub.startedAt);
   const sends = await measure('SendMessage non-blocking', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, sendBody, opts);
+  if (opts.profile) log(`  profile window of the non-blocking sends (incl. warm-up): --from ${sendsFrom} --to ${Math.round(performance.now() - hub.startedAt)} --per-request ${sends.perSec * opts.duration}`);
   const sdk = await measure('@a2a-js/sdk server (in memory)', `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody, opts);
 
   const echoAgent = startEchoAgent(hub.url, echoer.apiKey, 4);
@@ -219,7 +228,7 @@ async function run(cleanups) {
     date: new Date().toISOString(),
     node: process.version,
     cpus: cpus().length,
-    settings: { ...opts, pgUrl: undefined, redisUrl: undefined },
+    settings: { ...opts, pgUrl: undefined, redisUrl: undefined, hubRoot: undefined },
     floor,
     sdk,
     nonBlocking: sends,
