@@ -14,6 +14,6 @@ export { serveGrpc, openBackends, serviceProcess, clientOptions, type ServiceDep
 export { authCacheKey, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
 export { runProcess, type Stop } from './process.js';
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';
-export { appendEvent, OUTBOX_TABLE_SQL, WORKSPACE_EVENTS_TOPIC, type OutboxEvent, type EventPayload } from './outbox.js';
+export { appendEvent, OUTBOX_INSERT_COLUMNS, outboxValues, OUTBOX_TABLE_SQL, WORKSPACE_EVENTS_TOPIC, type OutboxEvent, type EventPayload } from './outbox.js';
 export * from './bus/index.js';
 export { startRelay, notifyOutboxWrites, hasOutbox, type Relay, type RelayOptions, type OutboxNotifyingDb } from './relay.js';

@@ -2,7 +2,7 @@ import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
-import { listen } from './wake.js';
+import { listen, type Listener } from './wake.js';
 import { TERMINAL, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
 
 export { callerOf, type Caller } from '@agenthub/runtime';
@@ -163,16 +163,25 @@ function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds
   return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000 };
 }
 
-/** Waits until the task reaches a terminal or input-required state, or `ms` pass. */
-async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
-  const settled = (state: string) => TERMINAL.has(state as StateName) || state === 'input-required';
-  const listener = await listen(env.kv, taskChannel(taskId), signal, settled);
+const settled = (state: string) => TERMINAL.has(state as StateName) || state === 'input-required';
+
+/** Listens for the task's settling transitions; subscribe before the state it guards is read. */
+function listenForSettled(env: MessagingEnv, taskId: string, signal: AbortSignal): Promise<Listener> {
+  return listen(env.kv, taskChannel(taskId), signal, settled);
+}
+
+/**
+ * Waits until the task reaches a terminal or input-required state, or `ms` pass. The
+ * unsubscribe is not awaited: the answer does not depend on it.
+ */
+async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, listening: Promise<Listener>): Promise<void> {
+  const listener = await listening;
   try {
     const task = await env.store.getTask(taskId);
     if (!task || settled(task.state)) return;
     await listener.wait(ms);
   } finally {
-    await listener.close();
+    void listener.close();
   }
 }
 
@@ -192,6 +201,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   const stored: messagingv1.Message = { ...message, role: message.role || 'user', messageId: message.messageId || newId('msg') };
 
   let task: TaskRecord;
+  let listening: Promise<Listener> | undefined;
   if (request.taskId) {
     // Continuation: only the task's sender answers it; it must be waiting for input.
     const current = await visibleTask(env, caller, request.taskId);
@@ -232,8 +242,16 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, agent.id));
+    const taskId = newId('task');
+    // A blocking send subscribes while its task is written (one round trip less on its path); the
+    // subscription still exists before waitForSettled reads the task, so no transition is missed.
+    if (request.blocking && !offlineNoQueue) {
+      listening = listenForSettled(env, taskId, waitSignal(ctx));
+      // Awaited in waitForSettled; this only keeps a failed subscribe from being unhandled meanwhile.
+      listening.catch(() => undefined);
+    }
     task = {
-      id: newId('task'),
+      id: taskId,
       contextId: request.contextId || newId('ctx'),
       senderAgentId: caller.agentId,
       senderTenantId: caller.tenantId,
@@ -249,13 +267,22 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
-    await env.store.createTask(task, delivery);
+    try {
+      await env.store.createTask(task, delivery);
+    } catch (err) {
+      void listening?.then((l) => l.close(), () => undefined);
+      throw err;
+    }
   }
-  if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
+  // Not awaited: the delivery is committed, and a recipient that misses the wake claims it on its
+  // next poll; the sender need not wait for the publish.
+  if (task.state === 'submitted') void wakeInbox(env, task.recipientAgentId, ctx);
 
   if (request.blocking && !TERMINAL.has(task.state)) {
-    await waitForSettled(env, task.id, env.limits.blockingMs, waitSignal(ctx));
+    await waitForSettled(env, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
     task = (await env.store.getTask(task.id)) ?? task;
+  } else {
+    void listening?.then((l) => l.close(), () => undefined);
   }
   return { task: taskView(task, request.historyLength) };
 }
