@@ -15,7 +15,8 @@
 //   npm run build && node bench/messaging.js
 //
 // Settings (environment):
-//   BENCH_DURATION               measured seconds of each autocannon run (default 10)
+//   BENCH_DURATION               measured seconds per server (default 12), split over the rounds
+//   BENCH_ROUNDS                 interleaved slices per server (default 3)
 //   BENCH_WARMUP                 warm-up seconds before each, not measured (default 3)
 //   BENCH_CONNECTIONS            autocannon connections (default 32)
 //   BENCH_BLOCKING_REQUESTS      blocking round trips measured one at a time (default 300)
@@ -41,7 +42,8 @@ const TARGET_BLOCKING_P50_MS = 10;
 
 function settings() {
   return {
-    duration: envNumber('BENCH_DURATION', 10, 1),
+    duration: envNumber('BENCH_DURATION', 12, 1),
+    rounds: Math.round(envNumber('BENCH_ROUNDS', 3, 1)),
     warmup: envNumber('BENCH_WARMUP', 3, 0),
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
     blockingRequests: Math.round(envNumber('BENCH_BLOCKING_REQUESTS', 300, 10)),
@@ -81,6 +83,19 @@ async function measure(label, url, headers, body, opts) {
   const summary = { valid: failed === 0 && ok > 0, failed, perSec: round(ok / result.duration, 0), p50: result.latency.p50, p99: result.latency.p99 };
   log(`[${label}] ${summary.valid ? `${fmt(summary.perSec)} req/s, p50 ${summary.p50} ms, p99 ${summary.p99} ms` : `INVALID RUN: ${failed} failed`}`);
   return summary;
+}
+
+/** Slices of one target as one figure: summed rate, the median slice's p50, the worst p99. */
+function combine(slices) {
+  const p50s = slices.map((x) => x.p50).sort((x, y) => x - y);
+  return {
+    valid: slices.every((x) => x.valid),
+    failed: slices.reduce((n, x) => n + x.failed, 0),
+    perSec: round(slices.reduce((n, x) => n + x.perSec, 0) / slices.length, 0),
+    p50: p50s[Math.floor(p50s.length / 2)],
+    p99: Math.max(...slices.map((x) => x.p99)),
+    slices: slices.map((x) => x.perSec),
+  };
 }
 
 /**
@@ -163,11 +178,22 @@ async function run(cleanups) {
   // The SDK server speaks A2A 1.0 only; its request is the same send in that dialect.
   const sdkBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'benchmark message' }] } } });
   // Interleaved: floor, hub, SDK server, so a change in the machine's load hits all three alike.
-  const floor = await measure('durable-send floor', floorProcess.match[1], { authorization: `Bearer ${sender.apiKey}` }, sendBody, opts);
+  // Interleaved in BENCH_ROUNDS slices (floor, hub, SDK server, floor, …), so a change in the
+  // machine's load during the run hits all three alike; each figure sums its slices.
+  const targets = [
+    ['durable-send floor', floorProcess.match[1], { authorization: `Bearer ${sender.apiKey}` }, sendBody],
+    ['SendMessage non-blocking', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, sendBody],
+    ['@a2a-js/sdk server (in memory)', `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody],
+  ];
+  const slices = targets.map(() => []);
   const sendsFrom = Math.round(performance.now() - hub.startedAt);
-  const sends = await measure('SendMessage non-blocking', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, sendBody, opts);
-  if (opts.profile) log(`  profile window of the non-blocking sends (incl. warm-up): --from ${sendsFrom} --to ${Math.round(performance.now() - hub.startedAt)} --per-request ${sends.perSec * opts.duration}`);
-  const sdk = await measure('@a2a-js/sdk server (in memory)', `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody, opts);
+  for (let round = 0; round < opts.rounds; round += 1) {
+    for (const [i, [label, url, headers, body]] of targets.entries()) {
+      slices[i].push(await measure(label, url, headers, body, { ...opts, warmup: round === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds }));
+    }
+  }
+  const [floor, sends, sdk] = slices.map(combine);
+  if (opts.profile) log(`  profile window of the non-blocking sends (all rounds, with the floor and SDK slices between): --from ${sendsFrom} --to ${Math.round(performance.now() - hub.startedAt)}`);
 
   const echoAgent = startEchoAgent(hub.url, echoer.apiKey, 4);
   cleanups.push(() => echoAgent.stop());
@@ -217,9 +243,9 @@ async function run(cleanups) {
   const verdict = (ok) => (ok ? 'PASS' : 'BELOW TARGET');
   log('');
   const sendRatio = sends.perSec / floor.perSec;
-  log(`durable-send floor            ${fmt(floor.perSec)} sends/s, p50 ${floor.p50} ms`);
-  log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms`);
-  log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s, p50 ${sends.p50} ms: ${sendRatio.toFixed(3)} of the floor (target ≥ ${TARGET_SEND_RATIO}) ${verdict(sendRatio >= TARGET_SEND_RATIO)}; ${(sends.perSec / sdk.perSec).toFixed(3)} of the SDK server (stretch ≥ 1) ${verdict(sends.perSec >= sdk.perSec)}`);
+  log(`durable-send floor            ${fmt(floor.perSec)} sends/s, p50 ${floor.p50} ms (slices ${floor.slices.join(', ')})`);
+  log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms (slices ${sdk.slices.join(', ')})`);
+  log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s, p50 ${sends.p50} ms (slices ${sends.slices.join(', ')}): ${sendRatio.toFixed(3)} of the floor (target ≥ ${TARGET_SEND_RATIO}) ${verdict(sendRatio >= TARGET_SEND_RATIO)}; ${(sends.perSec / sdk.perSec).toFixed(3)} of the SDK server (stretch ≥ 1) ${verdict(sends.perSec >= sdk.perSec)}`);
   log(`blocking round trip (single)  p50 ${single.p50} ms, p99 ${single.p99} ms   target p50 < ${TARGET_BLOCKING_P50_MS} ms   ${verdict(single.p50 < TARGET_BLOCKING_P50_MS)}`);
   log(`blocking round trips (${opts.blockingConcurrency})     ${fmt(concurrent.perSec)}/s, p50 ${concurrent.p50} ms, p99 ${concurrent.p99} ms`);
 

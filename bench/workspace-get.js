@@ -9,7 +9,8 @@
 //   BENCH_DURATION=20 node bench/workspace-get.js   (seconds per measured run; default 10)
 //
 // Settings (environment):
-//   BENCH_DURATION     measured seconds per server (default 10)
+//   BENCH_DURATION     measured seconds per server (default 12), split over the rounds
+//   BENCH_ROUNDS       interleaved slices per server (default 3): hub, floor, hub, floor, …
 //   BENCH_WARMUP       warm-up seconds per server, not measured (default 3)
 //   BENCH_CONNECTIONS  concurrent keep-alive connections (default 32)
 //   BENCH_MODE         child (default): hub and floor each run as their own node process;
@@ -58,7 +59,8 @@ function settings() {
   const profile = process.env.BENCH_PROFILE === '1';
   if (profile && mode !== 'child') throw new UsageError('BENCH_PROFILE=1 needs BENCH_MODE=child');
   return {
-    duration: envNumber('BENCH_DURATION', 10, 1),
+    duration: envNumber('BENCH_DURATION', 12, 1),
+    rounds: Math.round(envNumber('BENCH_ROUNDS', 3, 1)),
     warmup: envNumber('BENCH_WARMUP', 3, 0),
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
     mode,
@@ -157,13 +159,21 @@ async function run(cleanups) {
   // 5. Load: warm-up, then the measured run, one server at a time.
   const load = { body, apiKey, connections: opts.connections, dbName };
   const results = {};
-  if (opts.only !== 'floor') {
-    const warningsBefore = hub.warnings(); // start-up warnings (e.g. about configuration) do not count
-    results.hub = await measure('hub', hub, load, opts);
+  // Interleaved in BENCH_ROUNDS slices (hub, floor, hub, …) so that a change in the machine's load
+  // during the run hits both alike; each side's figure combines its slices.
+  const slices = { hub: [], floor: [] };
+  const warningsBefore = hub.warnings(); // start-up warnings (e.g. about configuration) do not count
+  for (let r = 0; r < opts.rounds; r += 1) {
+    const slice = { ...opts, warmup: r === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds };
+    if (opts.only !== 'floor') slices.hub.push(await measure('hub', hub, load, slice));
+    if (floor) slices.floor.push(await measure('floor', floor, load, slice));
+  }
+  if (slices.hub.length) {
+    results.hub = combine(slices.hub);
     results.hub.hubLogWarnings = hub.warnings() - warningsBefore;
     if (results.hub.hubLogWarnings) log(`[hub] the hub logged ${results.hub.hubLogWarnings} warning/error lines during the runs`);
   }
-  if (floor) results.floor = await measure('floor', floor, load, opts);
+  if (slices.floor.length) results.floor = combine(slices.floor);
 
   // 6. Report.
   const ratio = results.hub?.valid && results.floor?.valid ? results.hub.requestsPerSec / results.floor.requestsPerSec : null;
@@ -297,6 +307,29 @@ async function measure(name, server, load, opts) {
   }
   log(`[${name}] ${valid ? `${fmt(summary.requestsPerSec)} req/s, p50 ${summary.latencyMs.p50} ms, p99 ${summary.latencyMs.p99} ms` : `INVALID RUN: ${JSON.stringify(failures)}`}`);
   return summary;
+}
+
+/** One figure from a server's slices: rates averaged, the median slice's p50, the worst p99, CPU per request averaged. */
+function combine(slices) {
+  if (slices.length === 1) return slices[0];
+  const sum = (f) => slices.reduce((n, x) => n + f(x), 0);
+  const mid = (f) => slices.map(f).sort((a, b) => a - b)[Math.floor(slices.length / 2)];
+  const cpuMs = slices.map((x) => x.cpu?.serverCpuMsPerRequest).filter((x) => x != null);
+  return {
+    valid: slices.every((x) => x.valid),
+    disturbed: slices.some((x) => x.disturbed),
+    requests: sum((x) => x.requests),
+    ok: sum((x) => x.ok),
+    errors: sum((x) => x.errors),
+    timeouts: sum((x) => x.timeouts),
+    non2xx: sum((x) => x.non2xx),
+    jsonRpcErrors: sum((x) => x.jsonRpcErrors),
+    seconds: round(sum((x) => x.seconds), 2),
+    requestsPerSec: round(sum((x) => x.requestsPerSec) / slices.length, 0),
+    latencyMs: { p50: mid((x) => x.latencyMs.p50), p99: Math.max(...slices.map((x) => x.latencyMs.p99)) },
+    cpu: { serverCpuMsPerRequest: cpuMs.length ? round(cpuMs.reduce((a, b) => a + b, 0) / cpuMs.length, 3) : null },
+    slices: slices.map((x) => ({ requestsPerSec: x.requestsPerSec, p50: x.latencyMs.p50, cpu: x.cpu })),
+  };
 }
 
 function printTable(results, ratio) {
