@@ -11,7 +11,7 @@ export * from './db/index.js';
 export * from './kv/index.js';
 export { newId, newSecret, sha256Hex } from './ids.js';
 export { serveGrpc, openBackends, serviceProcess, clientOptions, type ServiceDeps, type RunningService } from './service.js';
-export { authCacheKey, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
+export { authCacheKey, AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
 export { runProcess, type Stop } from './process.js';
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';
 export { appendEvent, OUTBOX_INSERT_COLUMNS, outboxValues, OUTBOX_TABLE_SQL, WORKSPACE_EVENTS_TOPIC, type OutboxEvent, type EventPayload } from './outbox.js';
