@@ -13,6 +13,7 @@
 //   BENCH_SOAK_SAMPLE    seconds between RSS samples (default 10)
 //   BENCH_WARMUP         warm-up seconds before the first sample (default 10)
 //   BENCH_CONNECTIONS    autocannon connections (default 32)
+//   BENCH_ONLY           hub | sdk: soak one of them only
 //   BENCH_PG_URL / BENCH_REDIS_URL / BENCH_HUB_ENV   as in the other benchmarks
 // Results go to bench/results/soak.json. Exit 0 when both runs measured without failures (FLAT
 // or GREW is printed), 1 on failures, 2 when PostgreSQL or Redis is unreachable.
@@ -36,6 +37,7 @@ function settings() {
     sample: envNumber('BENCH_SOAK_SAMPLE', 10, 1),
     warmup: envNumber('BENCH_WARMUP', 10, 0),
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
+    only: process.env.BENCH_ONLY || '',
     hubEnv: parseHubEnv(),
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
@@ -114,21 +116,24 @@ async function run(cleanups) {
     method: 'SendMessage',
     params: { message: { role: 'user', parts: [{ kind: 'text', text: 'soak message' }] }, configuration: { agentId: queue.agentId } },
   });
-  const hubRun = await soak('hub', hub.pid, `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, hubBody, opts);
+  const hubRun = opts.only === 'sdk' ? undefined : await soak('hub', hub.pid, `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, hubBody, opts);
   await hub.stop();
 
-  const sdkProcess = await startNodeProcess(cleanups, ROOT, [join(HERE, 'a2a.js'), 'direct-server'], {}, /listening on (\S+)/);
-  const sdkBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'soak', role: 'ROLE_USER', parts: [{ text: 'soak message' }] } } });
-  const sdkRun = await soak('@a2a-js/sdk server', sdkProcess.pid, `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody, opts);
+  let sdkRun;
+  if (opts.only !== 'hub') {
+    const sdkProcess = await startNodeProcess(cleanups, ROOT, [join(HERE, 'a2a.js'), 'direct-server'], {}, /listening on (\S+)/);
+    const sdkBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'soak', role: 'ROLE_USER', parts: [{ text: 'soak message' }] } } });
+    sdkRun = await soak('@a2a-js/sdk server', sdkProcess.pid, `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody, opts);
+  }
 
   log('');
-  log(`hub                 RSS ${hubRun.rss.firstMiB} → ${hubRun.rss.lastMiB} MiB over ${opts.seconds} s at ${fmt(hubRun.perSec)} sends/s   target within ${FLAT_TOLERANCE * 100}%   ${hubRun.flat ? 'FLAT' : 'GREW'}`);
-  log(`@a2a-js/sdk server  RSS ${sdkRun.rss.firstMiB} → ${sdkRun.rss.lastMiB} MiB over ${opts.seconds} s at ${fmt(sdkRun.perSec)} sends/s   ${sdkRun.flat ? 'FLAT' : 'GREW'}`);
-  const report = { benchmark: 'soak', date: new Date().toISOString(), node: process.version, cpus: cpus().length, settings: { ...opts, pgUrl: undefined, redisUrl: undefined }, hub: hubRun, sdk: sdkRun };
+  if (hubRun) log(`hub                 RSS ${hubRun.rss.firstMiB} → ${hubRun.rss.lastMiB} MiB over ${opts.seconds} s at ${fmt(hubRun.perSec)} sends/s   target within ${FLAT_TOLERANCE * 100}%   ${hubRun.flat ? 'FLAT' : 'GREW'}`);
+  if (sdkRun) log(`@a2a-js/sdk server  RSS ${sdkRun.rss.firstMiB} → ${sdkRun.rss.lastMiB} MiB over ${opts.seconds} s at ${fmt(sdkRun.perSec)} sends/s   ${sdkRun.flat ? 'FLAT' : 'GREW'}`);
+  const report = { benchmark: 'soak', date: new Date().toISOString(), node: process.version, cpus: cpus().length, settings: { ...opts, pgUrl: undefined, redisUrl: undefined }, hub: hubRun ?? null, sdk: sdkRun ?? null };
   await mkdir(join(HERE, 'results'), { recursive: true });
   await writeFile(join(HERE, 'results', 'soak.json'), `${JSON.stringify(report, null, 2)}\n`);
   log(`Results written to ${join('bench', 'results', 'soak.json')}`);
-  return hubRun.valid && sdkRun.valid ? 0 : 1;
+  return (hubRun?.valid ?? true) && (sdkRun?.valid ?? true) ? 0 : 1;
 }
 
 await runBench(run);
