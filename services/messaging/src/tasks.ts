@@ -2,7 +2,7 @@ import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
-import { listen, type Listener } from './wake.js';
+import { listen, type InboxWakes, type Listener } from './wake.js';
 import { TERMINAL, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
 
 export { callerOf, type Caller } from '@agenthub/runtime';
@@ -59,6 +59,8 @@ export interface MessagingEnv {
   identity: IdentityClient;
   recipients: Recipients;
   kv: Kv;
+  /** Wakes recipients' inbox long-polls (and push workers) after a send. */
+  wakes: InboxWakes;
   limits: MessagingLimits;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
@@ -151,13 +153,6 @@ export async function announce(env: MessagingEnv, task: TaskRecord, ctx: CallCon
   }
 }
 
-async function wakeInbox(env: MessagingEnv, agentId: string, ctx: CallContext) {
-  try {
-    await env.kv.publish(inboxChannel(agentId), '1');
-  } catch (err) {
-    ctx.log.warn({ err, agent_id: agentId }, 'could not wake an inbox');
-  }
-}
 
 function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds: number, now: number): NewDelivery {
   return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000 };
@@ -275,8 +270,8 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
   }
   // Not awaited: the delivery is committed, and a recipient that misses the wake claims it on its
-  // next poll; the sender need not wait for the publish.
-  if (task.state === 'submitted') void wakeInbox(env, task.recipientAgentId, ctx);
+  // next poll; the sender need not wait for the publish (coalesced per recipient, wake.ts).
+  if (task.state === 'submitted') env.wakes.wake(task.recipientAgentId, ctx.log);
 
   if (request.blocking && !TERMINAL.has(task.state)) {
     await waitForSettled(env, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
