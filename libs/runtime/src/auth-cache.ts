@@ -22,7 +22,8 @@ export const TOMBSTONE_TTL_MS = 2 * MAX_AUTH_CACHE_MS;
  * only while it has, within the last AUTH_LOCAL_LEASE_MS, received back a ping it published on
  * this channel: pub/sub keeps order, so such a ping, sent after the revocation was published,
  * arrives after it, and the entry is gone by then. A gateway whose subscription broke or lags
- * gets no recent ping and falls back to the Kv, where the tombstone already is.
+ * gets no recent ping and falls back to the Kv, where the tombstone already is; one whose
+ * subscription dropped and came back (losing what was published meanwhile) empties its memory.
  */
 export const AUTH_REVOKED_CHANNEL = 'auth:revoked';
 export const AUTH_LOCAL_LEASE_MS = 500;

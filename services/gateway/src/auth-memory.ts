@@ -7,8 +7,9 @@ const PING = 'ping:';
  * "API key hash → principal" in this gateway's memory, in front of the shared Kv cache, so a call
  * with a known key costs no round trip. Revocation drops entries through AUTH_REVOKED_CHANNEL;
  * the entries are trusted only while a ping this gateway published on that channel came back
- * within the last AUTH_LOCAL_LEASE_MS (the argument is in libs/runtime auth-cache.ts). Otherwise
- * `get` answers nothing and the caller asks the Kv, as without this cache.
+ * within the last AUTH_LOCAL_LEASE_MS (the argument is in libs/runtime auth-cache.ts), and it
+ * forgets everything whenever the subscription reports a gap. Otherwise `get` answers nothing and
+ * the caller asks the Kv, as without this cache.
  */
 export class AuthMemory {
   private readonly entries = new Map<string, { principal: Principal; until: number }>();
@@ -30,7 +31,7 @@ export class AuthMemory {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribe = await this.kv.subscribe(AUTH_REVOKED_CHANNEL, (message) => this.heard(message));
+    this.unsubscribe = await this.kv.subscribe(AUTH_REVOKED_CHANNEL, (message) => this.heard(message), () => this.forget());
     // Several pings per lease, so a healthy subscription never lets the lease lapse.
     this.timer = setInterval(() => this.ping(), Math.max(10, Math.floor(this.leaseMs / 5)));
     this.timer.unref();
@@ -79,6 +80,16 @@ export class AuthMemory {
     }
     this.epoch += 1;
     this.entries.delete(message);
+  }
+
+  /**
+   * Revocations may have been missed (the subscription dropped or came back): drop every entry and
+   * every lookup in flight. The pings alone would not tell: one sent after a short outage comes
+   * back although a revocation published during it never will.
+   */
+  private forget(): void {
+    this.epoch += 1;
+    this.entries.clear();
   }
 
   private ping(): void {

@@ -74,7 +74,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
 
   // Keys in this process's memory too, revoked through Kv pub/sub (auth-memory.ts).
   const authMemory = deps.authCacheMs > 0 ? new AuthMemory(deps.kv, deps.authCacheMs) : undefined;
-  await authMemory?.start();
+  // Without the subscription the memory is never trusted and the Kv answers, as before.
+  await authMemory?.start().catch((err) => deps.log.warn({ err }, 'API keys are not kept in memory: could not subscribe to revocations'));
   const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
   const app = createApp({
     agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),

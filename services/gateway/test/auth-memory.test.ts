@@ -68,6 +68,27 @@ describe.each(backends().map((b) => [b.name, b] as const))('gateway auth memory 
     expect(a.get('hash3')).toBeUndefined();
   });
 
+  it('forgets everything when its subscription reports a gap, even though its pings come back after it', async () => {
+    // A Kv whose subscription reports an outage on demand (named fake: a short Redis outage
+    // cannot be caused on demand without disturbing other users of the server).
+    let reportGap: (() => void) | undefined;
+    const gappy: Kv = Object.create(kvA, {
+      subscribe: {
+        value: (channel: string, onMessage: (m: string) => void, onGap?: () => void) => {
+          reportGap = onGap;
+          return kvA.subscribe(channel, onMessage, onGap);
+        },
+      },
+    });
+    const a = await start(gappy);
+    const epoch = a.snapshot();
+    a.fill('hash5', alice, a.snapshot());
+    expect(a.get('hash5')).toEqual(alice);
+    reportGap!(); // a revocation of hash5 may have been published during the outage
+    a.fill('hash6', alice, epoch); // a lookup that started before the gap
+    expect([a.get('hash5'), a.get('hash6')]).toEqual([undefined, undefined]);
+  });
+
   it('stops trusting its memory once it no longer hears its own pings', async () => {
     // A Kv whose pub/sub is cut (named fake: a broken subscription cannot be caused on demand).
     let cut = false;
