@@ -173,7 +173,8 @@ export async function hasOutbox(db: Queryable): Promise<boolean> {
   return rows[0]?.present === true;
 }
 
-const OUTBOX_INSERT = /^\s*insert\s+into\s+(\w+\.)?outbox\b/i;
+// Anywhere in the statement: a send writes its event in a CTE beside the rows it announces.
+const OUTBOX_INSERT = /\binsert\s+into\s+(\w+\.)?outbox\b/i;
 
 /** A Db that tells listeners when a write to the outbox committed. */
 export interface OutboxNotifyingDb extends Db {

@@ -8,6 +8,7 @@ import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index
 import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
 import { serveMetrics } from './metrics-server.js';
+import { AuthMemory } from './auth-memory.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
@@ -97,6 +98,10 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
+  // Keys in this process's memory too, revoked through Kv pub/sub (auth-memory.ts).
+  const authMemory = deps.authCacheMs > 0 ? new AuthMemory(deps.kv, deps.authCacheMs) : undefined;
+  // Without the subscription the memory is never trusted and the Kv answers, as before.
+  await authMemory?.start().catch((err) => deps.log.warn({ err }, 'API keys are not kept in memory: could not subscribe to revocations'));
   const common = { maxBatch: deps.maxBatch, maxDepth: deps.maxJsonDepth, log: deps.log, metrics: deps.metrics };
   const app = createApp({
     agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion, waits: hubWaits }),
@@ -113,7 +118,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     }),
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
     origin: originOf({ publicUrl: deps.publicUrl, trustedProxies: deps.trustedProxies }),
-    authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
+    authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs, authMemory),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,
     readiness: () => readiness(health, deps.kv),
@@ -153,6 +158,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         });
         server.closeIdleConnections();
       });
+      await authMemory?.stop();
       for (const client of [...clients.values(), ...Object.values(health)]) (client as unknown as { close(): void }).close();
     },
   };

@@ -35,7 +35,7 @@ export interface PushOptions {
   timeoutMs: number;
   /** Longest wait between attempts at an agent that does not answer, and between follow-ups (MESSAGING_PUSH_MAX_BACKOFF_MS). */
   maxBackoffMs: number;
-  /** First such wait; each next one doubles. */
+  /** First wait at an agent that does not answer; each next one doubles. */
   minBackoffMs: number;
   /** How often a replica looks for due work besides being woken (a send to a push agent it has not served yet waits up to this long). */
   pollMs: number;
@@ -54,6 +54,8 @@ export const DEFAULT_PUSH_OPTIONS: PushOptions = {
   maxResponseBytes: 4 * 1024 * 1024,
 };
 
+/** First follow-up of a task the agent accepted but had not finished; each next one doubles. */
+const FIRST_FOLLOW_UP_MS = 10;
 /** Deliveries forwarded to one agent before its lease goes back, so busy agents take turns. */
 const TURN = 20;
 /** Lease beyond one call's deadline: a replica that dies mid-call frees its work after this. */
@@ -164,9 +166,13 @@ class PushWorker {
     this.timer.unref();
   }
 
-  /** The wait after one that lasted `previousMs` (0: the first). */
+  /**
+   * The wait before asking about a working task again, after one that lasted `previousMs` (0: the
+   * first). The first is short: most agents finish at once, and accepted with returnImmediately
+   * their answer is still `submitted`; waiting minBackoffMs there made every exchange take 250 ms.
+   */
   private nextDelay(previousMs: number): number {
-    return Math.min(previousMs ? previousMs * 2 : this.options.minBackoffMs, this.options.maxBackoffMs);
+    return Math.min(previousMs ? previousMs * 2 : FIRST_FOLLOW_UP_MS, this.options.maxBackoffMs);
   }
 
   /** The wait after `failures` attempts in a row found the agent unavailable. */

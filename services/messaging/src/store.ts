@@ -1,5 +1,6 @@
 import { appendEvent, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
+import { TaskInsertBatcher } from './send-batch.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
 export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
@@ -80,23 +81,23 @@ const TASK_COLUMNS =
 
 /** The event every transition writes, in the transition's transaction. */
 async function transitionEvent(tx: Queryable, task: TaskRecord, from: StateName | undefined, now: number) {
-  await appendEvent(
-    tx,
-    {
-      topic: MESSAGING_EVENTS_TOPIC,
-      partitionKey: task.id,
-      type: from === undefined ? 'messaging.task.created' : 'messaging.task.transitioned',
-      data: {
-        task_id: task.id,
-        context_id: task.contextId,
-        sender_agent_id: task.senderAgentId,
-        recipient_agent_id: task.recipientAgentId,
-        ...(from !== undefined ? { from } : {}),
-        state: task.state,
-      },
+  await appendEvent(tx, transitionEventOf(task, from), new Date(now));
+}
+
+function transitionEventOf(task: TaskRecord, from: StateName | undefined) {
+  return {
+    topic: MESSAGING_EVENTS_TOPIC,
+    partitionKey: task.id,
+    type: from === undefined ? 'messaging.task.created' : 'messaging.task.transitioned',
+    data: {
+      task_id: task.id,
+      context_id: task.contextId,
+      sender_agent_id: task.senderAgentId,
+      recipient_agent_id: task.recipientAgentId,
+      ...(from !== undefined ? { from } : {}),
+      state: task.state,
     },
-    new Date(now),
-  );
+  };
 }
 
 export interface NewDelivery {
@@ -107,7 +108,11 @@ export interface NewDelivery {
 
 /** All SQL of the messaging service, in its own schema. */
 export class MessagingStore {
-  constructor(readonly db: Db) {}
+  private readonly newTasks: TaskInsertBatcher;
+
+  constructor(readonly db: Db) {
+    this.newTasks = new TaskInsertBatcher(db);
+  }
 
   async getTask(id: string, tx: Queryable = this.db): Promise<TaskRecord | undefined> {
     const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
@@ -115,26 +120,12 @@ export class MessagingStore {
   }
 
   /** Inserts a task with its first event and, unless undefined, its delivery. */
+  /**
+   * The task, its created event and its delivery in one statement, grouped with concurrent sends
+   * (send-batch.ts): one round trip and at most one commit per send, on the send's hot path.
+   */
   async createTask(task: TaskRecord, delivery: NewDelivery | undefined): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO tasks (${TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1)`,
-        [
-          task.id,
-          task.contextId,
-          task.senderAgentId,
-          task.senderTenantId,
-          task.recipientAgentId,
-          task.state,
-          JSON.stringify(task.messages),
-          JSON.stringify(task.artifacts),
-          task.createdAt,
-          task.updatedAt,
-        ],
-      );
-      await transitionEvent(tx, task, undefined, task.updatedAt);
-      if (delivery) await this.insertDelivery(tx, task, delivery);
-    });
+    await this.newTasks.insert({ task, event: transitionEventOf(task, undefined), delivery });
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {

@@ -2,7 +2,7 @@ import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
-import { listen } from './wake.js';
+import { listen, type InboxWakes, type Listener } from './wake.js';
 import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
 import type { MessagingStore, NewDelivery, StateName, TaskRecord } from './store.js';
 
@@ -60,6 +60,8 @@ export interface MessagingEnv {
   identity: IdentityClient;
   recipients: Recipients;
   kv: Kv;
+  /** Wakes recipients' inbox long-polls (and push workers) after a send. */
+  wakes: InboxWakes;
   limits: MessagingLimits;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
@@ -137,28 +139,30 @@ export async function announce(env: MessagingEnv, task: TaskRecord, ctx: CallCon
   }
 }
 
-async function wakeInbox(env: MessagingEnv, agentId: string, ctx: CallContext) {
-  try {
-    await env.kv.publish(inboxChannel(agentId), '1');
-  } catch (err) {
-    ctx.log.warn({ err, agent_id: agentId }, 'could not wake an inbox');
-  }
-}
 
 function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds: number, now: number): NewDelivery {
   return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000 };
 }
 
-/** Waits until the task reaches a terminal or input-required state, or `ms` pass. */
-async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
-  const settled = (state: string) => isSettled(state as StateName);
-  const listener = await listen(env.kv, taskChannel(taskId), signal, settled);
+const settled = (state: string) => isSettled(state as StateName);
+
+/** Listens for the task's settling transitions; subscribe before the state it guards is read. */
+function listenForSettled(env: MessagingEnv, taskId: string, signal: AbortSignal): Promise<Listener> {
+  return listen(env.kv, taskChannel(taskId), signal, settled);
+}
+
+/**
+ * Waits until the task reaches a terminal or input-required state, or `ms` pass. The
+ * unsubscribe is not awaited: the answer does not depend on it.
+ */
+async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, listening: Promise<Listener>): Promise<void> {
+  const listener = await listening;
   try {
     const task = await env.store.getTask(taskId);
     if (!task || settled(task.state)) return;
     await listener.wait(ms);
   } finally {
-    await listener.close();
+    void listener.close();
   }
 }
 
@@ -178,6 +182,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   const stored: messagingv1.Message = { ...message, role: message.role || 'user', messageId: message.messageId || newId('msg') };
 
   let task: TaskRecord;
+  let listening: Promise<Listener> | undefined;
   if (request.taskId) {
     // Continuation: only the task's sender answers it; it must be waiting for input.
     const current = await visibleTask(env, caller, request.taskId);
@@ -218,8 +223,16 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, agent.id));
+    const taskId = newId('task');
+    // A blocking send subscribes while its task is written (one round trip less on its path); the
+    // subscription still exists before waitForSettled reads the task, so no transition is missed.
+    if (request.blocking && !offlineNoQueue) {
+      listening = listenForSettled(env, taskId, waitSignal(ctx));
+      // Awaited in waitForSettled; this only keeps a failed subscribe from being unhandled meanwhile.
+      listening.catch(() => undefined);
+    }
     task = {
-      id: newId('task'),
+      id: taskId,
       contextId: request.contextId || newId('ctx'),
       senderAgentId: caller.agentId,
       senderTenantId: caller.tenantId,
@@ -235,13 +248,22 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
-    await env.store.createTask(task, delivery);
+    try {
+      await env.store.createTask(task, delivery);
+    } catch (err) {
+      void listening?.then((l) => l.close(), () => undefined);
+      throw err;
+    }
   }
-  if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
+  // Not awaited: the delivery is committed, and a recipient that misses the wake claims it on its
+  // next poll; the sender need not wait for the publish (coalesced per recipient, wake.ts).
+  if (task.state === 'submitted') env.wakes.wake(task.recipientAgentId, ctx.log);
 
   if (request.blocking && !FINAL.has(task.state)) {
-    await waitForSettled(env, task.id, env.limits.blockingMs, waitSignal(ctx));
+    await waitForSettled(env, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
     task = (await env.store.getTask(task.id)) ?? task;
+  } else {
+    void listening?.then((l) => l.close(), () => undefined);
   }
   return { task: taskView(task, request.historyLength) };
 }
