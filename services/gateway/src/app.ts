@@ -6,6 +6,7 @@ import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
 import { writeSse } from './sse.js';
 import { cardResponse, hubCard } from './a2a/index.js';
+import type { McpEndpoint } from './mcp/index.js';
 
 export interface Readiness {
   ready: boolean;
@@ -25,6 +26,8 @@ export interface GatewayAppOptions {
   readiness: () => Promise<Readiness>;
   metrics: Metrics;
   log: Logger;
+  /** The MCP endpoint (`/mcp`), when served. */
+  mcp?: McpEndpoint;
 }
 
 const AGENT_PATH = /^\/agents\/([^/]+)\/a2a$/;
@@ -32,7 +35,7 @@ const STRICT_A2A_PATH = /^\/agents\/([^/]+)\/a2a\/v1$/;
 const AGENT_CARD_PATH = /^\/agents\/([^/]+)\/\.well-known\/agent-card\.json$/;
 const HUB_CARD_PATH = '/.well-known/agent-card.json';
 
-class BodyTooLarge extends Error {}
+export class BodyTooLarge extends Error {}
 
 /**
  * The HTTP face of the hub: JSON-RPC endpoints (`/a2a`, `/agents/{id}/a2a`, `/admin`) and the
@@ -61,6 +64,12 @@ export function createApp(options: GatewayAppOptions): Koa {
   });
 
   app.use(async (ctx) => {
+    if (ctx.path === '/mcp' && options.mcp) {
+      // The MCP SDK's transport owns the response; Koa must not touch it.
+      ctx.respond = false;
+      await options.mcp(ctx.req, ctx.res);
+      return;
+    }
     const strictPath = STRICT_A2A_PATH.exec(ctx.path);
     const agentPath = AGENT_PATH.exec(ctx.path) ?? strictPath;
     const rpcPath = ctx.path === '/a2a' || ctx.path === '/admin' || agentPath;
@@ -204,7 +213,7 @@ function idOf(body: unknown): RpcId {
   return null;
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge();
   const chunks: Buffer[] = [];

@@ -9,11 +9,13 @@ import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
+import { mcpEndpoint } from './mcp/index.js';
 import { agentMethods } from './methods/index.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 
 export { agentMethods } from './methods/index.js';
+export { TOOLS as MCP_TOOLS } from './mcp/index.js';
 export { adminMethods } from './admin.js';
 export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
 export { RpcCode, toRpcError } from './errors.js';
@@ -72,8 +74,11 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         });
 
   const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
+  const methods = agentMethods(clients);
+  const agentRpc = new JsonRpcHandler({ ...common, methods, precheck: checkVersion });
+  const authenticator = new Authenticator(identity, deps.kv, deps.authCacheMs);
   const app = createApp({
-    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
+    agentRpc,
     adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
@@ -85,7 +90,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       metricPrefix: 'a2a:',
     }),
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
-    authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
+    authenticator,
+    mcp: mcpEndpoint({ rpc: agentRpc, methods, authenticator, maxBodyBytes: deps.maxBodyBytes, log: deps.log }),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,
     readiness: () => readiness(health, deps.kv),
