@@ -135,6 +135,7 @@ export class HubClient {
         continue;
       }
       let finished = false;
+      let yielded = false;
       try {
         for await (const event of parseSse(response.body!)) {
           const message = JSON.parse(event.data) as { result?: unknown; error?: RpcErrorBody };
@@ -146,6 +147,7 @@ export class HubClient {
             current = { method: 'SubscribeToTask', params: { id: result.id } };
           }
           yield { ...(event.id !== undefined ? { id: event.id } : {}), result: message.result as ResultOf<M> };
+          yielded = true;
           if (result.final === true || (result.kind === 'task' && TERMINAL.has(result.status?.state ?? ''))) finished = true;
         }
       } catch (err) {
@@ -156,6 +158,8 @@ export class HubClient {
         continue;
       }
       if (finished || current.method === 'SendStreamingMessage') return;
+      // A peer that closes streams at once must not be called in a tight loop.
+      if (!yielded) await sleep(this.delay(undefined, 1, policy), options.signal);
     }
   }
 
