@@ -162,7 +162,8 @@ export function createApp(options: GatewayAppOptions): Koa {
       return;
     }
     const abort = new AbortController();
-    ctx.req.once('close', () => {
+    // The response's 'close' is the client leaving; the request's fires once its body was read.
+    ctx.res.once('close', () => {
       if (!ctx.res.writableEnded) abort.abort();
     });
     const rpcContext: RpcContext = {
