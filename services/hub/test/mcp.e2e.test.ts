@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -178,6 +181,16 @@ describe.each(backends().map((b) => [b.name, b] as const))('MCP endpoint (%s)', 
     await expect(stranger.connect(new StreamableHTTPClientTransport(new URL('/mcp', hub.url)))).rejects.toThrow();
     const get = await fetch(`${hub.url}/mcp`, { headers: { Authorization: `Bearer ${owner.api_key}`, Accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
+  });
+
+  it('examples/mcp-client.mjs runs as the guide says', async () => {
+    const example = fileURLToPath(new URL('../../../examples/mcp-client.mjs', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [example], {
+      env: { ...process.env, AGENTHUB_URL: hub.url, AGENTHUB_API_KEY: owner.api_key },
+      timeout: 120_000,
+    });
+    expect(stdout).toContain('tools: list_workspaces, get_workspace');
+    expect(stdout).toMatch(/^Research: The launch moved to March 3rd\. \(score 0\.\d\d\)$/m);
   });
 
   it('every tool was called above', () => {
