@@ -113,3 +113,39 @@ describe('HubClient', () => {
     }
   });
 });
+
+describe('serve()', () => {
+  it('reconnects a dropped inbox stream, moves the task from the reply and acks only after', async () => {
+    const delivery = { delivery_id: 'dlv_1', task_id: 'task_1', context_id: 'ctx_1', from_agent_id: 'agt_s', message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] }, created_at: 0, attempt: 1 };
+    let streams = 0;
+    const acked = new AbortController();
+    const hub = await peer((s, _n, res, req) => {
+      if (s.method === 'x-hub/inbox.stream') {
+        streams += 1;
+        if (streams === 1) return req.socket.destroy();
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        // Held open, as the hub holds an inbox stream.
+        return res.write(`id: dlv_1\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: s.body.id, result: { kind: 'delivery', ...delivery } })}\n\n`);
+      }
+      if (s.method === 'x-hub/inbox.ack') acked.abort();
+      json(res, 200, { jsonrpc: '2.0', id: s.body.id, result: s.method === 'x-hub/inbox.ack' ? { acked: true } : {} });
+    });
+    try {
+      const client = new HubClient({ url: hub.url, apiKey: 'ahk_test', retry: { baseMs: 10 } });
+      const texts: string[] = [];
+      const serving = client.serve(({ text }) => (texts.push(text), { text: text.toUpperCase() }), { signal: acked.signal, maxBackoffMs: 50 });
+      await serving;
+      expect(texts).toEqual(['hi']);
+      expect(hub.seen.map((s) => [s.method, s.body.params.state ?? s.body.params.delivery_id ?? null])).toEqual([
+        ['x-hub/inbox.stream', null],
+        ['x-hub/inbox.stream', null],
+        ['x-hub/tasks.update', 'working'],
+        ['x-hub/tasks.update', 'completed'],
+        ['x-hub/inbox.ack', 'dlv_1'],
+      ]);
+      expect(hub.seen[3]!.body.params.artifacts).toEqual([{ name: 'response', parts: [{ kind: 'text', text: 'HI' }] }]);
+    } finally {
+      await hub.close();
+    }
+  });
+});
