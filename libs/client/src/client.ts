@@ -128,7 +128,7 @@ export class HubClient {
           throw body.error ?? new HubRpcError({ code: ErrorCode.INTERNAL_ERROR, message: `${method} did not answer with a stream` }, response.status);
         }
       } catch (err) {
-        // A stream only opens once the hub accepted it: retrying the open is always safe.
+        // Opening again is safe: a SendStreamingMessage carries its messageId, so a repeat is the same send.
         failures += 1;
         if (!this.shouldRetry(err, failures, policy, true)) throw err;
         await sleep(this.delay(err, failures, policy), options.signal);
