@@ -56,7 +56,7 @@ export interface HubMethods {
   'x-hub/grants.request': Unary<{ agent_id: string }, { grant: Grant; created: boolean }>;
   'x-hub/grants.approve': Unary<{ grant_id: string }, { grant: Grant }>;
   'x-hub/grants.revoke': Unary<{ grant_id: string }, { grant: Grant }>;
-  'x-hub/grants.list': Unary<{ status?: Grant['status'] }, { grants: Grant[]; count: number }>;
+  'x-hub/grants.list': Unary<{ status?: Grant['status']; page_size?: number; page_token?: string }, { grants: Grant[]; count: number; next_page_token: string | null }>;
   'x-hub/agents.get': Unary<{ agent_id: string }, { agent: AgentInfo }>;
 
   'x-hub/workspace.secrets.set': Unary<WorkspaceRef & { key: string; value: string }, { key: string; created: boolean; created_at: number; updated_at: number }>;

@@ -61,7 +61,7 @@ const CLIENT_PARAMS: { [M in MethodName]?: KeySet<M> } = {
   'x-hub/grants.request': { agent_id: true },
   'x-hub/grants.approve': { grant_id: true },
   'x-hub/grants.revoke': { grant_id: true },
-  'x-hub/grants.list': { status: true },
+  'x-hub/grants.list': { status: true, page_size: true, page_token: true },
   'x-hub/agents.get': { agent_id: true },
   'x-hub/workspace.secrets.set': { workspace_id: true, key: true, value: true },
   'x-hub/workspace.secrets.get': { workspace_id: true, key: true },
