@@ -152,8 +152,10 @@ export function createApp(options: GatewayAppOptions): Koa {
       ctx.body = handler.parseError();
       return;
     }
+    // The request's own 'close' has fired once its body was read; the response's fires when the
+    // client hangs up, and then the calls made for it stop waiting (and claim nothing).
     const abort = new AbortController();
-    ctx.req.once('close', () => {
+    ctx.res.once('close', () => {
       if (!ctx.res.writableEnded) abort.abort();
     });
     const rpcContext: RpcContext = {
