@@ -1,0 +1,163 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { backends } from '@agenthub/testing';
+import { freePort, startHubProcess, type HubProcess } from './hub-process.js';
+import { WebhookReceiver } from './webhook-receiver.js';
+
+/**
+ * Crash safety: a real hub process is SIGKILLed (no shutdown hook runs) in the middle of a burst
+ * of SendMessage calls and workspace changes, then started again on the same data. Every send that
+ * returned a task is delivered to its recipient, every change that was acknowledged reaches its
+ * webhook (at least once: duplicates are counted, not refused), and every task is still in a state
+ * it could be in. The figures are printed on one line per backend.
+ */
+
+const SENDS = 200;
+const CHANGES = 60;
+const CONCURRENCY = 8;
+/** The hub is killed once this many sends have been acknowledged: mid-burst. */
+const KILL_AFTER_SENDS = 60;
+
+interface Reply {
+  result?: any;
+  error?: { code: number; message: string };
+}
+
+async function rpc(url: string, key: string, method: string, params: unknown, path = '/a2a'): Promise<Reply> {
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  return (await response.json()) as Reply;
+}
+
+async function ok(url: string, key: string, method: string, params: unknown, path?: string): Promise<any> {
+  const reply = await rpc(url, key, method, params, path);
+  if (reply.error || reply.result === undefined) throw new Error(`${method} failed: ${JSON.stringify(reply.error)}`);
+  return reply.result;
+}
+
+/** Runs `count` calls, `CONCURRENCY` at a time; returns the indexes whose call returned a result. */
+async function burst(count: number, one: (i: number) => Promise<boolean>): Promise<Set<number>> {
+  const acked = new Set<number>();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < count) {
+        const i = next++;
+        // A call cut off by the kill (connection reset or refused) is neither acknowledged nor counted.
+        if (await one(i).catch(() => false)) acked.add(i);
+      }
+    }),
+  );
+  return acked;
+}
+
+describe.each(backends().map((b) => [b.name, b] as const))('a hub SIGKILLed mid-burst (%s)', (name, backend) => {
+  it('loses no acknowledged send and no acknowledged workspace change', async () => {
+    const provisioned = await backend.provision();
+    const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-crash-'));
+    const receiver = await WebhookReceiver.start();
+    const adminToken = `crash-admin-${randomBytes(12).toString('hex')}`;
+    const env: Record<string, string> = {
+      HUB_PORT: String(await freePort()),
+      HUB_DATA_DIR: dataDir,
+      HUB_ADMIN_TOKEN: adminToken,
+      HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
+      HUB_EGRESS_ALLOW_PRIVATE: 'true',
+      HUB_METRICS: 'false',
+      WEBHOOK_TIMEOUT_MS: '2000',
+      WEBHOOK_RETRY_SCHEDULE_MS: '0,200,400,800,1600,3200',
+      ...(provisioned.databaseUrl ? { DATABASE_URL: provisioned.databaseUrl } : {}),
+      ...(provisioned.redisUrl ? { REDIS_URL: provisioned.redisUrl, REDIS_PREFIX: provisioned.redisPrefix } : {}),
+    };
+    let hub: HubProcess | undefined;
+    try {
+      hub = await startHubProcess(env);
+      const url = hub.url;
+      const agent = async (agentName: string) => {
+        const created = await ok(url, adminToken, 'agents.create', { tenant_id: 'acme', name: agentName, create_tenant: true }, '/admin');
+        return { id: created.agent.id as string, key: created.api_key as string };
+      };
+      const sender = await agent('sender');
+      const recipient = await agent('recipient');
+      const workspaceId = (await ok(url, sender.key, 'x-hub/workspace.create', { name: 'Crashed' })).workspace.id;
+      await ok(url, sender.key, 'x-hub/webhooks.create', { workspace_id: workspaceId, url: receiver.url('/crash') });
+
+      // The burst: sends and workspace changes side by side; the kill lands once enough sends
+      // were acknowledged, with calls of both kinds in flight.
+      const taskOf = new Map<number, string>();
+      let killed: Promise<void> | undefined;
+      const crashed = hub;
+      const sends = burst(SENDS, async (i) => {
+        const reply = await rpc(url, sender.key, 'SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: `send ${i}` }] }, configuration: { agentId: recipient.id } });
+        if (!reply.result?.id) return false;
+        taskOf.set(i, reply.result.id);
+        if (taskOf.size >= KILL_AFTER_SENDS) killed ??= crashed.kill('SIGKILL');
+        return true;
+      });
+      const changes = burst(CHANGES, async (i) => {
+        const reply = await rpc(url, sender.key, 'x-hub/workspace.secrets.set', { workspace_id: workspaceId, key: `CRASH_${i}`, value: `v${i}` });
+        return reply.result !== undefined;
+      });
+      const [sent, changed] = await Promise.all([sends, changes]);
+      await (killed ?? crashed.kill('SIGKILL'));
+      expect(crashed.child.signalCode).toBe('SIGKILL');
+      expect(sent.size).toBeGreaterThanOrEqual(KILL_AFTER_SENDS);
+
+      hub = await startHubProcess(env);
+
+      // Drain the recipient's inbox: nothing was claimed before the kill, so all of it is visible now.
+      const ackedTasks = new Set([...sent].map((i) => taskOf.get(i)!));
+      const deliveredCount = new Map<string, number>();
+      const drainUntil = Date.now() + 30_000;
+      while (Date.now() < drainUntil && [...ackedTasks].some((id) => !deliveredCount.has(id))) {
+        const { deliveries } = await ok(hub.url, recipient.key, 'x-hub/inbox.poll', { max: 100, wait_ms: 1_000 });
+        for (const d of deliveries) {
+          deliveredCount.set(d.task_id, (deliveredCount.get(d.task_id) ?? 0) + 1);
+          await ok(hub.url, recipient.key, 'x-hub/inbox.ack', { delivery_id: d.delivery_id });
+        }
+      }
+      const lostSends = [...ackedTasks].filter((id) => !deliveredCount.has(id));
+      const sendDuplicates = [...deliveredCount.values()].reduce((sum, n) => sum + n - 1, 0);
+
+      // Every change acknowledged before the kill, and each event at least once (by webhook-id).
+      const ackedKeys = new Set([...changed].map((i) => `CRASH_${i}`));
+      const keysSeen = () => new Set(receiver.on('/crash').map((r) => r.body?.data?.key as string));
+      await receiver
+        .waitFor('every acknowledged change at its webhook', () => [...ackedKeys].every((k) => keysSeen().has(k)), 60_000)
+        .catch(() => undefined);
+      const requests = receiver.on('/crash');
+      const seen = keysSeen();
+      const lostChanges = [...ackedKeys].filter((k) => !seen.has(k));
+      const hookDuplicates = requests.length - new Set(requests.map((r) => r.headers['webhook-id'])).size;
+
+      console.log(
+        `crash (${name}): sends acknowledged=${ackedTasks.size} delivered=${ackedTasks.size - lostSends.length} lost=${lostSends.length} duplicates=${sendDuplicates}; ` +
+          `webhook changes acknowledged=${ackedKeys.size} delivered=${ackedKeys.size - lostChanges.length} lost=${lostChanges.length} duplicates=${hookDuplicates}`,
+      );
+      expect(lostSends).toEqual([]);
+      expect(lostChanges).toEqual([]);
+
+      // No task in an impossible state: each acknowledged one is still submitted (nobody worked
+      // on it) and can be completed once.
+      for (const id of ackedTasks) {
+        expect((await ok(hub.url, sender.key, 'GetTask', { id })).status.state).toBe('submitted');
+      }
+      const some = [...ackedTasks].slice(0, 5);
+      for (const id of some) {
+        await ok(hub.url, recipient.key, 'x-hub/tasks.update', { task_id: id, state: 'completed' });
+        expect((await ok(hub.url, sender.key, 'GetTask', { id })).status.state).toBe('completed');
+      }
+    } finally {
+      await hub?.kill('SIGKILL');
+      await receiver.close();
+      await provisioned.dispose();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 240_000);
+});
