@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { backends } from '@agenthub/testing';
+import type { ProvisionedBackend } from '@agenthub/testing';
+import { hubModes } from './harness.js';
 import { freePort, startHubProcess, type HubProcess } from './hub-process.js';
+import { startSplitStack, type SplitStack } from './split-hub.js';
 import { WebhookReceiver } from './webhook-receiver.js';
 
 /**
@@ -11,7 +13,8 @@ import { WebhookReceiver } from './webhook-receiver.js';
  * of SendMessage calls and workspace changes, then started again on the same data. Every send that
  * returned a task is delivered to its recipient, every change that was acknowledged reaches its
  * webhook (at least once: duplicates are counted, not refused), and every task is still in a state
- * it could be in. The figures are printed on one line per backend.
+ * it could be in. The figures are printed on one line per backend. In split mode one messaging
+ * replica and the events service are the processes killed; the gateway and the rest stay up.
  */
 
 const SENDS = 200;
@@ -57,30 +60,81 @@ async function burst(count: number, one: (i: number) => Promise<boolean>): Promi
   return acked;
 }
 
-describe.each(backends().map((b) => [b.name, b] as const))('a hub SIGKILLed mid-burst (%s)', (name, backend) => {
+/** A hub under test, as the scenario sees it: where to call it, how to crash it, how to bring it back. */
+interface Crashable {
+  url(): string;
+  adminToken: string;
+  /** SIGKILLs the process(es) this mode crashes; resolves once they are gone. */
+  crash(): Promise<void>;
+  /** Starts what crash() killed on the same data; resolves once it is ready. */
+  recover(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** `agenthub serve all` on `provisioned` (PGlite in `dataDir` when it names no database). */
+async function allInOne(provisioned: ProvisionedBackend, dataDir: string, env: Record<string, string>): Promise<Crashable> {
+  const settings: Record<string, string> = {
+    HUB_PORT: String(await freePort()),
+    HUB_DATA_DIR: dataDir,
+    ...env,
+    ...(provisioned.databaseUrl ? { DATABASE_URL: provisioned.databaseUrl } : {}),
+    ...(provisioned.redisUrl ? { REDIS_URL: provisioned.redisUrl, REDIS_PREFIX: provisioned.redisPrefix } : {}),
+  };
+  let hub: HubProcess = await startHubProcess(settings);
+  return {
+    url: () => hub.url,
+    adminToken: env.HUB_ADMIN_TOKEN!,
+    async crash() {
+      await hub.kill('SIGKILL');
+      expect(hub.child.signalCode).toBe('SIGKILL');
+    },
+    async recover() {
+      hub = await startHubProcess(settings);
+    },
+    close: () => hub.kill('SIGKILL'),
+  };
+}
+
+/** Split mode: one process per service, two messaging replicas; messaging-a and events are crashed. */
+async function split(provisioned: ProvisionedBackend, dataDir: string, env: Record<string, string>): Promise<Crashable> {
+  const stack: SplitStack = await startSplitStack(provisioned, { HUB_DATA_DIR: dataDir, ...env });
+  const crashed = ['messaging-a', 'events'] as const;
+  return {
+    url: () => stack.url,
+    adminToken: stack.adminToken,
+    async crash() {
+      const exits = await Promise.all(crashed.map((name) => stack.processes[name].stop('SIGKILL')));
+      expect(exits.map((e) => e.signal)).toEqual(['SIGKILL', 'SIGKILL']);
+    },
+    async recover() {
+      await Promise.all(crashed.map((name) => stack.respawn(name)));
+    },
+    close: () => stack.stop(),
+  };
+}
+
+const modes = hubModes().map((mode) => [mode.name, mode] as const);
+
+describe.each(modes)('a hub SIGKILLed mid-burst (%s)', (name, mode) => {
   it('loses no acknowledged send and no acknowledged workspace change', async () => {
-    const provisioned = await backend.provision();
+    const provisioned = await mode.provision();
     const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-crash-'));
     const receiver = await WebhookReceiver.start();
-    const adminToken = `crash-admin-${randomBytes(12).toString('hex')}`;
     const env: Record<string, string> = {
-      HUB_PORT: String(await freePort()),
-      HUB_DATA_DIR: dataDir,
-      HUB_ADMIN_TOKEN: adminToken,
+      HUB_ADMIN_TOKEN: `crash-admin-${randomBytes(12).toString('hex')}`,
       HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
       HUB_EGRESS_ALLOW_PRIVATE: 'true',
       HUB_METRICS: 'false',
       WEBHOOK_TIMEOUT_MS: '2000',
       WEBHOOK_RETRY_SCHEDULE_MS: '0,200,400,800,1600,3200',
-      ...(provisioned.databaseUrl ? { DATABASE_URL: provisioned.databaseUrl } : {}),
-      ...(provisioned.redisUrl ? { REDIS_URL: provisioned.redisUrl, REDIS_PREFIX: provisioned.redisPrefix } : {}),
     };
-    let hub: HubProcess | undefined;
+    let hub: Crashable | undefined;
     try {
-      hub = await startHubProcess(env);
-      const url = hub.url;
+      hub = await (mode.name === 'split' ? split : allInOne)(provisioned, dataDir, env);
+      const admin = hub.adminToken;
+      const url = hub.url();
       const agent = async (agentName: string) => {
-        const created = await ok(url, adminToken, 'agents.create', { tenant_id: 'acme', name: agentName, create_tenant: true }, '/admin');
+        const created = await ok(url, admin, 'agents.create', { tenant_id: 'acme', name: agentName, create_tenant: true }, '/admin');
         return { id: created.agent.id as string, key: created.api_key as string };
       };
       const sender = await agent('sender');
@@ -92,12 +146,12 @@ describe.each(backends().map((b) => [b.name, b] as const))('a hub SIGKILLed mid-
       // were acknowledged, with calls of both kinds in flight.
       const taskOf = new Map<number, string>();
       let killed: Promise<void> | undefined;
-      const crashed = hub;
+      const target = hub;
       const sends = burst(SENDS, async (i) => {
         const reply = await rpc(url, sender.key, 'SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: `send ${i}` }] }, configuration: { agentId: recipient.id } });
         if (!reply.result?.id) return false;
         taskOf.set(i, reply.result.id);
-        if (taskOf.size >= KILL_AFTER_SENDS) killed ??= crashed.kill('SIGKILL');
+        if (taskOf.size >= KILL_AFTER_SENDS) killed ??= target.crash();
         return true;
       });
       const changes = burst(CHANGES, async (i) => {
@@ -105,21 +159,21 @@ describe.each(backends().map((b) => [b.name, b] as const))('a hub SIGKILLed mid-
         return reply.result !== undefined;
       });
       const [sent, changed] = await Promise.all([sends, changes]);
-      await (killed ?? crashed.kill('SIGKILL'));
-      expect(crashed.child.signalCode).toBe('SIGKILL');
+      await (killed ?? target.crash());
       expect(sent.size).toBeGreaterThanOrEqual(KILL_AFTER_SENDS);
 
-      hub = await startHubProcess(env);
+      await hub.recover();
+      const after = hub.url();
 
       // Drain the recipient's inbox: nothing was claimed before the kill, so all of it is visible now.
       const ackedTasks = new Set([...sent].map((i) => taskOf.get(i)!));
       const deliveredCount = new Map<string, number>();
       const drainUntil = Date.now() + 30_000;
       while (Date.now() < drainUntil && [...ackedTasks].some((id) => !deliveredCount.has(id))) {
-        const { deliveries } = await ok(hub.url, recipient.key, 'x-hub/inbox.poll', { max: 100, wait_ms: 1_000 });
+        const { deliveries } = await ok(after, recipient.key, 'x-hub/inbox.poll', { max: 100, wait_ms: 1_000 });
         for (const d of deliveries) {
           deliveredCount.set(d.task_id, (deliveredCount.get(d.task_id) ?? 0) + 1);
-          await ok(hub.url, recipient.key, 'x-hub/inbox.ack', { delivery_id: d.delivery_id });
+          await ok(after, recipient.key, 'x-hub/inbox.ack', { delivery_id: d.delivery_id });
         }
       }
       const lostSends = [...ackedTasks].filter((id) => !deliveredCount.has(id));
@@ -146,15 +200,14 @@ describe.each(backends().map((b) => [b.name, b] as const))('a hub SIGKILLed mid-
       // No task in an impossible state: each acknowledged one is still submitted (nobody worked
       // on it) and can be completed once.
       for (const id of ackedTasks) {
-        expect((await ok(hub.url, sender.key, 'GetTask', { id })).status.state).toBe('submitted');
+        expect((await ok(after, sender.key, 'GetTask', { id })).status.state).toBe('submitted');
       }
-      const some = [...ackedTasks].slice(0, 5);
-      for (const id of some) {
-        await ok(hub.url, recipient.key, 'x-hub/tasks.update', { task_id: id, state: 'completed' });
-        expect((await ok(hub.url, sender.key, 'GetTask', { id })).status.state).toBe('completed');
+      for (const id of [...ackedTasks].slice(0, 5)) {
+        await ok(after, recipient.key, 'x-hub/tasks.update', { task_id: id, state: 'completed' });
+        expect((await ok(after, sender.key, 'GetTask', { id })).status.state).toBe('completed');
       }
     } finally {
-      await hub?.kill('SIGKILL');
+      await hub?.close();
       await receiver.close();
       await provisioned.dispose();
       await rm(dataDir, { recursive: true, force: true });
