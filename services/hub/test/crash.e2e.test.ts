@@ -20,6 +20,7 @@ import { WebhookReceiver } from './webhook-receiver.js';
 const SENDS = 200;
 const CHANGES = 60;
 const CONCURRENCY = 8;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The hub is killed once this many sends have been acknowledged: mid-burst. */
 const KILL_AFTER_SENDS = 60;
 
@@ -162,8 +163,23 @@ describe.each(modes)('a hub SIGKILLed mid-burst (%s)', (name, mode) => {
       await (killed ?? target.crash());
       expect(sent.size).toBeGreaterThanOrEqual(KILL_AFTER_SENDS);
 
+      if (mode.name === 'split') {
+        // The gateway reports itself not ready while an upstream it needs is down, and ready again after.
+        const down = await fetch(`${url}/readyz`);
+        expect([down.status, ((await down.json()) as any).checks?.events]).toEqual([503, 'unreachable']);
+      }
       await hub.recover();
       const after = hub.url();
+      if (mode.name === 'split') {
+        // Once its clients have reconnected (gRPC backs off between attempts).
+        let ready: unknown;
+        for (const until = Date.now() + 30_000; Date.now() < until; await sleep(250)) {
+          const up = await fetch(`${after}/readyz`);
+          ready = [up.status, ((await up.json()) as any).status];
+          if (up.status === 200) break;
+        }
+        expect(ready).toEqual([200, 'ready']);
+      }
 
       // Drain the recipient's inbox: nothing was claimed before the kill, so all of it is visible now.
       const ackedTasks = new Set([...sent].map((i) => taskOf.get(i)!));
