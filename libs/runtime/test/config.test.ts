@@ -49,3 +49,15 @@ describe('egressAllowPrivate', () => {
     expect(egressAllowPrivate(loadConfig({ HUB_WEBHOOK_ALLOW_PRIVATE: '1' }))).toBe(true);
   });
 });
+
+describe('MESSAGING_BLOCKING_MS', () => {
+  it('waits 60 s by default and at most 60 s: a larger value is refused, naming the variable', () => {
+    expect(loadConfig({}).MESSAGING_BLOCKING_MS).toBe(60_000);
+    expect(loadConfig({ MESSAGING_BLOCKING_MS: '60000' }).MESSAGING_BLOCKING_MS).toBe(60_000);
+    expect(loadConfig({ MESSAGING_BLOCKING_MS: '5000' }).MESSAGING_BLOCKING_MS).toBe(5_000);
+    for (const value of ['60001', '0']) {
+      expect(() => loadConfig({ MESSAGING_BLOCKING_MS: value })).toThrow(ConfigError);
+      expect(() => loadConfig({ MESSAGING_BLOCKING_MS: value })).toThrow(/MESSAGING_BLOCKING_MS/);
+    }
+  });
+});

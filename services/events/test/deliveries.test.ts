@@ -112,6 +112,22 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook deliveries (
     expect(after.headers['webhook-signature']).toBe(expectedSignature(second, after.eventId, after.headers['webhook-timestamp'] as string, after.body));
   });
 
+  test('a second rotate_secret within the window drops the oldest secret: the two newest sign', async () => {
+    const workspaceId = await stack.workspaceWith(owner);
+    const { secret: first, ref } = await hook(workspaceId, receiver);
+    const { secret: second } = await stack.events.rotateWebhookSecret(ref, owner.as);
+    const { secret: third } = await stack.events.rotateWebhookSecret(ref, owner.as);
+    secrets.push(second, third);
+    await stack.publish(stack.event(workspaceId, 'workspace.created'));
+    await stack.service.deliverDue();
+    const got = receiver.received[0]!;
+    const stamp = got.headers['webhook-timestamp'] as string;
+    expect(got.headers['webhook-signature']).toBe(
+      `${expectedSignature(third, got.eventId, stamp, got.body)} ${expectedSignature(second, got.eventId, stamp, got.body)}`,
+    );
+    expect(got.headers['webhook-signature']).not.toContain(expectedSignature(first, got.eventId, stamp, got.body));
+  });
+
   test('only matching webhooks of the event\'s workspace get it; an empty filter gets everything', async () => {
     const workspaceId = await stack.workspaceWith(owner);
     const elsewhere = await stack.workspaceWith(owner);

@@ -190,8 +190,9 @@ export function createApp(options: GatewayAppOptions): Koa {
       ctx.body = handler.parseError();
       return;
     }
+    // The request's own 'close' has fired once its body was read; the response's fires when the
+    // client hangs up, and then the calls made for it stop waiting (and claim nothing).
     const abort = new AbortController();
-    // The response's 'close' is the client leaving; the request's fires once its body was read.
     ctx.res.once('close', () => {
       if (!ctx.res.writableEnded) abort.abort();
     });

@@ -31,9 +31,17 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
   const max = request.max || DEFAULT_MAX;
   const waitMs = Math.min(request.waitMs, env.limits.maxPollWaitMs);
   await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs + waitMs);
+  // A call whose caller is gone claims nothing, and what it claimed while the caller left is
+  // released at once: the next poll gets it now, not after the claim window as attempt 2.
   const claim = async () => {
+    if (ctx.signal.aborted) return [];
     const now = env.now();
-    return env.store.claimDeliveries(caller.agentId, now, now + env.limits.claimMs, max);
+    const claimed = await env.store.claimDeliveries(caller.agentId, now, now + env.limits.claimMs, max);
+    if (ctx.signal.aborted && claimed.length) {
+      await env.store.releaseClaims(caller.agentId, claimed.map((d) => d.id));
+      return [];
+    }
+    return claimed;
   };
   let deliveries = await claim();
   if (!deliveries.length && waitMs > 0) {

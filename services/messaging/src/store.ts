@@ -347,6 +347,14 @@ export class MessagingStore {
     await this.db.query('UPDATE deliveries SET claimed_until = 0 WHERE id = $1', [id]);
   }
 
+  /** Hands claimed deliveries back at once, uncounted: the inbox call that claimed them lost its caller. */
+  async releaseClaims(recipientAgentId: string, ids: string[]): Promise<void> {
+    await this.db.query(
+      'UPDATE deliveries SET claimed_until = 0, attempts = attempts - 1 WHERE id = ANY($1::text[]) AND recipient_agent_id = $2',
+      [ids, recipientAgentId],
+    );
+  }
+
   /** The agent's task behind a hub task, when the hub task went to a push agent that answered. */
   async getPushTask(taskId: string): Promise<PushTaskRecord | undefined> {
     const { rows } = await this.db.query<PushTaskRow>(`SELECT ${PUSH_TASK_COLUMNS} FROM push_tasks p JOIN push_agents a USING (agent_id) WHERE p.task_id = $1`, [
