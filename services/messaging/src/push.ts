@@ -19,10 +19,12 @@ import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2
 import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
 import { isJsonRpcError } from '@a2a-js/sdk/errors';
 import { Counter, Histogram } from 'prom-client';
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, type CallContext, type Logger, type Metrics } from '@agenthub/runtime';
 import { agentText, fromA2AArtifact, fromA2AMessage, hubState, toA2AMessage } from './a2a-codec.js';
 import { TERMINAL, type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName } from './store.js';
-import { announce, inboxChannel, onlineKey, type MessagingEnv } from './tasks.js';
+import { announce, inboxChannel, onlineKey, taskGrowthCheck, validateParts, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
   /** Deadline of one call to an agent (MESSAGING_PUSH_TIMEOUT_MS). */
@@ -116,8 +118,8 @@ type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'unavailable' } | { kind: '
 const idOf = (stored: unknown, key: 'messageId' | 'id') => (stored as Record<string, unknown>)[key];
 
 /** The items (with an id) whose id is neither held nor earlier in `items`: an agent repeats them. */
-function unseen(items: unknown[], held: unknown[], key: 'messageId' | 'id'): unknown[] {
-  const seen = new Set(held.map((h) => idOf(h, key)));
+function unseen(items: unknown[], held: ReadonlySet<string>, key: 'messageId' | 'id'): unknown[] {
+  const seen = new Set<unknown>(held);
   return items.filter((item) => {
     const id = idOf(item, key);
     if (!id || seen.has(id)) return false;
@@ -125,6 +127,18 @@ function unseen(items: unknown[], held: unknown[], key: 'messageId' | 'id'): unk
     return true;
   });
 }
+
+/**
+ * What an agent answered passes the checks a connected recipient's UpdateTask does (parts,
+ * inline file sizes); refused with INVALID_PARAMS naming the item.
+ */
+function validateAnswer(messages: unknown[], artifacts: unknown[], maxParts: number): void {
+  messages.forEach((m, i) => validateParts(fromJson(messagingv1.MessageSchema, m as JsonValue).parts, `message[${i}].parts`, maxParts));
+  artifacts.forEach((a, i) => validateParts(fromJson(messagingv1.ArtifactSchema, a as JsonValue).parts, `artifacts[${i}].parts`, maxParts));
+}
+
+/** An answer the hub will not store: the task fails with a message of the hub's own, never the agent's text. */
+const isRefusedAnswer = (err: unknown) => err instanceof HubError && (err.reason === Reason.INVALID_PARAMS || err.reason === Reason.LIMIT_EXCEEDED);
 
 class PushWorker {
   private readonly abort = new AbortController();
@@ -325,7 +339,7 @@ class PushWorker {
   private async deliver(agent: PushAgentRecord, delivery: DeliveryRecord): Promise<'done' | 'unavailable' | 'stopped'> {
     const { store } = this.env;
     const log = this.log.child({ agent_id: agent.agentId, task_id: delivery.taskId, delivery_id: delivery.id, attempt: delivery.attempts });
-    const task = await store.getTask(delivery.taskId);
+    const task = await store.getTask(delivery.taskId, false);
     if (!task || TERMINAL.has(task.state)) {
       await store.ackDelivery(agent.agentId, delivery.id);
       return 'done';
@@ -366,7 +380,7 @@ class PushWorker {
       else await store.pushCancelForwarded(push.taskId);
       return;
     }
-    const task = await store.getTask(push.taskId);
+    const task = await store.getTask(push.taskId, false);
     if (!task || TERMINAL.has(task.state)) {
       await store.stopPushFollowUp(push.taskId);
       return;
@@ -423,15 +437,31 @@ class PushWorker {
    */
   private async apply(taskId: string, state: StateName, messages: unknown[], artifacts: unknown[]): Promise<StateName | undefined> {
     const now = this.env.now();
-    const moved = await this.env.store.transition(taskId, (t) => {
-      if (TERMINAL.has(t.state)) return { next: t };
-      const newMessages = unseen(messages, t.messages, 'messageId');
-      const newArtifacts = unseen(artifacts, t.artifacts, 'id');
-      if (state === t.state && !newMessages.length && !newArtifacts.length) return { next: t };
-      return {
-        next: { ...t, state, messages: [...t.messages, ...newMessages], artifacts: [...t.artifacts, ...newArtifacts], updatedAt: now },
-      };
-    });
+    let moved: Awaited<ReturnType<MessagingEnv['store']['transition']>>;
+    try {
+      validateAnswer(messages, artifacts, this.env.limits.maxParts);
+      moved = await this.env.store.transition(
+        taskId,
+        (t, held) => {
+          if (TERMINAL.has(t.state)) return { next: t };
+          const newMessages = unseen(messages, held!.messages, 'messageId');
+          const newArtifacts = unseen(artifacts, held!.artifacts, 'id');
+          if (state === t.state && !newMessages.length && !newArtifacts.length) return { next: t };
+          // As with UpdateTask, a finished task takes its queued deliveries with it, in the same commit.
+          return { next: { state, updatedAt: now }, append: { messages: newMessages, artifacts: newArtifacts }, purge: TERMINAL.has(state) };
+        },
+        { held: true, check: taskGrowthCheck(this.env.limits), load: { historyLength: 0, artifacts: false } },
+      );
+    } catch (err) {
+      if (!isRefusedAnswer(err)) throw err;
+      this.log.info({ task_id: taskId, reason: (err as HubError).message }, 'push agent answer not accepted');
+      const text = `The agent's answer was not accepted: ${(err as HubError).message}`;
+      moved = await this.env.store.transition(
+        taskId,
+        (t) => (TERMINAL.has(t.state) ? { next: t } : { next: { state: 'failed', updatedAt: now }, append: { messages: [agentText(newId('msg'), text)] }, purge: true }),
+        { load: { historyLength: 0, artifacts: false } },
+      );
+    }
     if (moved && moved.after.version !== moved.before.version) await announce(this.env, moved.after, this.ctx);
     return moved?.after.state;
   }
