@@ -49,6 +49,9 @@ const schema = z.object({
   // How long a delivery handed to a connected agent stays hidden, waiting for its ack, before it is
   // handed out again (same delivery id).
   MESSAGING_CLAIM_MS: positiveInt.default(30_000),
+  // Serialized bytes of all messages and artifacts of one task; GetTask returns them in one gRPC
+  // message (8 MiB), so at most 6 MiB.
+  MESSAGING_TASK_MAX_BYTES: positiveInt.max(6 * 1024 * 1024).default(4 * 1024 * 1024),
   HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),

@@ -1,7 +1,7 @@
 -- A task's messages and artifacts, one row each: appending one inserts a row instead of rewriting
 -- every earlier one, and reads take only the history they return. The task row keeps the totals
--- the limits are checked against before each change commits (MESSAGING_TASK_MAX_ITEMS,
--- MESSAGING_TASK_MAX_BYTES).
+-- the limits (1000 messages, 1000 artifacts, MESSAGING_TASK_MAX_BYTES) are checked against before
+-- each change commits.
 
 CREATE TABLE task_items (
   task_id text NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
