@@ -230,6 +230,17 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     expect(two!.contextId).toBe(asked.contextId);
   });
 
+  it('an answer past the hub\'s part limits fails the task with the hub\'s own message, storing none of it (issue 12)', async () => {
+    const { agent } = await pushAgent('oversized', 'oversized');
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('send the dump')), blocking: true }, sender.as);
+    expect(task?.state).toBe(TaskState.FAILED);
+    expect(task!.artifacts).toEqual([]);
+    expect(said(task)!.at(-1)).toBe(
+      "agent: The agent's answer was not accepted: Invalid params: artifacts[0].parts[0].data must be at most 699052 base64 characters; send a uri for larger files",
+    );
+    expect(await queued(task!.id)).toBe(0);
+  });
+
   it('CancelTask forwards the cancel to the agent\'s task', async () => {
     const { remote, agent } = await pushAgent('slow', 'slowpoke');
     const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('take your time')) }, sender.as);
