@@ -23,7 +23,7 @@ import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, type CallContext, type Logger, type Metrics } from '@agenthub/runtime';
 import { agentText, fromA2AArtifact, fromA2AMessage, hubState, toA2AMessage } from './a2a-codec.js';
-import { TERMINAL, type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName } from './store.js';
+import { TERMINAL, type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName, type TaskRecord } from './store.js';
 import { announce, inboxChannel, onlineKey, taskGrowthCheck, validateParts, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
@@ -51,6 +51,8 @@ export const DEFAULT_PUSH_OPTIONS: PushOptions = {
 const TURN = 20;
 /** Lease beyond one call's deadline: a replica that dies mid-call frees its work after this. */
 const LEASE_SLACK_MS = 30_000;
+/** The failed task's message when the grant between sender and push agent was revoked meanwhile. */
+const GRANT_REVOKED_TEXT = 'The access grant between the agents was revoked';
 /** Longest agent error text kept in the failed task's message. */
 const ERROR_TEXT_MAX = 500;
 
@@ -143,6 +145,8 @@ const isRefusedAnswer = (err: unknown) => err instanceof HubError && (err.reason
 class PushWorker {
   private readonly abort = new AbortController();
   private readonly ctx: CallContext;
+  /** The worker's own calls to identity (the agent's tenant, grants): no caller is behind them. */
+  private readonly hubCtx: CallContext;
   private readonly metrics: PushMetrics;
   private readonly clients = new Map<string, Promise<Client>>();
   /** Inbox channels of the agents this replica served: a send to one wakes the worker. */
@@ -165,6 +169,7 @@ class PushWorker {
     metrics: Metrics,
   ) {
     this.ctx = { principal: undefined, deadline: undefined, signal: this.abort.signal, log };
+    this.hubCtx = { ...this.ctx, principal: { kind: 'operator' } };
     this.metrics = new PushMetrics(metrics);
     this.leaseMs = options.timeoutMs + LEASE_SLACK_MS;
     this.claimMs = options.timeoutMs + env.limits.claimMs;
@@ -344,6 +349,12 @@ class PushWorker {
       await store.ackDelivery(agent.agentId, delivery.id);
       return 'done';
     }
+    if (!(await this.granted(task))) {
+      await this.fail(delivery.taskId, GRANT_REVOKED_TEXT);
+      await store.ackDelivery(agent.agentId, delivery.id);
+      log.info('not forwarded: the access grant between the agents was revoked');
+      return 'done';
+    }
     const remote = await store.getPushTask(delivery.taskId);
     const message = toA2AMessage(delivery.message, { contextId: delivery.contextId, taskId: remote?.remoteTaskId ?? '' });
     // returnImmediately: the agent accepts and works on its own time; the worker follows up.
@@ -406,6 +417,17 @@ class PushWorker {
    * state, its agent messages and artifacts not relayed yet, and is followed up while it works.
    */
   private async relay(agentId: string, taskId: string, answer: A2AMessage | A2ATask, followDelayMs: number): Promise<void> {
+    const task = await this.env.store.getTask(taskId, false);
+    if (task && !TERMINAL.has(task.state) && !(await this.granted(task))) {
+      // What the agent said after the grant went is not relayed; its own task is canceled.
+      await this.fail(taskId, GRANT_REVOKED_TEXT);
+      if (!('messageId' in answer)) {
+        await this.env.store.savePushTask(taskId, agentId, answer.id, null, 0);
+        await this.env.store.requestPushCancel(taskId);
+        this.kick();
+      }
+      return;
+    }
     if ('messageId' in answer) {
       await this.apply(taskId, 'completed', [fromA2AMessage(answer)], []);
       return;
@@ -424,6 +446,17 @@ class PushWorker {
     } else {
       this.wakeIn(delay);
     }
+  }
+
+  /**
+   * Across tenants, whether the grant that let the sender reach the agent still holds: asked of
+   * identity every time (never cached), as for a connected recipient's UpdateTask.
+   */
+  private async granted(task: TaskRecord): Promise<boolean> {
+    const agent = await this.env.recipients.get(task.recipientAgentId, this.hubCtx);
+    if (!agent || agent.tenantId === task.senderTenantId) return true;
+    const grant = await this.env.identity.checkGrant({ agentId: task.senderAgentId, otherAgentId: agent.id }, { parent: this.hubCtx });
+    return grant.approved;
   }
 
   private async fail(taskId: string, text: string): Promise<void> {

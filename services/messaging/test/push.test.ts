@@ -1,6 +1,6 @@
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { createClient, Metrics, openDb, openKv, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import { createClient, Metrics, type Client, openDb, openKv, type Db, type Kv, type RunningService } from '@agenthub/runtime';
 import { backends, testLogger, type Backend } from '@agenthub/testing';
 import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
 import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
@@ -33,7 +33,8 @@ interface PushStack {
   env: MessagingEnv;
   db: Db;
   clock: TestClock;
-  agent(name: string, endpointUrl?: string): Promise<TestAgent>;
+  identity: Client<typeof identityv1.IdentityService.method>;
+  agent(name: string, endpointUrl?: string, tenantId?: string): Promise<TestAgent>;
   stop(): Promise<void>;
 }
 
@@ -72,9 +73,10 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
     env: messagingEnv({ db: shared.db, kv: shared.kv, identity, now: clock.now }),
     db: shared.db,
     clock,
-    async agent(name, endpointUrl = '') {
-      const { agent } = await identity.createAgent({ tenantId: 'acme', name, endpointUrl, createTenant: true }, operator);
-      return { id: agent!.id, tenantId: 'acme', as: { principal: { kind: 'agent', agentId: agent!.id, tenantId: 'acme' } } };
+    identity,
+    async agent(name, endpointUrl = '', tenantId = 'acme') {
+      const { agent } = await identity.createAgent({ tenantId, name, endpointUrl, createTenant: true }, operator);
+      return { id: agent!.id, tenantId, as: { principal: { kind: 'agent', agentId: agent!.id, tenantId } } };
     },
     async stop() {
       identity.close();
@@ -239,6 +241,25 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
       "agent: The agent's answer was not accepted: Invalid params: artifacts[0].parts[0].data must be at most 699052 base64 characters; send a uri for larger files",
     );
     expect(await queued(task!.id)).toBe(0);
+  });
+
+  it('a revoked grant stops a push agent\'s task: nothing more is relayed, the task fails, the agent\'s task is canceled (issue 12)', async () => {
+    const remote = await startEchoAgent('slow');
+    agents.push(remote);
+    const agent = await stack.agent('foreign-slowpoke', remote.url, 'globex');
+    const { grant } = await stack.identity.requestGrant({ agentId: agent.id }, sender.as);
+    await stack.identity.approveGrant({ grantId: grant!.id }, agent.as);
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('take your time')) }, sender.as);
+    await eventually(async () => (await state(task!.id)).state === TaskState.WORKING, 'the agent to work');
+
+    await stack.identity.revokeGrant({ grantId: grant!.id }, agent.as);
+    const failed = await eventually(async () => {
+      const t = await state(task!.id);
+      return t.state === TaskState.FAILED && t;
+    }, 'the task to fail');
+    expect(said(failed)!.at(-1)).toBe('agent: The access grant between the agents was revoked');
+    await eventually(async () => remote.canceled.length > 0, 'the cancel to reach the agent');
+    expect(remote.canceled).toEqual([remote.received[0]!.agentTaskId]);
   });
 
   it('CancelTask forwards the cancel to the agent\'s task', async () => {
