@@ -231,6 +231,23 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP 
     expect((await receive(foreign, across.id)).from_agent_id).toBe(sender.agent_id);
   });
 
+  it('a revoked grant refuses the continuation of an existing task as it refuses a new send (-32104), and the recipient\'s update (issue 12)', async () => {
+    const partner = await hub.agent('initech', 'partner');
+    const { grant } = await ok(sender, 'x-hub/grants.request', { agent_id: partner.agent_id });
+    await ok(partner, 'x-hub/grants.approve', { grant_id: grant.id });
+    const sent = (await send(sender, partner)).body.result;
+    await receive(partner, sent.id);
+    await ok(partner, 'x-hub/tasks.update', { task_id: sent.id, state: 'input-required', message: { role: 'agent', parts: [{ kind: 'text', text: 'Which one?' }] } });
+    await ok(partner, 'x-hub/grants.revoke', { grant_id: grant.id });
+
+    const fresh = await expectError(send(sender, partner), -32104);
+    const continued = await expectError(send(sender, partner, [{ kind: 'text', text: 'That one' }], { taskId: sent.id }), -32104);
+    expect(continued.message).toBe(fresh.message);
+    await expectError(call(partner, 'x-hub/tasks.update', { task_id: sent.id, state: 'completed' }), -32104);
+    const task = await ok(sender, 'GetTask', { id: sent.id });
+    expect([task.status.state, task.messages.length]).toEqual(['input-required', 2]);
+  });
+
   it('the path agent and configuration.agentId must agree; either party may cancel', async () => {
     await expectError(
       call(sender, 'SendMessage', { message: { parts: [{ kind: 'text', text: 'x' }] }, configuration: { agentId: third.agent_id } }, `/agents/${recipient.agent_id}/a2a`),
