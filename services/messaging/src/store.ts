@@ -1,5 +1,5 @@
 import { appendEvent, type Db, type Queryable } from '@agenthub/runtime';
-import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type TaskGrowth } from './task-items.js';
+import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
 export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
@@ -86,6 +86,9 @@ function toTask(row: TaskRow): TaskRecord {
     version: Number(row.version),
   };
 }
+
+/** The serialized items of one kind as a JSON array, without serializing them again. */
+const jsonArray = (items: SerializedItem[], kind: SerializedItem['kind']) => `[${items.filter((i) => i.kind === kind).map((i) => i.body).join(',')}]`;
 
 const TASK_COLUMNS =
   'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, message_count, artifact_count, bytes, created_at, updated_at, version';
@@ -238,7 +241,7 @@ export class MessagingStore {
         await appendItems(tx, id, before, items);
         await tx.query(
           'INSERT INTO task_transitions (task_id, version, state, updated_at, messages, artifacts) VALUES ($1, $2, $3, $4, $5, $6)',
-          [id, next.version, next.state, next.updatedAt, JSON.stringify(addedMessages), JSON.stringify(addedArtifacts)],
+          [id, next.version, next.state, next.updatedAt, jsonArray(items, 'message'), jsonArray(items, 'artifact')],
         );
       }
       if (next.state !== before.state) await transitionEvent(tx, next, before.state, next.updatedAt);

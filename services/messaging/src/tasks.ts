@@ -285,7 +285,8 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
       artifacts: [],
       createdAt: now,
       updatedAt: now,
-      messageCount: 1,
+      // Counted (and checked against the limits) by createTask.
+      messageCount: 0,
       artifactCount: 0,
       bytes: 0,
       version: 1,
