@@ -164,7 +164,7 @@ async function run(opts, cleanups) {
 
   const { startIdentity } = await import('../services/identity/dist/index.js');
   const { startWorkspace, UseLiteEmbedder, defaultEmbeddingThreads } = await import('../services/workspace/dist/index.js');
-  const { createClient, createLogger, Metrics, openDb, openKv } = await import('../libs/runtime/dist/index.js');
+  const { createClient, createLogger, InternalKey, Metrics, openDb, openKv } = await import('../libs/runtime/dist/index.js');
   const { identityv1, workspacev1 } = await import('../libs/proto/dist/index.js');
 
   const threads = opts.threads ?? defaultEmbeddingThreads();
@@ -205,11 +205,13 @@ async function run(opts, cleanups) {
   } else log('  database: embedded PGlite (in memory)');
 
   const quiet = createLogger({ level: 'warn' });
+  // The services and this script's clients sign their calls with one key.
+  const internalKey = InternalKey.generate();
   const deps = async (schema) => {
     const db = await openDb({ url: databaseUrl, schema });
     const kv = await openKv({});
     cleanups.push(() => db.close(), () => kv.close());
-    return { db, kv, log: quiet, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 30_000 };
+    return { db, kv, log: quiet, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 30_000, internalKey };
   };
   const identityService = await startIdentity(await deps('identity'));
   cleanups.push(() => identityService.stop(1000));
@@ -217,7 +219,7 @@ async function run(opts, cleanups) {
   const recording = new Recording(new UseLiteEmbedder({ threads }));
   cleanups.push(() => recording.close());
 
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 30_000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 30_000, internalKey });
   cleanups.push(async () => identity.close());
   const { agent } = await identity.createAgent({ tenantId: 'bench', name: 'bench agent', createTenant: true }, { principal: { kind: 'operator' } });
   const as = { principal: { kind: 'agent', agentId: agent.id, tenantId: 'bench' } };
@@ -229,7 +231,7 @@ async function run(opts, cleanups) {
   for (const [label, embedder] of [['embedding included', recording], ['embedding excluded', null]]) {
     const used = embedder ?? new Replay(recording);
     const service = await startWorkspace({ ...workspaceDeps, identityAddr: identityService.address, embedder: used });
-    const client = createClient(workspacev1.WorkspaceService, service.address, { defaultTimeoutMs: 60_000 });
+    const client = createClient(workspacev1.WorkspaceService, service.address, { defaultTimeoutMs: 60_000, internalKey });
     const { workspace } = await client.createWorkspace({ name: `bench ${label}` }, as);
     log(`\n[${label}] workspace ${workspace.id}`);
     if (embedder) {

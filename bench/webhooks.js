@@ -98,7 +98,7 @@ async function run(cleanups) {
     ...env,
     HUB_ADMIN_TOKEN: adminToken,
     // The receiver is on 127.0.0.1: loopback targets must be allowed explicitly.
-    HUB_WEBHOOK_ALLOW_PRIVATE: 'true',
+    HUB_EGRESS_ALLOW_PRIVATE: 'true',
     // The backlog part holds requests unanswered while its calls run: no attempt may time out.
     WEBHOOK_TIMEOUT_MS: '300000',
     ...opts.hubEnv,

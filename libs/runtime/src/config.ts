@@ -1,10 +1,26 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { MAX_AUTH_CACHE_MS } from './auth-cache.js';
+import { ConfigError } from './config-error.js';
 import { DEFAULT_MAX_CONNECTION_AGE_GRACE_MS, DEFAULT_MAX_CONNECTION_AGE_MS } from './grpc/server.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const isAddressOrRange = (entry: string) => {
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+};
+const isBaseUrl = (value: string) => {
+  try {
+    const u = new URL(value);
+    return (u.protocol === 'https:' || u.protocol === 'http:') && !u.search && !u.hash && !u.username && !u.password;
+  } catch {
+    return false;
+  }
+};
 const url = (protocols: string[]) =>
   z.string().refine((value) => {
     try {
@@ -28,6 +44,13 @@ const schema = z.object({
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   REDIS_PREFIX: z.string().default('agenthub:'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // `auto`: readable lines on a terminal, JSON lines anywhere else (a pipe, a file, a container log).
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  // `development` (unset): one info line per HTTP request; anything else (the image sets
+  // `production`): those lines only at debug.
+  NODE_ENV: z.string().min(1).default('development'),
+  // The no-color.org convention: any value turns off colours in the pretty log format.
+  NO_COLOR: z.string().optional(),
   GRPC_HOST: z.string().min(1).default('127.0.0.1'),
   GRPC_PORT: port.default(50051),
   // Ops endpoint of a split-mode service process (/metrics, /healthz, /readyz); host defaults to GRPC_HOST.
@@ -52,7 +75,13 @@ const schema = z.object({
   // Serialized bytes of all messages and artifacts of one task; GetTask returns them in one gRPC
   // message (8 MiB), so at most 6 MiB.
   MESSAGING_TASK_MAX_BYTES: positiveInt.max(6 * 1024 * 1024).default(4 * 1024 * 1024),
-  HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Signs every internal gRPC call (base64 of ≥ 32 random bytes; split mode requires it, the
+  // all-in-one mode makes its own). Checked, never echoed, by InternalKey.fromBase64.
+  HUB_INTERNAL_KEY: z.string().min(1).optional(),
+  // Mutual TLS between split-mode processes: all three PEM files, or none.
+  GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
+  GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
+  GRPC_TLS_CA_FILE: z.string().min(1).optional(),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
@@ -60,6 +89,21 @@ const schema = z.object({
   HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
+  // Gateway: the public base URL the hub is reached at (`https://hub.example.com`), from which
+  // Agent Cards build their links; without it, from the request (forwarded headers honoured only
+  // from HUB_TRUSTED_PROXIES, comma-separated addresses or CIDR ranges).
+  HUB_PUBLIC_URL: z
+    .string()
+    .refine(isBaseUrl, 'must be an http:// or https:// URL without query, fragment or credentials')
+    .transform((value) => value.replace(/\/+$/, ''))
+    .optional(),
+  HUB_TRUSTED_PROXIES: z
+    .string()
+    .transform((text) => text.split(',').map((entry) => entry.trim()).filter(Boolean))
+    .refine((entries) => entries.every(isAddressOrRange), 'must be comma-separated IP addresses or CIDR ranges (10.0.0.0/8)')
+    .optional(),
+  // Gateway: how deep JSON-RPC params may nest (objects and arrays, `data` parts included).
+  HUB_MAX_JSON_DEPTH: z.coerce.number().int().min(4).max(256).default(32),
   // Key-encryption keys of the secrets service, `v2:<base64 of 32 bytes>,v1:<…>`; the highest
   // version wraps, every listed one unwraps. Parsed (and checked) by the secrets service, whose
   // messages never echo key material.
@@ -78,13 +122,24 @@ const schema = z.object({
   // Push agents: longest pause between delivery attempts to an unreachable A2A endpoint.
   MESSAGING_PUSH_MAX_BACKOFF_MS: positiveInt.default(30_000),
   MESSAGING_PUSH_TIMEOUT_MS: positiveInt.default(30_000),
+  // Largest answer read from a push agent; a longer one fails the task (egress guard).
+  MESSAGING_PUSH_MAX_RESPONSE_BYTES: positiveInt.default(4 * 1024 * 1024),
   // Event log: Kafka when KAFKA_BROKERS (`host:port,host:port`) is set, else the embedded bus.
   KAFKA_BROKERS: z.string().min(1).optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('agenthub'),
+  // Kafka over TLS (KAFKA_SSL_CA_FILE implies it) and SASL; the password is never logged.
+  KAFKA_SSL: bool.default(false),
+  KAFKA_SSL_CA_FILE: z.string().min(1).optional(),
+  KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   // How often each service's outbox relay looks for unpublished rows (it is also woken on writes).
   OUTBOX_POLL_MS: positiveInt.default(200),
   EVENTS_ADDR: z.string().min(1).optional(),
-  // Webhooks: allow targets on private, loopback, link-local and metadata addresses (tests, labs).
+  // Every outbound call (webhooks, push agents, embedding provider): allow targets outside global
+  // unicast space (private, loopback, link-local, metadata, …) — tests, labs, in-cluster targets.
+  HUB_EGRESS_ALLOW_PRIVATE: bool.default(false),
+  // Deprecated alias of HUB_EGRESS_ALLOW_PRIVATE (it now covers all egress, not only webhooks).
   HUB_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   WEBHOOK_TIMEOUT_MS: positiveInt.default(10_000),
   // Days finished webhook deliveries (and their attempts) are kept for deliveries/replay.
@@ -100,8 +155,11 @@ const schema = z.object({
 
 export type HubConfig = z.infer<typeof schema>;
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
+export { ConfigError };
+
+/** Whether outbound calls may reach addresses outside global unicast space (either spelling). */
+export function egressAllowPrivate(config: Pick<HubConfig, 'HUB_EGRESS_ALLOW_PRIVATE' | 'HUB_WEBHOOK_ALLOW_PRIVATE'>): boolean {
+  return config.HUB_EGRESS_ALLOW_PRIVATE || config.HUB_WEBHOOK_ALLOW_PRIVATE;
 }
 
 /** Parses the environment, reporting every bad variable at once by name. */

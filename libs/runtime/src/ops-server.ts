@@ -5,7 +5,9 @@ import { create } from '@bufbuild/protobuf';
 import { healthv1 } from '@agenthub/proto';
 import type { Db } from './db/index.js';
 import { methodDefinition } from './grpc/server.js';
+import { selfCheckCredentials, type GrpcTls } from './grpc/tls.js';
 import type { Kv } from './kv/index.js';
+import { listenFailure } from './listen.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 
@@ -19,6 +21,8 @@ export interface OpsServerOptions {
   kv: Kv;
   /** `host:port` of this process's gRPC server, asked over `grpc.health.v1` for readiness. */
   grpcAddress: string;
+  /** The gRPC server's mutual TLS, when it uses it. */
+  grpcTls?: GrpcTls;
   /** Each readiness check gives up after this long. */
   checkTimeoutMs?: number;
 }
@@ -65,7 +69,7 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
  */
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
   const timeoutMs = options.checkTimeoutMs ?? 2_000;
-  const healthClient = new grpc.Client(dialable(options.grpcAddress), grpc.credentials.createInsecure());
+  const healthClient = new grpc.Client(dialable(options.grpcAddress), selfCheckCredentials(options.grpcTls));
   const check = methodDefinition(healthv1.Health.method.check);
   let stopping = false;
 
@@ -137,9 +141,10 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   server.keepAliveTimeout = 5_000;
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: Error) => reject(listenFailure(err, options.host, options.port, { host: 'OPS_HOST', port: 'OPS_PORT' }));
+    server.once('error', failed);
     server.listen(options.port, options.host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });

@@ -1,17 +1,21 @@
 import { join } from 'node:path';
+import { ensurePrivateDir } from './private-files.js';
 import type { Bus } from './bus/bus.js';
 import { openBus } from './bus/open.js';
-import type { HubConfig } from './config.js';
+import { ConfigError, type HubConfig } from './config.js';
 import { migrate, openDb, type Db } from './db/index.js';
 import type { ClientOptions } from './grpc/client.js';
 import type { LocalTransport } from './grpc/local.js';
 import { GrpcServer, type GrpcServerOptions } from './grpc/server.js';
+import { InternalKey } from './grpc/signature.js';
+import { loadGrpcTls, type GrpcTls } from './grpc/tls.js';
+import { bindProblem, listenFailure } from './listen.js';
 import { openKv, type Kv } from './kv/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { startOpsServer } from './ops-server.js';
 import type { Stop } from './process.js';
-import { hasOutbox, notifyOutboxWrites, startRelay } from './relay.js';
+import { hasOutbox, notifyOutboxWrites, reportOutboxLag, startRelay } from './relay.js';
 
 /** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
 export interface ServiceDeps {
@@ -21,7 +25,10 @@ export interface ServiceDeps {
   metrics: Metrics;
   /** `host:port` to bind; port 0 picks a free one. */
   listen: string;
-  internalToken?: string;
+  /** Signs the calls this service makes and checks the ones it takes. */
+  internalKey: InternalKey;
+  /** Mutual TLS for the calls it takes and makes (split deployments that enable it). */
+  tls?: GrpcTls;
   /** Default deadline of calls this service makes to others. */
   grpcTimeoutMs: number;
   /** Set in the all-in-one mode with HUB_TRANSPORT=inproc: calls between services skip the network. */
@@ -35,8 +42,8 @@ export interface ServiceDeps {
 }
 
 /** Options for the clients a service makes of other services, from its own deps. */
-export function clientOptions(deps: Pick<ServiceDeps, 'grpcTimeoutMs' | 'metrics' | 'internalToken' | 'local'>): ClientOptions {
-  return { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken, local: deps.local };
+export function clientOptions(deps: Pick<ServiceDeps, 'grpcTimeoutMs' | 'metrics' | 'internalKey' | 'tls' | 'local'>): ClientOptions {
+  return { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, local: deps.local };
 }
 
 export interface RunningService {
@@ -56,10 +63,14 @@ export async function serveGrpc(
 ): Promise<RunningService> {
   await migrate(deps.db, { schema: options.schema, dir: options.migrations, log: deps.log });
   const relayOutbox = deps.bus !== undefined && (await hasOutbox(deps.db));
-  const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalToken: deps.internalToken, ...deps.connectionAge });
+  const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, ...deps.connectionAge });
   register(server);
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
-  const port = await server.listen(deps.listen);
+  const port = await server.listen(deps.listen).catch(async (err: unknown) => {
+    const wanted = Number(deps.listen.slice(deps.listen.lastIndexOf(':') + 1));
+    const bare = host.replace(/^\[(.*)\]$/, '$1');
+    throw listenFailure((await bindProblem(bare, wanted)) ?? err, bare, wanted, { host: 'GRPC_HOST', port: 'GRPC_PORT' });
+  });
   const address = `${host}:${port}`;
   deps.local?.register(address, server);
   deps.log.info({ address }, 'gRPC service listening');
@@ -67,10 +78,12 @@ export async function serveGrpc(
     relayOutbox && deps.bus
       ? startRelay({ db: deps.db, bus: deps.bus, log: deps.log.child({ component: 'outbox-relay' }), pollMs: deps.outboxPollMs })
       : undefined;
+  const stopOutboxLag = relay ? reportOutboxLag(deps.metrics, name, deps.db) : undefined;
   return {
     name,
     address,
     async stop(graceMs) {
+      stopOutboxLag?.();
       await server.shutdown(graceMs);
       // After the calls drained, so the batch in flight includes what they wrote if it can.
       await relay?.stop();
@@ -107,7 +120,9 @@ export async function serviceProcess(
   /** `bus`: the service publishes an outbox or consumes the event log (identity does neither). */
   options: { bus?: boolean } = {},
 ): Promise<Stop> {
+  const { internalKey, tls } = await splitSecurity(config);
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
+  if (!config.DATABASE_URL) await ensurePrivateDir(config.HUB_DATA_DIR, log);
   const { db, kv } = await openBackends(config, name);
   let bus: Bus | undefined;
   try {
@@ -119,7 +134,8 @@ export async function serviceProcess(
       metrics,
       listen: `${config.GRPC_HOST}:${config.GRPC_PORT}`,
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
-      internalToken: config.HUB_INTERNAL_TOKEN,
+      internalKey,
+      tls,
       bus,
       outboxPollMs: config.OUTBOX_POLL_MS,
       connectionAge: { maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
@@ -134,6 +150,7 @@ export async function serviceProcess(
       db,
       kv,
       grpcAddress: service.address,
+      grpcTls: tls,
     }).catch(async (err: unknown) => {
       await service.stop(0);
       throw err;
@@ -152,4 +169,18 @@ export async function serviceProcess(
     await kv.close().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * How a split-mode process (a service, or the gateway) secures its internal calls: the key every
+ * call is signed with, which it must be given (there is no unauthenticated internal mode, loopback
+ * included), and mutual TLS when configured.
+ */
+export async function splitSecurity(config: HubConfig): Promise<{ internalKey: InternalKey; tls: GrpcTls | undefined }> {
+  if (!config.HUB_INTERNAL_KEY) {
+    throw new ConfigError(
+      'HUB_INTERNAL_KEY is required in split mode: the same base64 key (openssl rand -base64 32) on every process; it signs every internal call (it replaces HUB_INTERNAL_TOKEN)',
+    );
+  }
+  return { internalKey: InternalKey.fromBase64(config.HUB_INTERNAL_KEY), tls: await loadGrpcTls(config) };
 }

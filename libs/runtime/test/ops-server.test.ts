@@ -1,12 +1,15 @@
 import { identityv1 } from '@agenthub/proto';
-import { ConfigError, createClient, GrpcServer, HubError, MemoryKv, Metrics, Reason, startOpsServer, type Db, type Kv, type OpsServer } from '@agenthub/runtime';
+import { ConfigError, createClient, GrpcServer, HubError, InternalKey, MemoryKv, Metrics, Reason, startOpsServer, type Db, type Kv, type OpsServer } from '@agenthub/runtime';
 import { testLogger } from '@agenthub/testing';
 import { channelTarget } from '../src/grpc/client.js';
+
+/** What every server and client of this file signs and checks calls with. */
+const internalKey = InternalKey.generate();
 
 /** A gRPC server for IdentityService whose getAgent answers with the server's label. */
 async function serve(label: string) {
   const metrics = new Metrics();
-  const server = new GrpcServer({ log: testLogger(), metrics });
+  const server = new GrpcServer({ log: testLogger(), metrics, internalKey });
   const handlers = new Proxy(
     {},
     {
@@ -56,7 +59,7 @@ describe('ops endpoint', () => {
 
   it('serves liveness, readiness with its checks, and the process metrics', async () => {
     const { ops, address, metrics } = await setup();
-    const client = createClient(identityv1.IdentityService, address, { defaultTimeoutMs: 2000, metrics });
+    const client = createClient(identityv1.IdentityService, address, { defaultTimeoutMs: 2000, metrics, internalKey });
     cleanup.push(() => client.close());
     await client.getAgent({ agentId: 'x' });
 
@@ -124,7 +127,7 @@ describe('gRPC client address lists', () => {
   it('spreads calls over every listed server, and keeps calling the rest when one stops', async () => {
     const a = await serve('a');
     const b = await serve('b');
-    const client = createClient(identityv1.IdentityService, `${a.address},${b.address}`, { defaultTimeoutMs: 2000 });
+    const client = createClient(identityv1.IdentityService, `${a.address},${b.address}`, { defaultTimeoutMs: 2000, internalKey });
     try {
       const seen: string[] = [];
       for (let i = 0; i < 10; i++) seen.push((await client.getAgent({ agentId: 'x' })).agent!.id);

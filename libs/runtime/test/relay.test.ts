@@ -9,9 +9,12 @@ import {
   EVENT_ID_HEADER,
   EVENT_TYPE_HEADER,
   hasOutbox,
+  InternalKey,
   MemoryKv,
   Metrics,
   notifyOutboxWrites,
+  OUTBOX_INSERT_COLUMNS,
+  outboxValues,
   openDb,
   OUTBOX_TABLE_SQL,
   serveGrpc,
@@ -184,6 +187,19 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     }
   });
 
+  it('is woken by an outbox row written in a CTE beside other rows, as a send writes its event', async () => {
+    const { db: raw } = await service();
+    const db = notifyOutboxWrites(raw);
+    const bus = new RecordingBus();
+    // After the first pass (at start) has published the first row, only a wake-up makes it look again.
+    await append(db, 1, 'ws_first');
+    relay({ db, bus, log, pollMs: 3_600_000 });
+    await eventually(() => bus.published.length === 1, 'the first event was published');
+    const values = outboxValues({ topic: 'agenthub.test.events', partitionKey: 'ws_cte', type: 'test.cte', data: {} });
+    await db.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)) SELECT 1`, values);
+    await eventually(() => bus.published.some((m) => m.key === 'ws_cte'), 'the CTE-written event was published without waiting for a poll');
+  });
+
   it('deletes published rows once older than the retention', async () => {
     const { db } = await service();
     const bus = new RecordingBus();
@@ -209,7 +225,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     opened.push(db);
     const bus = new RecordingBus();
     const kv = new MemoryKv();
-    const deps = { db, kv, log, metrics: new Metrics({ defaultMetrics: false }), listen: '127.0.0.1:0', grpcTimeoutMs: 5_000, bus, outboxPollMs: 3_600_000 };
+    const deps = { db, kv, log, metrics: new Metrics({ defaultMetrics: false }), listen: '127.0.0.1:0', grpcTimeoutMs: 5_000, internalKey: InternalKey.generate(), bus, outboxPollMs: 3_600_000 };
     let running: RunningService | undefined;
     try {
       running = await serveGrpc('svc', deps, { schema, migrations: pathToFileURL(`${dir}/`) }, () => undefined);

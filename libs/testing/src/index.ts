@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createLogger, HubError, Metrics, openDb, openKv, type Db, type Kv, type Logger, type Reason, type RunningService } from '@agenthub/runtime';
+import { createLogger, HubError, InternalKey, Metrics, openDb, openKv, type Db, type Kv, type Logger, type Reason, type RunningService } from '@agenthub/runtime';
 
 /**
  * Where a suite's data lives. Every suite runs on the embedded backends (PGlite in memory,
@@ -80,6 +80,8 @@ export interface TestServiceDeps {
   metrics: Metrics;
   listen: string;
   grpcTimeoutMs: number;
+  /** The stack's one key: its services and the test's clients sign with it. */
+  internalKey: InternalKey;
 }
 
 /**
@@ -92,6 +94,8 @@ export class TestStackBackends {
   private readonly dbs: Db[] = [];
   private readonly kvs: Kv[] = [];
   private readonly services: RunningService[] = [];
+  /** Signs the calls of every service of the stack and of the test's own clients. */
+  readonly internalKey = InternalKey.generate();
 
   private constructor(readonly provisioned: ProvisionedBackend, private readonly log: Logger) {}
 
@@ -104,7 +108,7 @@ export class TestStackBackends {
     const kv = await openKv({ url: this.provisioned.redisUrl, prefix: this.provisioned.redisPrefix });
     this.dbs.push(db);
     this.kvs.push(kv);
-    return { db, kv, log: this.log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
+    return { db, kv, log: this.log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000, internalKey: this.internalKey };
   }
 
   started<T extends RunningService>(service: T): T {
@@ -129,3 +133,6 @@ export async function failure(call: Promise<unknown>): Promise<{ reason: Reason;
   }
   throw new Error('Expected the call to fail');
 }
+
+export { forgedCall, forgeSignature, methodPaths, type ForgedCall, type ForgedPrincipal } from './forged-calls.js';
+export { makeTestCertificates, type TestCertificates } from './certificates.js';

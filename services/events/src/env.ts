@@ -1,8 +1,7 @@
 import { Counter, Histogram } from 'prom-client';
-import type { Logger, Metrics } from '@agenthub/runtime';
+import type { EgressPolicy, Logger, Metrics } from '@agenthub/runtime';
 import type { CreatorAccess, WorkspaceClient } from './access.js';
 import type { WebhookSender } from './send.js';
-import type { TargetPolicy } from './ssrf.js';
 import type { EventsStore } from './store.js';
 
 const MINUTE = 60_000;
@@ -78,7 +77,7 @@ export interface EventsEnv {
   /** Whether a webhook's creator may still have its deliveries sent. */
   creatorAccess: CreatorAccess;
   sender: WebhookSender;
-  policy: TargetPolicy;
+  policy: EgressPolicy;
   limits: EventsLimits;
   clock: Clock;
   metrics: WebhookMetrics;

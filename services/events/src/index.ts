@@ -5,18 +5,17 @@
  * claimed with FOR UPDATE SKIP LOCKED, so any number of replicas share the work.
  */
 import { eventsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, serveGrpc, WORKSPACE_EVENTS_TOPIC, type Bus, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { clientOptions, createClient, egressPolicy, serveGrpc, WORKSPACE_EVENTS_TOPIC, type Bus, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { CreatorAccess } from './access.js';
+import { reportBacklog } from './backlog.js';
 import { DeliveryWorker, intakeEvent } from './deliveries.js';
 import { DEFAULT_LIMITS, WebhookMetrics, type Clock, type EventsEnv, type EventsLimits } from './env.js';
 import { WebhookSender } from './send.js';
 import { createEventsHandlers } from './server.js';
-import { systemResolver, type Resolver } from './ssrf.js';
 import { EventsStore } from './store.js';
 
 export { createEventsHandlers } from './server.js';
 export { DEFAULT_LIMITS, type EventsLimits, type Clock } from './env.js';
-export { blockedClass, checkTarget, systemResolver, type Resolver, type ResolvedAddress } from './ssrf.js';
 export { sign, webhookHeaders } from './signing.js';
 export { EVENT_TYPES } from './validate.js';
 
@@ -28,12 +27,12 @@ export interface EventsDeps extends ServiceDeps {
   workspaceAddr: string;
   /** The event log workspace events are consumed from. */
   bus: Bus;
-  /** HUB_WEBHOOK_ALLOW_PRIVATE: allow targets on private, loopback and link-local addresses. */
+  /** HUB_EGRESS_ALLOW_PRIVATE: allow targets outside global unicast space (private, loopback, link-local, …). */
   allowPrivate: boolean;
   /** WEBHOOK_TIMEOUT_MS: bound of one delivery attempt. */
   timeoutMs: number;
   limits?: Partial<EventsLimits>;
-  /** Host name resolution for the SSRF guard and connections; the system resolver by default. */
+  /** Host name resolution for the egress guard (checks and connections); the system resolver by default. */
   resolve?: Resolver;
   /** Time as the retry schedule sees it; `Date.now` by default. */
   clock?: Clock;
@@ -63,7 +62,7 @@ export interface RunningEvents extends RunningService {
  */
 export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
   const workspace = createClient(workspacev1.WorkspaceService, deps.workspaceAddr, clientOptions(deps));
-  const policy = { allowPrivate: deps.allowPrivate, resolve: deps.resolve ?? systemResolver };
+  const policy = egressPolicy(deps.allowPrivate, deps.resolve);
   const sender = new WebhookSender({ policy, timeoutMs: deps.timeoutMs });
   const log = deps.log;
   let worker: DeliveryWorker | undefined;
@@ -105,12 +104,14 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
     );
     if (deps.worker?.enabled !== false) worker.start();
     const subscription = await deps.bus.subscribe(CONSUMER_GROUP, [WORKSPACE_EVENTS_TOPIC], (message) => intakeEvent(env, message));
+    const stopBacklog = reportBacklog(deps.metrics, deps.db, deps.bus, { group: CONSUMER_GROUP, topics: [WORKSPACE_EVENTS_TOPIC] });
     const service = running;
     return {
       name: service.name,
       address: service.address,
       deliverDue: () => worker.deliverDue(),
       async stop(graceMs) {
+        stopBacklog();
         await subscription.stop();
         await worker.stop();
         await service.stop(graceMs);

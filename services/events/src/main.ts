@@ -1,4 +1,4 @@
-import { ConfigError, serviceProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { ConfigError, egressAllowPrivate, serviceProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { startEvents } from './index.js';
 
 /**
@@ -15,7 +15,7 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
       ...deps,
       bus: deps.bus,
       workspaceAddr,
-      allowPrivate: config.HUB_WEBHOOK_ALLOW_PRIVATE,
+      allowPrivate: egressAllowPrivate(config),
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       limits: {
         historyMs: config.WEBHOOK_HISTORY_DAYS * 24 * 3_600_000,

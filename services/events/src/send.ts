@@ -1,6 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
-import { checkLiteral, guardedLookup, type TargetPolicy } from './ssrf.js';
+import { EgressClient, EgressError, type EgressPolicy } from '@agenthub/runtime';
 
 /** What one HTTP attempt came to. `error` is empty exactly when the endpoint answered 2xx. */
 export interface AttemptResult {
@@ -11,76 +9,35 @@ export interface AttemptResult {
   retryAfter?: string;
 }
 
-/** Longest error text kept on an attempt. */
-const ERROR_MAX = 300;
-
 /**
- * Posts webhook bodies. Connections go through the SSRF guard's lookup, redirects are not
- * followed (a 3xx is a failed attempt), and the whole attempt (connect, headers) is bounded by
- * `timeoutMs`. Sockets are kept alive per endpoint; each was opened to an approved address.
+ * Posts webhook bodies through the hub's egress guard: connections only to addresses the policy
+ * approved, redirects not followed (a 3xx is a failed attempt), the receiver's body never read,
+ * and the whole attempt (connect, headers) bounded by `timeoutMs`. An attempt's error is the
+ * guard's fixed text, never the receiver's words.
  */
 export class WebhookSender {
-  private readonly agents = {
-    'http:': new http.Agent({ keepAlive: true, maxSockets: 16 }),
-    'https:': new https.Agent({ keepAlive: true, maxSockets: 16 }),
-  };
-  private readonly lookup;
+  private readonly client: EgressClient;
 
-  constructor(private readonly options: { policy: TargetPolicy; timeoutMs: number }) {
-    this.lookup = guardedLookup(options.policy);
+  constructor(options: { policy: EgressPolicy; timeoutMs: number }) {
+    this.client = new EgressClient({ policy: options.policy, timeoutMs: options.timeoutMs, userAgent: 'AgentHub-Webhooks/1' });
   }
 
-  async post(rawUrl: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
+  async post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
     const started = performance.now();
     const latency = () => Math.round(performance.now() - started);
-    const fail = (error: string, statusCode = 0, retryAfter?: string): AttemptResult => ({
-      statusCode,
-      latencyMs: latency(),
-      error: error.slice(0, ERROR_MAX),
-      ...(retryAfter ? { retryAfter } : {}),
-    });
-    let url: URL;
     try {
-      url = new URL(rawUrl);
-      checkLiteral(url, this.options.policy);
+      const answer = await this.client.request(url, { method: 'POST', headers, body, signal, readBody: false });
+      if (answer.status >= 200 && answer.status < 300) return { statusCode: answer.status, latencyMs: latency(), error: '' };
+      const retryAfter = headerText(answer.headers['retry-after']);
+      return { statusCode: answer.status, latencyMs: latency(), error: `HTTP ${answer.status}`, ...(retryAfter ? { retryAfter } : {}) };
     } catch (err) {
-      return fail((err as Error).message);
+      if (!(err instanceof EgressError)) throw err;
+      return { statusCode: err.status, latencyMs: latency(), error: err.message };
     }
-    const timeout = AbortSignal.timeout(this.options.timeoutMs);
-    const abort = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const transport = url.protocol === 'https:' ? https : http;
-    return new Promise<AttemptResult>((resolve) => {
-      const request = transport.request(
-        url,
-        {
-          method: 'POST',
-          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'AgentHub-Webhooks/1' },
-          agent: this.agents[url.protocol as 'http:' | 'https:'],
-          lookup: this.lookup,
-          signal: abort,
-        },
-        (response) => {
-          const statusCode = response.statusCode ?? 0;
-          // The body is not used; drain it so the socket can be reused.
-          response.resume();
-          response.on('error', () => undefined);
-          const retryAfter = headerText(response.headers['retry-after']);
-          if (statusCode >= 200 && statusCode < 300) resolve({ statusCode, latencyMs: latency(), error: '' });
-          else resolve(fail(`HTTP ${statusCode}`, statusCode, retryAfter));
-        },
-      );
-      request.on('error', (err: NodeJS.ErrnoException) => {
-        if (timeout.aborted) resolve(fail(`timed out after ${this.options.timeoutMs} ms`));
-        else if (signal?.aborted) resolve(fail('aborted: the service is stopping'));
-        else resolve(fail(err.code ? `${err.code}: ${err.message}` : err.message));
-      });
-      request.end(body);
-    });
   }
 
   close(): void {
-    this.agents['http:'].destroy();
-    this.agents['https:'].destroy();
+    this.client.close();
   }
 }
 

@@ -1,9 +1,8 @@
 import type { eventsv1 } from '@agenthub/proto';
-import { HubError, newId, Reason, type CallContext } from '@agenthub/runtime';
+import { checkTargetUrl, HubError, newId, Reason, type CallContext } from '@agenthub/runtime';
 import { callerOf, requireAdmin } from './access.js';
 import type { EventsEnv } from './env.js';
 import { newSigningSecret } from './signing.js';
-import { checkTarget } from './ssrf.js';
 import type { WebhookRecord } from './store.js';
 import * as validate from './validate.js';
 
@@ -40,9 +39,9 @@ export async function createWebhook(env: EventsEnv, ctx: CallContext, request: e
   const events = validate.eventTypes(request.events);
   const description = validate.description(request.description);
   // Syntax before the role check; the DNS look-up only for an admin.
-  const syntaxOnly = await checkTarget(request.url, { ...env.policy, allowPrivate: true });
+  const syntaxOnly = await checkTargetUrl(request.url, 'url', { ...env.policy, allowPrivate: true });
   await requireAdmin(env.workspace, ctx, workspaceId);
-  const url = env.policy.allowPrivate ? syntaxOnly : await checkTarget(request.url, env.policy);
+  const url = env.policy.allowPrivate ? syntaxOnly : await checkTargetUrl(request.url, 'url', env.policy);
   const secret = newSigningSecret();
   const max = env.limits.maxWebhooksPerWorkspace;
   const webhook = await env.store.createWebhook({

@@ -512,10 +512,19 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook deliveries (
     const unreachable = await stack.events.createWebhook({ workspaceId, url: closed.url, events: [], description: '' }, owner.as);
     const refused = await stack.events.testWebhook({ workspaceId, webhookId: unreachable.webhook!.id }, owner.as);
     expect(refused.delivery).toMatchObject({ statusCode: 0, delivered: false });
-    expect(refused.delivery!.error).toMatch(/^ECONNREFUSED/);
+    expect(refused.delivery!.error).toBe('The endpoint could not be reached (ECONNREFUSED)');
+
+    // A redirect is a failed attempt: the egress guard never follows it, so its target hears nothing.
+    const target = await startReceiver();
+    receiver.respond = () => ({ status: 307, headers: { location: `${target.url}/elsewhere` } });
+    const redirected = await stack.events.testWebhook(ref, owner.as);
+    await target.close();
+    expect(redirected.delivery).toMatchObject({ statusCode: 307, error: 'The endpoint answered HTTP 307 (a redirect, not followed)', delivered: false });
+    expect(target.received).toEqual([]);
 
     const listed = await deliveries(ref);
     expect(listed.map((d) => [d.eventId, d.event, d.status])).toEqual([
+      [redirected.delivery!.eventId, 'webhook.test', DeliveryStatus.FAILED],
       [bad.delivery!.eventId, 'webhook.test', DeliveryStatus.FAILED],
       [ok.delivery!.eventId, 'webhook.test', DeliveryStatus.DELIVERED],
     ]);

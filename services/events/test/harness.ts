@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, workspacev1 } from '@agenthub/proto';
-import { createClient, createLogger, WORKSPACE_EVENTS_TOPIC, type CallOptions, type Client, type Db } from '@agenthub/runtime';
+import { createClient, createLogger, WORKSPACE_EVENTS_TOPIC, type CallOptions, type Client, type Db, type Resolver } from '@agenthub/runtime';
 import { TestStackBackends, type Backend } from '@agenthub/testing';
 import { startWorkspace } from '@agenthub/workspace';
-import { startEvents, type EventsLimits, type Resolver } from '../src/index.js';
+import { startEvents, type EventsLimits } from '../src/index.js';
 import type { RunningEvents } from '../src/index.js';
 
 export interface TestAgent {
@@ -149,9 +149,9 @@ export async function startStack(
     clock: () => clock.now,
     worker: { enabled: false },
   });
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
-  const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000 });
-  const events = createClient(eventsv1.EventsService, service.address, { defaultTimeoutMs: 10000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
+  const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
+  const events = createClient(eventsv1.EventsService, service.address, { defaultTimeoutMs: 10000, internalKey: backends.internalKey });
   return {
     identity,
     workspace,

@@ -1,7 +1,7 @@
 import { workspacev1 } from '@agenthub/proto';
-import { Reason } from '@agenthub/runtime';
+import { Reason, type ResolvedAddress } from '@agenthub/runtime';
 import { backends, type Backend } from '@agenthub/testing';
-import { EVENT_TYPES, type ResolvedAddress } from '../src/index.js';
+import { EVENT_TYPES } from '../src/index.js';
 import { failure, startReceiver, startStack, type Stack, type TestAgent } from './harness.js';
 
 const { Role } = workspacev1;
@@ -214,6 +214,16 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook targets and 
     ['http://[::ffff:10.0.0.1]/', 'private'],
     ['http://[::ffff:169.254.169.254]/', 'link-local (cloud metadata)'],
     ['http://[64:ff9b::a9fe:a9fe]/', 'link-local (cloud metadata)'],
+    // Outside global unicast too (issue 12: the policy is an allow-list now).
+    ['http://192.0.0.8/', 'reserved'],
+    ['http://198.18.0.1/', 'reserved'],
+    ['http://198.19.255.254/', 'reserved'],
+    ['http://[fec0::1]/', 'site-local'],
+    ['http://[2002:7f00:1::1]/', '6to4'],
+    ['http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/', 'Teredo'],
+    ['http://[64:ff9b:1::a00:1]/', 'local NAT64'],
+    ['http://[100::1]/', 'discard-only'],
+    ['http://[::127.0.0.1]/', 'reserved'],
   ])('%s names a %s address and is refused', async (url, label) => {
     expect(await failure(create(url))).toEqual(invalid('url', `is refused: it names a ${label} address`));
   });
@@ -239,11 +249,11 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook targets and 
     const { webhook } = await create('http://rebind.example:9/hook');
     DNS['rebind.example'] = [{ address: '127.0.0.1', family: 4 }];
     const { delivery } = await stack.events.testWebhook({ workspaceId, webhookId: webhook!.id }, owner.as);
-    expect(delivery).toMatchObject({ delivered: false, statusCode: 0, error: 'refused: the host resolves to a loopback address' });
+    expect(delivery).toMatchObject({ delivered: false, statusCode: 0, error: "The endpoint's address is refused: the host resolves to a loopback address" });
   });
 });
 
-describe.each(backends().map((b) => [b.name, b] as const))('private targets allowed by HUB_WEBHOOK_ALLOW_PRIVATE (%s)', (_name, backend: Backend) => {
+describe.each(backends().map((b) => [b.name, b] as const))('private targets allowed by HUB_EGRESS_ALLOW_PRIVATE (%s)', (_name, backend: Backend) => {
   let stack: Stack;
   afterAll(async () => {
     await stack?.stop();

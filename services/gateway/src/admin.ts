@@ -51,7 +51,19 @@ export function adminMethods(clients: Clients): Map<string, Route> {
         description: p.description ?? '',
         skills: (p.skills ?? []).map((skill) => ({ id: skill.id, name: skill.name, description: skill.description ?? '', tags: skill.tags ?? [] })),
       }),
-      result: (r) => ({ agent: agentWithCard(r.agent), key: keyView(r.key), api_key: r.apiKey, tenant_created: r.tenantCreated }),
+      result: (r) => ({
+        agent: agentWithCard(r.agent),
+        key: keyView(r.key),
+        api_key: r.apiKey,
+        tenant_created: r.tenantCreated,
+        ...(r.pushSecret ? { push_secret: r.pushSecret } : {}),
+      }),
+    })],
+    // A push agent's new push secret (the credential the hub presents to its endpoint), shown once.
+    ['agents.rotate_push_secret', route(clients, id, 'rotatePushSecret', {
+      params: z.object({ agent_id: field.agentId }),
+      request: (p) => ({ agentId: p.agent_id }),
+      result: (r) => ({ push_secret: r.pushSecret }),
     })],
     ['agents.get', route(clients, id, 'getAgent', {
       params: z.object({ agent_id: field.agentId }),

@@ -22,7 +22,11 @@ export function str(obj: Json, key: string, at: string, required: boolean): stri
   return value;
 }
 
-export function optionalInt(obj: Json, key: string, at: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+/** The largest value of a proto `int32`, the default bound of an integer parameter (counts, sizes). */
+export const INT32_MAX = 2_147_483_647;
+
+/** An integer in [min, max]; every numeric parameter has a bound, so none overflows its proto field. */
+export function optionalInt(obj: Json, key: string, at: string, min: number, max = INT32_MAX): number | undefined {
   const value = obj[key];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isInteger(value)) throw bad(`${at}${key}`, 'must be an integer');

@@ -2,16 +2,20 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
-import { createClient, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
+import { createClient, listenFailure, type GrpcTls, type InternalKey, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
 import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index.js';
 import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
+import { serveMetrics } from './metrics-server.js';
+import { AuthMemory } from './auth-memory.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
+import { originOf } from './origin.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
+import { a2aWaits, hubWaits } from './waits.js';
 
 export { agentMethods } from './methods/index.js';
 export { adminMethods } from './admin.js';
@@ -33,23 +37,46 @@ export interface GatewayDeps {
   port: number;
   maxBodyBytes: number;
   maxBatch: number;
+  /** How deep JSON-RPC params may nest. */
+  maxJsonDepth?: number;
+  /** HUB_PUBLIC_URL: the base of the links Agent Cards hand out. */
+  publicUrl?: string;
+  /** HUB_TRUSTED_PROXIES: peers whose X-Forwarded-Proto/Host are believed when there is no publicUrl. */
+  trustedProxies?: readonly string[];
   authCacheMs: number;
   grpcTimeoutMs: number;
-  internalToken?: string;
+  /** Signs every call to the services. */
+  internalKey: InternalKey;
+  /** Mutual TLS to the services (split deployments that enable it). */
+  tls?: GrpcTls;
+  /**
+   * Where to serve `/metrics` instead of the public port (split mode: OPS_HOST:OPS_PORT, which the
+   * Ingress never routes to); absent, `/metrics` is served on the public port.
+   */
+  metricsListen?: { host: string; port: number };
   /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
   local?: LocalTransport;
+  /** Level of the line logged per request (`info` in development, see requestLogLevel). */
+  requestLogLevel?: 'info' | 'debug';
+}
+
+/** One info line per request in development (NODE_ENV unset), debug lines elsewhere. */
+export function requestLogLevel(nodeEnv: string): 'info' | 'debug' {
+  return nodeEnv === 'development' ? 'info' : 'debug';
 }
 
 export interface RunningGateway {
   /** Base URL, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;
   readonly port: number;
+  /** Where `/metrics` is served when it has its own port. */
+  readonly metricsUrl: string | undefined;
   stop(graceMs?: number): Promise<void>;
 }
 
 /** Starts the HTTP gateway in front of the services of `UPSTREAMS`. */
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
-  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalToken: deps.internalToken, local: deps.local };
+  const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, local: deps.local };
   const names = Object.keys(UPSTREAMS) as UpstreamName[];
   // Typed for the authenticator, and also the one identity channel the method tables use.
   const identity = createClient(identityv1.IdentityService, deps.upstreams.identity, clientOptions);
@@ -71,9 +98,13 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
-  const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
+  // Keys in this process's memory too, revoked through Kv pub/sub (auth-memory.ts).
+  const authMemory = deps.authCacheMs > 0 ? new AuthMemory(deps.kv, deps.authCacheMs) : undefined;
+  // Without the subscription the memory is never trusted and the Kv answers, as before.
+  await authMemory?.start().catch((err) => deps.log.warn({ err }, 'API keys are not kept in memory: could not subscribe to revocations'));
+  const common = { maxBatch: deps.maxBatch, maxDepth: deps.maxJsonDepth, log: deps.log, metrics: deps.metrics };
   const app = createApp({
-    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
+    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion, waits: hubWaits }),
     adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
@@ -81,31 +112,43 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       maxBatch: 0,
       precheck: checkA2aVersion,
       errors: A2A_ERRORS,
+      waits: a2aWaits,
       // The dialects share method names; the strict endpoint's are counted apart.
       metricPrefix: 'a2a:',
     }),
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
-    authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
+    origin: originOf({ publicUrl: deps.publicUrl, trustedProxies: deps.trustedProxies }),
+    authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs, authMemory),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,
     readiness: () => readiness(health, deps.kv),
     metrics: deps.metrics,
+    publicMetrics: !deps.metricsListen,
     log: deps.log,
+    requestLogLevel: deps.requestLogLevel,
   });
 
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => reject(listenFailure(err, deps.host, deps.port, { host: 'HUB_HOST', port: 'HUB_PORT' })));
     server.listen(deps.port, deps.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   const host = deps.host.includes(':') ? `[${deps.host}]` : deps.host;
+  const metricsServer = deps.metricsListen
+    ? await serveMetrics(deps.metrics, deps.metricsListen).catch((err: unknown) => {
+        server.close();
+        throw err;
+      })
+    : undefined;
   return {
     url: `http://${host}:${port}`,
     port,
+    metricsUrl: metricsServer?.url,
     async stop(graceMs = 5_000) {
+      await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
         timer.unref();
@@ -115,6 +158,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         });
         server.closeIdleConnections();
       });
+      await authMemory?.stop();
       for (const client of [...clients.values(), ...Object.values(health)]) (client as unknown as { close(): void }).close();
     },
   };

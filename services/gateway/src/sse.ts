@@ -37,7 +37,8 @@ export async function writeSse(res: ServerResponse, stream: OpenStream, signal: 
   } catch (err) {
     if (!signal.aborted) {
       const error = stream.failure(err);
-      if (error.code === RpcCode.INTERNAL_ERROR && !(err instanceof HubError)) log.error({ err }, 'stream failed');
+      // Every internal error is logged with its cause (see jsonrpc.ts).
+      if (error.code === RpcCode.INTERNAL_ERROR) log.error({ err }, 'stream failed');
       await send(`data: ${JSON.stringify({ jsonrpc: '2.0', id: stream.id, error })}\n\n`);
     }
   } finally {

@@ -1,4 +1,5 @@
-import { HubError, Metrics, Reason } from '@agenthub/runtime';
+import { Writable } from 'node:stream';
+import { createLogger, HubError, Metrics, Reason } from '@agenthub/runtime';
 import { testLogger } from '@agenthub/testing';
 import { JsonRpcHandler, RpcCode, type RpcContext, type RpcResponse } from '@agenthub/gateway';
 
@@ -89,6 +90,21 @@ describe('JsonRpcHandler', () => {
     expect(JSON.stringify(response)).not.toContain('hunter2');
   });
 
+  it.each([
+    ['a throw of ours', new Error('cannot read properties of undefined')],
+    ['an internal error the gRPC client raised', new HubError(Reason.INTERNAL, 'Internal error', { cause: new Error('Request message serialization failure: int32 overflow') })],
+    ['an unavailable service', new HubError(Reason.UNAVAILABLE, 'A service the hub depends on is unavailable; retry later', { cause: new Error('connect ECONNREFUSED 127.0.0.1:1') })],
+  ])('logs every -32603 with its cause: %s', async (_name, thrown) => {
+    const lines: any[] = [];
+    const log = createLogger({ level: 'info', destination: new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(String(chunk))); done(); } }) });
+    const methods = new Map([['fails', { invoke: async () => { throw thrown; } }]]);
+    const rpc = new JsonRpcHandler({ methods, maxBatch: 3, log, metrics: new Metrics() });
+    const response = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'fails' }, ctx)) as RpcResponse;
+    expect(response.error?.code).toBe(RpcCode.INTERNAL_ERROR);
+    const cause = (thrown.cause as Error | undefined)?.message ?? thrown.message;
+    expect(lines).toContainEqual(expect.objectContaining({ level: 50, method: 'fails', err: expect.objectContaining({ message: expect.stringContaining(cause) }) }));
+  });
+
   it('answers each call with the precheck error when it refuses', async () => {
     const { rpc, calls } = handler(() => ({ code: RpcCode.VERSION_NOT_SUPPORTED, message: 'A2A version 9 is not supported; use 1.0' }));
     const response = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'echo' }, ctx)) as RpcResponse;
@@ -98,5 +114,24 @@ describe('JsonRpcHandler', () => {
 
   it('gives the standard parse error', () => {
     expect(handler().rpc.parseError()).toMatchObject({ id: null, error: { code: RpcCode.PARSE_ERROR } });
+  });
+
+  // Issue 12 item 8: these reached PostgreSQL or a codec and came back as -32603.
+  it('refuses NUL characters and params nested past the limit with -32602 naming the field, before the method runs', async () => {
+    const { rpc, calls } = handler();
+    const cases: [unknown, string][] = [
+      [{ name: 'a\u0000b' }, 'name'],
+      [{ message: { parts: [{ text: 'ok' }, { text: '\u0000' }] } }, 'message.parts[1].text'],
+      [{ metadata: { 'k\u0000': 1 } }, 'metadata'],
+      [{ data: { a: { b: { c: { d: { e: { f: { g: { h: { i: { j: {} } } } } } } } } } } }, 'data.a.b.c.d.e.f.g.h.i'],
+    ];
+    const strict = new JsonRpcHandler({ methods: new Map([['echo', { invoke: async (p: Record<string, unknown>) => (calls.push(p), p) }]]), maxBatch: 3, maxDepth: 10, log: testLogger(), metrics: new Metrics() });
+    for (const [params, field] of cases) {
+      const response = (await strict.handle({ jsonrpc: '2.0', id: 1, method: 'echo', params }, ctx)) as RpcResponse;
+      expect(response.error).toMatchObject({ code: RpcCode.INVALID_PARAMS, data: { field } });
+    }
+    expect(calls).toHaveLength(0);
+    const within = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'echo', params: { data: { a: { b: { c: 'deep enough' } } } } }, ctx)) as RpcResponse;
+    expect(within.result).toBeDefined();
   });
 });

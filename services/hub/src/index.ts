@@ -1,7 +1,7 @@
-import { startGateway } from '@agenthub/gateway';
+import { requestLogLevel, startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { clientOptions, createClient, egressAllowPrivate, ensurePrivateDir, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { startMessaging } from '@agenthub/messaging';
@@ -23,6 +23,10 @@ export interface RunningHub {
  * The whole hub in one process: every service on its own loopback gRPC port (so the embedded
  * mode runs the same gRPC path as production) and the gateway on HUB_HOST:HUB_PORT. Backends
  * follow the configuration: PostgreSQL/Redis when their URLs are set, PGlite/in-process else.
+ *
+ * Only this process calls its services, so they bind 127.0.0.1 whatever GRPC_HOST says (it is a
+ * split-mode setting), and every call is signed with a key made at start that never leaves the
+ * process (HUB_INTERNAL_KEY, GRPC_TLS_* are for split mode and not used here).
  */
 export async function startHub(config: HubConfig, log: Logger): Promise<RunningHub> {
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
@@ -32,7 +36,9 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     for (const stop of [...stops].reverse()) await stop();
   };
   try {
-    const listen = `${config.GRPC_HOST}:0`;
+    await ensurePrivateDir(config.HUB_DATA_DIR, log);
+    const listen = '127.0.0.1:0';
+    const internalKey = InternalKey.generate();
     // Every service still listens on gRPC (probes, contract tests); with inproc, calls between
     // them in this process skip the loopback network.
     const local = config.HUB_TRANSPORT === 'inproc' ? new LocalTransport() : undefined;
@@ -40,11 +46,11 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     // service consumes it. Closed after every service stopped.
     const bus = await openBus(config, log, { kv });
     stops.push(() => bus.close());
-    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalToken: config.HUB_INTERNAL_TOKEN, local, bus, outboxPollMs: config.OUTBOX_POLL_MS };
+    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalKey, local, bus, outboxPollMs: config.OUTBOX_POLL_MS };
 
     const identityDb = (await openBackends(config, 'identity', { kv })).db;
     stops.push(() => identityDb.close());
-    const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }) });
+    const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }), egress: { allowPrivate: egressAllowPrivate(config) } });
     stops.push(() => identity.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
     let secretsClient: ClientOf<typeof secretsv1.SecretsService> | undefined;
@@ -84,7 +90,12 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       identityAddr: identity.address,
       limits: { blockingMs: config.MESSAGING_BLOCKING_MS, onlineMs: config.MESSAGING_ONLINE_MS, claimMs: config.MESSAGING_CLAIM_MS, maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES },
       sweepIntervalMs: config.MESSAGING_SWEEP_MS,
-      push: { maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS, timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS },
+      push: {
+        maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS,
+        timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS,
+        maxResponseBytes: config.MESSAGING_PUSH_MAX_RESPONSE_BYTES,
+      },
+      egress: { allowPrivate: egressAllowPrivate(config) },
     });
     stops.push(() => messaging.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
@@ -95,7 +106,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       db: eventsDb,
       log: log.child({ service: 'events' }),
       workspaceAddr: workspace.address,
-      allowPrivate: config.HUB_WEBHOOK_ALLOW_PRIVATE,
+      allowPrivate: egressAllowPrivate(config),
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       limits: {
         historyMs: config.WEBHOOK_HISTORY_DAYS * 24 * 3_600_000,
@@ -104,7 +115,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     });
     stops.push(() => events.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
-    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
+    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR, log)).token;
     const gateway = await startGateway({
       log: log.child({ service: 'gateway' }),
       metrics,
@@ -116,9 +127,13 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       port: config.HUB_PORT,
       maxBodyBytes: config.HUB_MAX_BODY_BYTES,
       maxBatch: config.HUB_MAX_BATCH,
+      maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
+      publicUrl: config.HUB_PUBLIC_URL,
+      trustedProxies: config.HUB_TRUSTED_PROXIES,
       authCacheMs: config.HUB_AUTH_CACHE_MS,
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
-      internalToken: config.HUB_INTERNAL_TOKEN,
+      internalKey,
+      requestLogLevel: requestLogLevel(config.NODE_ENV),
     });
     stops.push(() => gateway.stop(config.HUB_SHUTDOWN_GRACE_MS));
     const services = {

@@ -111,7 +111,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('A2A 1.0 clients thro
   const cardUrl = (agentId: string) => `${hub.url}/agents/${agentId}/.well-known/agent-card.json`;
 
   beforeAll(async () => {
-    hub = await startTestHub(backend, { MESSAGING_PUSH_MAX_BACKOFF_MS: '200', MESSAGING_BLOCKING_MS: '10000' });
+    hub = await startTestHub(backend, { MESSAGING_PUSH_MAX_BACKOFF_MS: '200', MESSAGING_BLOCKING_MS: '10000', HUB_EGRESS_ALLOW_PRIVATE: 'true' });
     sender = await hub.agent('acme', 'sender');
     recipient = await hub.agent('acme', 'worker');
     connected = connectedAgent(hub, recipient);
@@ -178,6 +178,15 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('A2A 1.0 clients thro
       await expect(client.getTask({ tenant: '', id: 'task_doesnotexist', historyLength: undefined })).rejects.toMatchObject({ envelopeCode: -32001 });
     });
 
+    it('lists with no filter at all: listTasks({}), which sends status UNRECOGNIZED', async () => {
+      const log: Logged[] = [];
+      const client = await sdkClient(cardUrl(recipient.agent_id), sender.api_key, log);
+      const sent = (await client.sendMessage(send(userMessage([textPart('Listed')])))) as Task;
+      const listed = await client.listTasks({} as Parameters<Client['listTasks']>[0]);
+      expect(log.at(-1)!.body.params).toMatchObject({ status: 'UNRECOGNIZED' });
+      expect(listed.tasks.map((t) => t.id)).toContain(sent.id);
+    });
+
     it('continues a task that waits for input, in the same context', async () => {
       const client = await sdkClient(cardUrl(recipient.agent_id), sender.api_key);
       const asked = (await client.sendMessage(send(userMessage([textPart('ask')])))) as Task;
@@ -226,6 +235,17 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('A2A 1.0 clients thro
       expect(task.artifacts).toEqual([expect.objectContaining({ name: 'echo', parts: MIXED })]);
       expect(agentParts(task)).toEqual([['Working on it'], ['Done']]);
       expect(remote.received.at(-1)!.messageId).toBe(task.history[0]!.messageId);
+    });
+
+    it('relays the agent\'s markdown to the client as markdown, not as plain text', async () => {
+      const client = await sdkClient(cardUrl(pushAgentId), sender.api_key);
+      const markdown = textPart('# Report\n\n**All** done.', 'text/markdown');
+      const task = (await client.sendMessage(send(userMessage([markdown])))) as Task;
+      expect(remote.received.at(-1)!.parts).toEqual([markdown]);
+      // The echo agent answers with the same part in its artifact: it comes back with its media type.
+      expect(task.artifacts).toEqual([expect.objectContaining({ name: 'echo', parts: [markdown] })]);
+      const read = await client.getTask({ tenant: '', id: task.id, historyLength: undefined });
+      expect(read.artifacts).toEqual([expect.objectContaining({ parts: [markdown] })]);
     });
 
     it('completes a streaming exchange ending at completed', async () => {

@@ -21,6 +21,8 @@ export interface Agent {
 /** A whole hub on real HTTP and gRPC over the given backend, plus helpers to call it. */
 export interface TestHub extends RunningHub {
   dataDir: string;
+  /** Where the gateway serves `/metrics`: its URL all-in-one, its ops port in split mode. */
+  metricsUrl: string;
   /** The hub's PostgreSQL database, on the real backend (undefined on PGlite). */
   databaseUrl: string | undefined;
   /** One JSON-RPC call as an agent (`key`) on `path` (default `/a2a`). */
@@ -91,6 +93,7 @@ async function startOn(provisioned: ProvisionedBackend, dataDir: string, env: Re
   return {
     ...hub,
     dataDir,
+    metricsUrl: (hub as Partial<SplitStack>).gatewayOpsUrl ?? hub.url,
     databaseUrl: provisioned.databaseUrl,
     call,
     admin,

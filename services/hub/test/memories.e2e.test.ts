@@ -63,6 +63,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('memories over HTTP (
     const stored = await ok(owner, 'workspace.store', { workspace_id: workspace.id, content: 'We chose Postgres for persistence.', type: 'decision', tags: ['database'] });
     expect(stored).toEqual({
       duplicate: false,
+      updated: false,
       memory: {
         id: expect.stringMatching(/^wmem_[a-z0-9]{20}$/),
         workspace_id: workspace.id,
@@ -145,11 +146,26 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('memories over HTTP (
     await expectInvalid(call(owner, 'workspace.store', { workspace_id: UNKNOWN_WS, content: '' }), 'content');
   });
 
+  test('a duplicate store merges what the caller said: tags added, a given type replaces, reported as updated', async () => {
+    const ws = await workspace();
+    const first = (await ok(writer, 'workspace.store', { workspace_id: ws, content: 'Standups are at 9:30.', type: 'context', tags: ['team'] })).memory;
+    const merged = await ok(admin, 'workspace.store', { workspace_id: ws, content: '  Standups are at 9:30. ', type: 'fact', tags: ['schedule', 'team'] });
+    expect(merged).toEqual({
+      duplicate: true,
+      updated: true,
+      memory: { ...first, type: 'fact', tags: ['team', 'schedule'], updated_at: expect.any(Number), updated_by: admin.agent_id },
+    });
+    const kept = await ok(writer, 'workspace.store', { workspace_id: ws, content: 'Standups are at 9:30.' });
+    expect(kept).toEqual({ duplicate: true, updated: false, memory: merged.memory });
+    const listed = await ok(reader, 'workspace.memories', { workspace_id: ws, type: 'fact', tags: ['schedule'] });
+    expect(listed.memories.map((m: { id: string; type: string }) => [m.id, m.type])).toEqual([[first.id, 'fact']]);
+  });
+
   test('store flags exact duplicates; query ranks, limits, thresholds and filters; update re-embeds', async () => {
     const ws = await workspace();
     const pg = (await ok(writer, 'workspace.store', { workspace_id: ws, content: 'We chose Postgres for persistence.', type: 'decision', tags: ['db', 'architecture'] })).memory;
-    const twin = await ok(owner, 'workspace.store', { workspace_id: ws, content: 'We chose Postgres for persistence.', type: 'fact' });
-    expect(twin).toEqual({ duplicate: true, memory: pg });
+    const twin = await ok(owner, 'workspace.store', { workspace_id: ws, content: 'We chose Postgres for persistence.', tags: ['db'] });
+    expect(twin).toEqual({ duplicate: true, updated: false, memory: pg });
     const redis = (await ok(writer, 'workspace.store', { workspace_id: ws, content: 'Redis caches the session tokens.', tags: ['db'] })).memory;
     const lunch = (await ok(writer, 'workspace.store', { workspace_id: ws, content: 'Team lunch is on Fridays at noon.', type: 'context' })).memory;
 

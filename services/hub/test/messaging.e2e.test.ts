@@ -109,6 +109,9 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP 
     expect((await ok(recipient, 'GetTask', { id: sent.id })).id).toBe(sent.id);
     await expectError(call(third, 'GetTask', { id: sent.id }), -32001);
     await expectError(call(third, 'CancelTask', { id: sent.id }), -32001);
+    // x-hub/tasks.update: the sender is refused (-32100), anyone else does not see the task (-32001).
+    await expectError(call(third, 'x-hub/tasks.update', { task_id: sent.id, state: 'working' }), -32001);
+    await expectError(call(sender, 'x-hub/tasks.update', { task_id: sent.id, state: 'working' }), -32100);
     await expectError(call(sender, 'GetTask', { id: 'task_doesnotexist' }), -32001);
   });
 
@@ -273,6 +276,61 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP 
     const listed = await ok(sender, 'ListTasks', { contextId: sent.contextId });
     expect(listed.tasks.map((t: { id: string }) => t.id)).toEqual([sent.id]);
     expect(listed.tasks[0].messages).toHaveLength(2 * continued + 2);
+  });
+
+  it('acceptedOutputModes matches as HTTP does: ranges, parameters, any case; an agent that declares none takes anything', async () => {
+    const made = await hub.admin('agents.create', { tenant_id: 'acme', name: 'negotiating', output_modes: ['application/json', 'text/markdown'] });
+    const declaring = { agent_id: made.agent.id } as Agent;
+    const ranged = { agent_id: (await hub.admin('agents.create', { tenant_id: 'acme', name: 'ranged', output_modes: ['image/*'] })).agent.id } as Agent;
+    const cases: [Agent, string[], 'accepted' | 'refused'][] = [
+      [declaring, ['*/*'], 'accepted'],
+      [declaring, ['application/*'], 'accepted'],
+      [declaring, ['text/markdown; charset=utf-8'], 'accepted'],
+      [declaring, ['Application/JSON'], 'accepted'],
+      [declaring, ['image/png', 'TEXT/*'], 'accepted'],
+      [declaring, ['image/*'], 'refused'],
+      [declaring, ['text/plain'], 'refused'],
+      [ranged, ['image/png'], 'accepted'],
+      [ranged, ['text/*'], 'refused'],
+      [recipient, ['image/png'], 'accepted'],
+      [recipient, ['x-unknown/whatever'], 'accepted'],
+    ];
+    for (const [to, modes, outcome] of cases) {
+      const { body } = await send(sender, to, undefined, { acceptedOutputModes: modes });
+      const got = body.error ? `refused ${body.error.code}` : `accepted ${body.result.status.state}`;
+      expect([to.agent_id, modes, got]).toEqual([to.agent_id, modes, outcome === 'accepted' ? 'accepted submitted' : 'refused -32005']);
+    }
+  });
+
+  it('every numeric parameter out of its documented range is -32602 naming it, never -32603', async () => {
+    const sent = (await send(sender, recipient)).body.result;
+    const strict = `/agents/${recipient.agent_id}/a2a/v1`;
+    const strictSend = (configuration: Record<string, unknown>) =>
+      call(sender, 'SendMessage', { message: { messageId: `m-${Date.now()}-${Math.random()}`, role: 'ROLE_USER', parts: [{ text: 'hi' }] }, configuration }, strict);
+    const cases: [string, Promise<RpcReply>, string][] = [];
+    for (const value of [3e9, 2 ** 31, -1, 1.5, 1e300]) {
+      cases.push(
+        ['SendMessage historyLength', send(sender, recipient, undefined, { historyLength: value }), 'configuration.historyLength'],
+        ['GetTask historyLength', call(sender, 'GetTask', { id: sent.id, historyLength: value }), 'historyLength'],
+        ['ListTasks historyLength', call(sender, 'ListTasks', { historyLength: value }), 'historyLength'],
+        ['ListTasks pageSize', call(sender, 'ListTasks', { pageSize: value }), 'pageSize'],
+        ['x-ttl', send(sender, recipient, undefined, { 'x-ttl': value === 3e9 ? 315_360_001 : value }), 'configuration.x-ttl'],
+        ['inbox.poll wait_ms', call(recipient, 'x-hub/inbox.poll', { wait_ms: value }), 'wait_ms'],
+        ['inbox.poll max', call(recipient, 'x-hub/inbox.poll', { max: value }), 'max'],
+        ['strict SendMessage historyLength', strictSend({ historyLength: value }), 'configuration.historyLength'],
+        ['strict GetTask historyLength', call(sender, 'GetTask', { id: sent.id, historyLength: value }, strict), 'historyLength'],
+        ['strict ListTasks historyLength', call(sender, 'ListTasks', { historyLength: value }, strict), 'historyLength'],
+      );
+    }
+    for (const [name, reply, field] of cases) {
+      const { body } = await reply;
+      // The strict endpoint names the field in its google.rpc.ErrorInfo.
+      const named = Array.isArray(body.error?.data) ? body.error.data[0]?.metadata?.field : body.error?.data?.field;
+      expect([name, body.error?.code, named]).toEqual([name, -32602, field]);
+    }
+    // The bounds themselves are accepted.
+    expect((await ok(sender, 'GetTask', { id: sent.id, historyLength: 2_147_483_647 })).id).toBe(sent.id);
+    expect((await send(sender, recipient, undefined, { 'x-ttl': 315_360_000 })).body.result.status.state).toBe('submitted');
   });
 
   it('the path agent and configuration.agentId must agree; either party may cancel', async () => {

@@ -1,3 +1,5 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startEchoAgent, type EchoAgent } from '../../messaging/test/echo-agent.js';
 import { hubModes, startTestHub, type Agent, type TestHub } from './harness.js';
 
@@ -25,7 +27,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('push agents over HTT
 
   beforeAll(async () => {
     // A small backoff cap, so the worker's follow-ups of the agent's task come quickly.
-    hub = await startTestHub(backend, { MESSAGING_PUSH_MAX_BACKOFF_MS: '200', MESSAGING_BLOCKING_MS: '10000' });
+    hub = await startTestHub(backend, { MESSAGING_PUSH_MAX_BACKOFF_MS: '200', MESSAGING_BLOCKING_MS: '10000', HUB_EGRESS_ALLOW_PRIVATE: 'true' });
     remote = await startEchoAgent('echo');
     const created = await hub.admin('agents.create', { tenant_id: 'acme', name: 'echo', create_tenant: true, endpoint_url: remote.url });
     expect(created.agent.endpoint_url).toBe(remote.url);
@@ -74,4 +76,47 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('push agents over HTT
     }
     expectAnswered(task);
   });
+
+  // Issue 12: the push worker calls out through the egress guard.
+  it('an agent that redirects to a loopback URL: nothing reaches that URL, and the task holds none of the redirect', async () => {
+    const internal = await listen((_req, res) => res.end('INTERNAL-SECRET'));
+    const redirecting = await listen((_req, res) => {
+      res.writeHead(307, { location: `${internal.url}/admin` }).end('REDIRECT-BODY');
+    });
+    try {
+      const created = await hub.admin('agents.create', { tenant_id: 'acme', name: 'redirector', endpoint_url: `${redirecting.url}/a2a` });
+      const task = await ok('SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'for the agent only' }] }, configuration: { agentId: created.agent.id, blocking: true } });
+      expect(task.status.state).toBe('failed');
+      expect(redirecting.hits).toBe(1);
+      expect(internal.hits).toBe(0);
+      const seen = JSON.stringify(await ok('GetTask', { id: task.id }));
+      expect(seen).toContain("The agent's endpoint answered HTTP 307");
+      expect(seen).not.toContain('REDIRECT-BODY');
+      expect(seen).not.toContain('INTERNAL-SECRET');
+    } finally {
+      await internal.close();
+      await redirecting.close();
+    }
+  });
 });
+
+/** A bare HTTP server on loopback counting its requests. */
+async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void) {
+  let hits = 0;
+  const server = createServer((req, res) => {
+    hits += 1;
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    get hits() {
+      return hits;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -210,7 +210,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('secrets over HTTP (%
     const value = unique('metrics');
     await ok(writer, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'k', value });
     await ok(reader, 'workspace.secrets.get', { workspace_id: workspaceId, key: 'k' });
-    const metrics = await (await fetch(`${hub.url}/metrics`)).text();
+    const metrics = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
     expect(metrics).toContain('x-hub/workspace.secrets.get');
     expect(metrics).not.toContain(value);
   });

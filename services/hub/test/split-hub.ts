@@ -59,6 +59,8 @@ export type SplitProcessName = 'identity' | 'workspace-a' | 'workspace-b' | 'sec
 /** A running split-mode hub: what startHub returns, plus its processes. */
 export interface SplitStack extends RunningHub {
   readonly processes: Readonly<Record<SplitProcessName, SplitProcess>>;
+  /** The gateway's ops port, where its `/metrics` is (`http://127.0.0.1:<OPS_PORT>`). */
+  readonly gatewayOpsUrl: string;
 }
 
 /** Every child this test process started, killed if the test process goes away first. */
@@ -93,7 +95,8 @@ function childEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...settings };
 }
 
-function spawnProcess(name: string, service: string, env: Record<string, string>, opsUrl: string): SplitProcess {
+/** `agenthub serve <service>` from the built code, with only `env`'s hub settings; `opsUrl` is where waitReady looks. */
+export function spawnProcess(name: string, service: string, env: Record<string, string>, opsUrl: string): SplitProcess {
   const child = spawn(process.execPath, [BIN, 'serve', service], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let output = '';
@@ -144,11 +147,11 @@ async function waitReady(proc: SplitProcess): Promise<void> {
   }
 }
 
-/** Fresh operator and internal tokens and a KEK; a stack restarted on the same database needs the same. */
-export function splitCredentials(): Record<'HUB_ADMIN_TOKEN' | 'HUB_INTERNAL_TOKEN' | 'HUB_KEKS', string> {
+/** A fresh operator token, internal key and KEK; a stack restarted on the same database needs the same. */
+export function splitCredentials(): Record<'HUB_ADMIN_TOKEN' | 'HUB_INTERNAL_KEY' | 'HUB_KEKS', string> {
   return {
     HUB_ADMIN_TOKEN: `admin-${randomBytes(16).toString('hex')}`,
-    HUB_INTERNAL_TOKEN: `internal-${randomBytes(16).toString('hex')}`,
+    HUB_INTERNAL_KEY: randomBytes(32).toString('base64'),
     HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
   };
 }
@@ -156,7 +159,7 @@ export function splitCredentials(): Record<'HUB_ADMIN_TOKEN' | 'HUB_INTERNAL_TOK
 /**
  * Starts the stack on `provisioned` (which must be real PostgreSQL and Redis). `env` reaches every
  * process after the stack's own settings, so a suite sets what it would set on the all-in-one hub
- * (MESSAGING_BLOCKING_MS, HUB_WEBHOOK_ALLOW_PRIVATE, HUB_ADMIN_TOKEN, HUB_KEKS, …). Resolves once
+ * (MESSAGING_BLOCKING_MS, HUB_EGRESS_ALLOW_PRIVATE, HUB_ADMIN_TOKEN, HUB_KEKS, …). Resolves once
  * every process reports ready; `stop` SIGTERMs them (gateway first) and fails unless each exits 0.
  */
 export async function startSplitStack(provisioned: ProvisionedBackend, env: Record<string, string> = {}): Promise<SplitStack> {
@@ -164,9 +167,9 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
   if (!existsSync(join(ROOT, 'services', 'hub', 'dist', 'cli.js'))) {
     throw new Error('Split mode runs the built code: run `npm run build` (or `npx tsc -b`) first');
   }
-  const [idGrpc, idOps, waGrpc, waOps, wbGrpc, wbOps, seGrpc, seOps, maGrpc, maOps, mbGrpc, mbOps, evGrpc, evOps, hubPort] = (await Promise.all(
-    Array.from({ length: 15 }, freePort),
-  )) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
+  const [idGrpc, idOps, waGrpc, waOps, wbGrpc, wbOps, seGrpc, seOps, maGrpc, maOps, mbGrpc, mbOps, evGrpc, evOps, hubPort, hubOps] = (await Promise.all(
+    Array.from({ length: 16 }, freePort),
+  )) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
   const addrs = {
     identity: `127.0.0.1:${idGrpc}`,
     workspace: `127.0.0.1:${waGrpc},127.0.0.1:${wbGrpc}`,
@@ -209,7 +212,7 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
     'messaging-a': service('messaging-a', 'messaging', maGrpc, maOps),
     'messaging-b': service('messaging-b', 'messaging', mbGrpc, mbOps),
     events: service('events', 'events', evGrpc, evOps),
-    gateway: spawnProcess('gateway', 'gateway', { ...common, HUB_HOST: '127.0.0.1', HUB_PORT: String(hubPort) }, url),
+    gateway: spawnProcess('gateway', 'gateway', { ...common, HUB_HOST: '127.0.0.1', HUB_PORT: String(hubPort), OPS_PORT: String(hubOps) }, url),
   };
 
   /** SIGTERMs the gateway, then every service together; fails naming each unclean exit. */
@@ -245,6 +248,7 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
       [eventsv1.EventsService.typeName]: addrs.events,
     },
     processes,
+    gatewayOpsUrl: `http://127.0.0.1:${hubOps}`,
     stop,
   };
 }

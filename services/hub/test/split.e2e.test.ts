@@ -96,6 +96,11 @@ describeSplit('split mode: one process per service, two workspace and two messag
       expect((await fetch(`${p.opsUrl}/nope`)).status).toBe(404);
     }
     expect((await fetch(`${hub.url}/readyz`)).status).toBe(200);
+    // The gateway's metrics are on its ops port too, not on the public one an Ingress exposes.
+    const gatewayMetrics = await fetch(`${hub.gatewayOpsUrl}/metrics`);
+    expect(gatewayMetrics.status).toBe(200);
+    expect(await gatewayMetrics.text()).toContain('# TYPE agenthub_http_requests_total counter');
+    expect((await fetch(`${hub.url}/metrics`)).status).toBe(404);
   });
 
   it('answers workspace, member, secret, grant and webhook calls through the gateway, spread over both workspace replicas', async () => {

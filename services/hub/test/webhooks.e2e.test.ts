@@ -14,7 +14,7 @@ import { signatures, verifySignature, WebhookReceiver, type Received } from './w
  * node:crypto, never with the hub's code), order, duplicates, and the management methods.
  *
  * No assertion depends on how fast anything is: every wait is a bounded poll for a condition.
- * Hubs that deliver to the loopback receiver run with HUB_WEBHOOK_ALLOW_PRIVATE=true; the SSRF
+ * Hubs that deliver to the loopback receiver run with HUB_EGRESS_ALLOW_PRIVATE=true; the SSRF
  * refusals run on a hub without it.
  */
 
@@ -105,7 +105,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (
 
   beforeAll(async () => {
     receiver = await WebhookReceiver.start();
-    hub = await startTestHub(backend, { HUB_WEBHOOK_ALLOW_PRIVATE: 'true', EMBEDDINGS_THREADS: '1', ...RETRY_ENV });
+    hub = await startTestHub(backend, { HUB_EGRESS_ALLOW_PRIVATE: 'true', EMBEDDINGS_THREADS: '1', ...RETRY_ENV });
     owner = await hub.agent('acme', 'owner');
     admin = await hub.agent('acme', 'admin');
     writer = await hub.agent('acme', 'writer');
@@ -685,7 +685,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (
 
   // ---- server-side request forgery -----------------------------------------------------------
 
-  describe('SSRF guard (a hub without HUB_WEBHOOK_ALLOW_PRIVATE)', () => {
+  describe('SSRF guard (a hub without HUB_EGRESS_ALLOW_PRIVATE)', () => {
     let guarded: TestHub;
     let agent: Agent;
     let workspaceId: string;
@@ -739,7 +739,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (
         HUB_DATA_DIR: dataDir,
         HUB_ADMIN_TOKEN: `restart-admin-${randomBytes(12).toString('hex')}`,
         HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
-        HUB_WEBHOOK_ALLOW_PRIVATE: 'true',
+        HUB_EGRESS_ALLOW_PRIVATE: 'true',
         HUB_SHUTDOWN_GRACE_MS: '2000',
         WEBHOOK_TIMEOUT_MS: '5000',
         ...RETRY_ENV,

@@ -581,6 +581,97 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('workspaces over HTTP
       expect(await listedIds(member)).toEqual([workspace.id]);
     });
 
+    /**
+     * workspace.members.add over caller role × target tenant × grant. An add either gives the
+     * target access or fails: a cross-tenant target joins only through an admin of the owner's
+     * tenant holding an approved grant with it (the grant the owner's side can revoke).
+     */
+    describe('members.add: role × tenant × grant', () => {
+      type CallerKind = 'owner' | 'admin' | 'foreign admin' | 'writer' | 'reader' | 'outsider';
+      type GrantKind = 'none' | 'pending with the caller' | 'approved with the caller' | 'revoked with the caller' | 'approved with the owner only';
+      const callers: CallerKind[] = ['owner', 'admin', 'foreign admin', 'writer', 'reader', 'outsider'];
+      const grants: GrantKind[] = ['none', 'pending with the caller', 'approved with the caller', 'revoked with the caller', 'approved with the owner only'];
+      const cells: [CallerKind, 'same tenant' | 'other tenant', GrantKind][] = callers.flatMap((c) => [
+        [c, 'same tenant', 'none'] as [CallerKind, 'same tenant', GrantKind],
+        ...grants.map((g) => [c, 'other tenant', g] as [CallerKind, 'other tenant', GrantKind]),
+      ]);
+      /** The rule under test, stated once. */
+      function expected(caller: CallerKind, tenant: string, grant: GrantKind): number | 'added' {
+        if (caller === 'outsider') return -32100;
+        if (caller === 'writer' || caller === 'reader') return -32102;
+        if (tenant === 'same tenant') return 'added';
+        if (caller === 'foreign admin') return -32104;
+        const withCaller = grant === 'approved with the caller' || (caller === 'owner' && grant === 'approved with the owner only');
+        return withCaller ? 'added' : -32104;
+      }
+
+      let workspaceId: string;
+      let owner: Agent;
+      const by = {} as Record<CallerKind, Agent>;
+      beforeAll(async () => {
+        owner = await agent('acme', 'owner');
+        workspaceId = (await createWorkspace(owner, 'Matrix')).id;
+        by.owner = owner;
+        by.admin = await agent('acme', 'admin');
+        by['foreign admin'] = await agent('globex', 'foreign-admin');
+        by.writer = await agent('acme', 'writer');
+        by.reader = await agent('acme', 'reader');
+        by.outsider = await agent('acme', 'outsider');
+        await approvedGrant(owner, by['foreign admin']);
+        await addMember(owner, workspaceId, by.admin, 'admin');
+        await addMember(owner, workspaceId, by['foreign admin'], 'admin');
+        await addMember(owner, workspaceId, by.writer, 'write');
+        await addMember(owner, workspaceId, by.reader, 'read');
+      });
+
+      it.each(cells)('%s adds an agent of the %s, grant %s', async (callerKind, tenant, grantKind) => {
+        const caller = by[callerKind];
+        const target = await agent(tenant === 'same tenant' ? 'acme' : 'initech', 'target');
+        if (grantKind === 'pending with the caller') await ok(caller, 'grants.request', { agent_id: target.agent_id });
+        if (grantKind === 'approved with the caller') await approvedGrant(caller, target);
+        if (grantKind === 'approved with the owner only') await approvedGrant(owner, target);
+        if (grantKind === 'revoked with the caller') await ok(caller, 'grants.revoke', { grant_id: (await approvedGrant(target, caller)).id });
+
+        const reply = await call(caller, 'workspace.members.add', { workspace_id: workspaceId, agent_id: target.agent_id, role: 'write' });
+        const outcome = expected(callerKind, tenant, grantKind);
+        expect(reply.body.error?.code ?? 'added').toBe(outcome);
+        const members = await memberIds(owner, workspaceId);
+        if (outcome === 'added') {
+          // Added means access, at once.
+          expect((await ok(target, 'workspace.get', { workspace_id: workspaceId })).role).toBe('write');
+          expect(members).toContain(target.agent_id);
+        } else {
+          await expectError(call(target, 'workspace.get', { workspace_id: workspaceId }), ACCESS_DENIED.code, ACCESS_DENIED.message);
+          expect(members).not.toContain(target.agent_id);
+        }
+      });
+    });
+
+    it('a second admin re-adding a member whose grant was revoked succeeds only with its own grant, which access then rests on', async () => {
+      const owner = await agent('acme', 'owner');
+      const admin = await agent('acme', 'admin');
+      const member = await agent('globex', 'member');
+      const workspace = await createWorkspace(owner);
+      await addMember(owner, workspace.id, admin, 'admin');
+      const ownerGrant = await approvedGrant(owner, member);
+      await addMember(owner, workspace.id, member, 'read');
+      await ok(owner, 'grants.revoke', { grant_id: ownerGrant.id });
+      await expectError(call(member, 'workspace.get', { workspace_id: workspace.id }), ACCESS_DENIED.code);
+
+      // No grant of its own: the add would give no access, so it fails saying why.
+      const refused = await expectError(call(admin, 'workspace.members.add', { workspace_id: workspace.id, agent_id: member.agent_id, role: 'write' }), -32104);
+      expect(refused.message.startsWith('No access grant to target agent')).toBe(true);
+      await expectError(call(member, 'workspace.get', { workspace_id: workspace.id }), ACCESS_DENIED.code);
+
+      const adminGrant = await approvedGrant(admin, member);
+      const { member: readded } = await addMember(admin, workspace.id, member, 'write');
+      expect(readded).toMatchObject({ agent_id: member.agent_id, role: 'write' });
+      expect((await ok(member, 'workspace.get', { workspace_id: workspace.id })).role).toBe('write');
+      // The membership rests on the admin's grant now: revoking it cuts access again.
+      await ok(admin, 'grants.revoke', { grant_id: adminGrant.id });
+      await expectError(call(member, 'workspace.get', { workspace_id: workspace.id }), ACCESS_DENIED.code);
+    });
+
     it('keeps a grant private to its two agents: a third cannot approve or revoke it', async () => {
       const owner = await agent('acme', 'owner');
       const foreign = await agent('globex', 'foreign');

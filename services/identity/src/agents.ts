@@ -1,4 +1,4 @@
-import { HubError, isUniqueViolation, newId, Reason } from '@agenthub/runtime';
+import { HubError, isUniqueViolation, newId, newSecret, Reason } from '@agenthub/runtime';
 import { issueKey, type IssuedKey } from './keys.js';
 import type { AgentRecord, AgentSkillRecord, IdentityStore } from './store.js';
 
@@ -20,6 +20,16 @@ export interface NewAgent {
 export interface CreatedAgent extends IssuedKey {
   agent: AgentRecord;
   tenantCreated: boolean;
+  /** A push agent's push secret, shown once; empty for agents without an endpoint. */
+  pushSecret: string;
+}
+
+/** Prefix of push secrets, so a leaked one is recognisable (secret scanners, logs). */
+const PUSH_SECRET_PREFIX = 'ahp';
+
+/** A new push secret: `ahp_` and 32 random bytes in base64url. */
+export function newPushSecret(): string {
+  return newSecret(PUSH_SECRET_PREFIX);
 }
 
 /** Registers the agent and issues its first key in one transaction: no agent without a key. */
@@ -33,6 +43,7 @@ export function createAgent(store: IdentityStore, input: NewAgent): Promise<Crea
       tenantCreated = (await tx.insertTenant({ id: input.tenantId, name: input.tenantId, at: now })) !== undefined;
     }
     const id = input.agentId ?? newId('agt');
+    const pushSecret = input.endpointUrl ? newPushSecret() : '';
     let agent: AgentRecord;
     try {
       agent = await tx.insertAgent({
@@ -44,6 +55,7 @@ export function createAgent(store: IdentityStore, input: NewAgent): Promise<Crea
         description: input.description,
         skills: input.skills,
         at: now,
+        pushSecret: pushSecret || null,
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw new HubError(Reason.ALREADY_EXISTS, `Agent ${id} already exists`);
@@ -51,8 +63,23 @@ export function createAgent(store: IdentityStore, input: NewAgent): Promise<Crea
     }
     const issued = await issueKey(tx, agent.id);
     if (!issued) throw new Error(`Agent ${agent.id} missing right after its insert`);
-    return { agent, tenantCreated, ...issued };
+    return { agent, tenantCreated, ...issued, pushSecret };
   });
+}
+
+/** Gives a push agent a new push secret; the old one is not sent again. */
+export async function rotatePushSecret(store: IdentityStore, agentId: string): Promise<string> {
+  const secret = newPushSecret();
+  if (await store.setPushSecret(agentId, secret)) return secret;
+  if (!(await store.agent(agentId))) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
+  throw new HubError(Reason.INVALID_OPERATION, 'The agent has no endpoint_url: only push agents have a push secret', { field: 'agent_id' });
+}
+
+/** The push secret the push worker presents to the agent's endpoint; empty when it has none. */
+export async function pushCredential(store: IdentityStore, agentId: string): Promise<string> {
+  const secret = await store.pushSecret(agentId);
+  if (secret === undefined) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
+  return secret ?? '';
 }
 
 export async function getAgent(store: IdentityStore, agentId: string): Promise<AgentRecord> {

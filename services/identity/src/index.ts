@@ -3,17 +3,26 @@
  * gRPC as `agenthub.identity.v1.IdentityService`.
  */
 import { identityv1 } from '@agenthub/proto';
-import { serveGrpc, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { createIdentityHandlers } from './server.js';
 
 export { createIdentityHandlers, type IdentityHandlers } from './server.js';
 
+export interface IdentityDeps extends ServiceDeps {
+  /**
+   * The egress guard's policy a push agent's endpoint_url is checked against at registration:
+   * HUB_EGRESS_ALLOW_PRIVATE (default false: global unicast addresses only) and the resolver.
+   */
+  egress?: { allowPrivate: boolean; resolve?: Resolver };
+}
+
 /** Migrates the `identity` schema, then serves IdentityService on `deps.listen`. */
-export function startIdentity(deps: ServiceDeps): Promise<RunningService> {
+export function startIdentity(deps: IdentityDeps): Promise<RunningService> {
+  const egress = egressPolicy(deps.egress?.allowPrivate ?? false, deps.egress?.resolve);
   return serveGrpc(
     'identity',
     deps,
     { schema: 'identity', migrations: new URL('../migrations/', import.meta.url) },
-    (server) => server.add(identityv1.IdentityService, createIdentityHandlers(deps)),
+    (server) => server.add(identityv1.IdentityService, createIdentityHandlers({ db: deps.db, kv: deps.kv, egress })),
   );
 }

@@ -1,6 +1,6 @@
 import { identityv1 } from '@agenthub/proto';
-import { HubError, Reason, type CallContext, type Db, type Kv, type Principal, type ServiceHandlers } from '@agenthub/runtime';
-import { createAgent, getAgent, listAgents } from './agents.js';
+import { checkTargetUrl, egressPolicy, HubError, Reason, type CallContext, type Db, type EgressPolicy, type Kv, type Principal, type ServiceHandlers } from '@agenthub/runtime';
+import { createAgent, getAgent, listAgents, pushCredential, rotatePushSecret } from './agents.js';
 import { approveGrant, checkGrant, listGrants, requestGrant, revokeGrant } from './grants.js';
 import { authenticate, createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 import { IdentityStore } from './store.js';
@@ -25,8 +25,9 @@ function requirePrincipal(ctx: CallContext): void {
 }
 
 /** Builds the IdentityService handlers over the service's database and the shared Kv. */
-export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandlers {
+export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPolicy }): IdentityHandlers {
   const store = new IdentityStore(deps.db);
+  const egress = deps.egress ?? egressPolicy(false);
   return {
     async createTenant(req, ctx) {
       requireOperator(ctx);
@@ -41,7 +42,7 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandle
 
     async createAgent(req, ctx) {
       requireOperator(ctx);
-      return createAgent(store, {
+      const input = {
         tenantId: valid.tenantId(req.tenantId),
         name: valid.agentName(req.name),
         agentId: req.agentId === '' ? undefined : valid.agentId(req.agentId),
@@ -50,7 +51,10 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandle
         description: valid.description(req.description),
         skills: valid.skills(req.skills),
         createTenant: req.createTenant,
-      });
+      };
+      // The push worker checks again at every send (DNS may change); this refuses a plain mistake early.
+      if (input.endpointUrl) await checkTargetUrl(input.endpointUrl, 'endpoint_url', egress);
+      return createAgent(store, input);
     },
 
     async getAgent(req, ctx) {
@@ -67,6 +71,16 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandle
     async createApiKey(req, ctx) {
       requireOperator(ctx);
       return createApiKey(store, valid.agentId(req.agentId));
+    },
+
+    async rotatePushSecret(req, ctx) {
+      requireOperator(ctx);
+      return { pushSecret: await rotatePushSecret(store, valid.agentId(req.agentId)) };
+    },
+
+    async getPushCredential(req, ctx) {
+      requireOperator(ctx);
+      return { pushSecret: await pushCredential(store, valid.agentId(req.agentId)) };
     },
 
     async revokeApiKey(req, ctx) {
@@ -101,7 +115,7 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv }): IdentityHandle
 
     async listGrants(req, ctx) {
       const caller = requireAgent(ctx);
-      return { grants: await listGrants(store, caller.agentId, valid.grantStatusFilter(req.status)) };
+      return listGrants(store, caller.agentId, { status: valid.grantStatusFilter(req.status), pageSize: req.pageSize, pageToken: req.pageToken });
     },
 
     async checkGrant(req, ctx) {

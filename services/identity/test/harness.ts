@@ -1,5 +1,5 @@
 import { identityv1 } from '@agenthub/proto';
-import { createClient, HubError, Metrics, openDb, openKv, type CallOptions, type Client, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import { createClient, HubError, InternalKey, Metrics, openDb, openKv, type CallOptions, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
 import type { Backend, ProvisionedBackend } from '@agenthub/testing';
 import { testLogger } from '@agenthub/testing';
 import { startIdentity } from '@agenthub/identity';
@@ -16,14 +16,31 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(backend: Backend): Promise<Harness> {
+/**
+ * Host names the harness's egress guard knows (the machine has no DNS to speak of): `*.example.com`
+ * is public, `intranet.example` private. Anything else does not resolve.
+ */
+const DNS: Record<string, string> = { 'agents.example.com': '93.184.216.34', 'example.com': '93.184.216.34', 'intranet.example': '10.0.0.7' };
+export const testResolver: Resolver = async (host) => (DNS[host] ? [{ address: DNS[host]!, family: 4 }] : []);
+
+export async function startHarness(backend: Backend, options: { allowPrivate?: boolean } = {}): Promise<Harness> {
   const provisioned: ProvisionedBackend = await backend.provision();
   const db = await openDb({ url: provisioned.databaseUrl, schema: 'identity' });
   const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
+  const internalKey = InternalKey.generate();
   const start = () =>
-    startIdentity({ db, kv, log: testLogger(), metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 });
+    startIdentity({
+      db,
+      kv,
+      log: testLogger(),
+      metrics: new Metrics(),
+      listen: '127.0.0.1:0',
+      grpcTimeoutMs: 5000,
+      internalKey,
+      egress: { allowPrivate: options.allowPrivate ?? false, resolve: testResolver },
+    });
   let service: RunningService = await start();
-  let client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000 });
+  let client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000, internalKey });
   return {
     get client() {
       return client;
@@ -34,7 +51,7 @@ export async function startHarness(backend: Backend): Promise<Harness> {
       client.close();
       await service.stop(1000);
       service = await start();
-      client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000 });
+      client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000, internalKey });
     },
     async close() {
       client.close();

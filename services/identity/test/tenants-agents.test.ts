@@ -122,6 +122,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity tenants and
       ['an ftp endpoint', { endpointUrl: 'ftp://example.com' }, 'endpoint_url'],
       ['an endpoint that is no URL', { endpointUrl: 'not a url' }, 'endpoint_url'],
       ['an endpoint over 2048 characters', { endpointUrl: 'https://example.com/' + 'p'.repeat(2040) }, 'endpoint_url'],
+      // Issue 12: a push endpoint must be global unicast unless the operator allows private targets.
+      ['a loopback endpoint', { endpointUrl: 'http://127.0.0.1:9999/a2a' }, 'endpoint_url'],
+      ['an endpoint on a private network', { endpointUrl: 'http://intranet.example/a2a' }, 'endpoint_url'],
+      ['a cloud metadata endpoint', { endpointUrl: 'http://169.254.169.254/latest' }, 'endpoint_url'],
+      ['an IPv4-mapped loopback endpoint', { endpointUrl: 'http://[::ffff:127.0.0.1]/a2a' }, 'endpoint_url'],
+      ['a 6to4 endpoint', { endpointUrl: 'http://[2002:7f00:1::1]/a2a' }, 'endpoint_url'],
+      ['an endpoint whose host does not resolve', { endpointUrl: 'https://nowhere.invalid/a2a' }, 'endpoint_url'],
       ['an output mode without subtype', { outputModes: ['text/plain', 'plain'] }, 'output_modes.1'],
       ['an output mode with parameters', { outputModes: ['text/plain; charset=utf-8'] }, 'output_modes.0'],
       ['33 output modes', { outputModes: Array.from({ length: 33 }, (_, i) => `text/x-${i}`) }, 'output_modes'],
@@ -203,5 +210,53 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity tenants and
       const err = await failure(h.client.createTenant({ tenantId: 'BAD!' }, agent));
       expect(err.reason).toBe(Reason.ACCESS_DENIED);
     });
+  });
+});
+
+describe.each(backends().map((b) => [b.name, b] as const))('push endpoints and the egress policy (%s)', (_name, backend: Backend) => {
+  it('refuses a private endpoint saying why; accepts it when the operator allows private targets', async () => {
+    const strict = await startHarness(backend);
+    try {
+      const err = await failure(strict.client.createAgent({ tenantId: unique('t'), name: 'Local', createTenant: true, endpointUrl: 'http://127.0.0.1:9999/a2a' }, operator));
+      expect(err).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'endpoint_url', message: 'Invalid params: endpoint_url is refused: it names a loopback address' });
+      const named = await failure(strict.client.createAgent({ tenantId: unique('t'), name: 'Intranet', createTenant: true, endpointUrl: 'http://intranet.example/a2a' }, operator));
+      // The class of address, never the address the name resolved to.
+      expect(named.message).toBe('Invalid params: endpoint_url is refused: its host resolves to a private address');
+    } finally {
+      await strict.close();
+    }
+    const lab = await startHarness(backend, { allowPrivate: true });
+    try {
+      const { agent } = await lab.client.createAgent({ tenantId: unique('t'), name: 'Local', createTenant: true, endpointUrl: 'http://127.0.0.1:9999/a2a' }, operator);
+      expect(agent!.endpointUrl).toBe('http://127.0.0.1:9999/a2a');
+    } finally {
+      await lab.close();
+    }
+  });
+
+  it('a push agent gets a push secret shown once; the operator rotates it; only the operator reads it', async () => {
+    const h = await startHarness(backend, { allowPrivate: true });
+    try {
+      const tenantId = unique('t');
+      const created = await h.client.createAgent({ tenantId, name: 'Pushed', createTenant: true, endpointUrl: 'http://127.0.0.1:9999/a2a' }, operator);
+      expect(created.pushSecret).toMatch(/^ahp_[A-Za-z0-9_-]{43}$/);
+      expect(JSON.stringify((await h.client.getAgent({ agentId: created.agent!.id }, operator)).agent, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).not.toContain(created.pushSecret);
+      expect((await h.client.getPushCredential({ agentId: created.agent!.id }, operator)).pushSecret).toBe(created.pushSecret);
+
+      const { pushSecret: rotated } = await h.client.rotatePushSecret({ agentId: created.agent!.id }, operator);
+      expect(rotated).toMatch(/^ahp_/);
+      expect(rotated).not.toBe(created.pushSecret);
+      expect((await h.client.getPushCredential({ agentId: created.agent!.id }, operator)).pushSecret).toBe(rotated);
+
+      const connected = await h.client.createAgent({ tenantId, name: 'Connected' }, operator);
+      expect(connected.pushSecret).toBe('');
+      expect(await failure(h.client.rotatePushSecret({ agentId: connected.agent!.id }, operator))).toMatchObject({ reason: Reason.INVALID_OPERATION, field: 'agent_id' });
+      expect(await failure(h.client.rotatePushSecret({ agentId: 'nobody' }, operator))).toMatchObject({ reason: Reason.NOT_FOUND });
+      const asItself = asAgent({ id: created.agent!.id, tenantId });
+      expect(await failure(h.client.getPushCredential({ agentId: created.agent!.id }, asItself))).toMatchObject({ reason: Reason.ACCESS_DENIED });
+      expect(await failure(h.client.rotatePushSecret({ agentId: created.agent!.id }, asItself))).toMatchObject({ reason: Reason.ACCESS_DENIED });
+    } finally {
+      await h.close();
+    }
   });
 });

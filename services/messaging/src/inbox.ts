@@ -47,9 +47,10 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
         deliveries = await claim();
       }
     } finally {
-      await listener.close();
+      // Neither is awaited: the answer does not depend on them, and they are a round trip each.
+      void listener.close();
     }
-    await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs).catch(() => undefined);
+    void env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs).catch(() => undefined);
   }
   return { deliveries: deliveries.map(deliveryView) };
 }

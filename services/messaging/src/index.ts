@@ -4,7 +4,8 @@
  * connected agents and blocking sends that hear transitions through Kv pub/sub.
  */
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { clientOptions, createClient, serveGrpc, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { clientOptions, createClient, egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { reportBacklog } from './backlog.js';
 import { startSweeper } from './inbox.js';
 import { startPushWorker, type PushOptions } from './push.js';
 import { createMessagingHandlers, messagingEnv } from './server.js';
@@ -14,7 +15,7 @@ export { createMessagingHandlers, messagingEnv } from './server.js';
 export { sweepExpired, startSweeper } from './inbox.js';
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
 export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
-export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions } from './push.js';
+export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions, type PushCredentials } from './push.js';
 
 export interface MessagingDeps extends ServiceDeps {
   /** `host:port` of the identity service (recipients, output modes, grants). */
@@ -26,6 +27,11 @@ export interface MessagingDeps extends ServiceDeps {
   now?: () => number;
   /** The push worker (deliveries to agents with an A2A endpoint); defaults in DEFAULT_PUSH_OPTIONS. */
   push?: Partial<PushOptions>;
+  /**
+   * The egress guard's policy for calls to push agents: HUB_EGRESS_ALLOW_PRIVATE (default false:
+   * global unicast addresses only) and the resolver (the system's by default; tests inject one).
+   */
+  egress?: { allowPrivate: boolean; resolve?: Resolver };
 }
 
 /** Migrates the `messaging` schema, serves MessagingService and runs the expiry sweeper and the push worker. */
@@ -40,11 +46,20 @@ export async function startMessaging(deps: MessagingDeps): Promise<RunningServic
       (server) => server.add(messagingv1.MessagingService, createMessagingHandlers(env)),
     );
     const stopSweeper = startSweeper(env, deps.log, deps.sweepIntervalMs ?? 5_000);
-    const stopPush = startPushWorker(env, { log: deps.log.child({ component: 'push' }), metrics: deps.metrics, options: deps.push });
+    const stopPush = startPushWorker(env, {
+      log: deps.log.child({ component: 'push' }),
+      metrics: deps.metrics,
+      policy: egressPolicy(deps.egress?.allowPrivate ?? false, deps.egress?.resolve),
+      // The push worker acts for no agent: it asks as the operator, the only principal allowed.
+      credentials: async (agentId, signal) => (await identity.getPushCredential({ agentId }, { principal: { kind: 'operator' }, signal })).pushSecret,
+      options: deps.push,
+    });
+    const stopBacklog = reportBacklog(deps.metrics, deps.db);
     return {
       name: running.name,
       address: running.address,
       async stop(graceMs) {
+        stopBacklog();
         await stopSweeper();
         await stopPush();
         await running.stop(graceMs);

@@ -1,4 +1,4 @@
-import { ConfigError, serviceProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { ConfigError, egressAllowPrivate, serviceProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { startMessaging } from './index.js';
 
 /**
@@ -15,7 +15,12 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
       identityAddr,
       limits: { blockingMs: config.MESSAGING_BLOCKING_MS, onlineMs: config.MESSAGING_ONLINE_MS, claimMs: config.MESSAGING_CLAIM_MS, maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES },
       sweepIntervalMs: config.MESSAGING_SWEEP_MS,
-      push: { maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS, timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS },
+      push: {
+        maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS,
+        timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS,
+        maxResponseBytes: config.MESSAGING_PUSH_MAX_RESPONSE_BYTES,
+      },
+      egress: { allowPrivate: egressAllowPrivate(config) },
     }),
     { bus: true },
   );

@@ -7,23 +7,29 @@
  *   service share it: an agent's queue is forwarded by one worker at a time, oldest first; a
  *   delivery is acknowledged only after the agent accepted it (at-least-once, and the A2A
  *   messageId is the hub message's, so the agent can recognise a redelivery).
+ * - Every call goes through the hub's egress guard (`EgressClient`): only to addresses the policy
+ *   allows (checked at each connection, DNS pinned), no redirects, answers up to a size cap.
  * - An agent that does not answer (connection refused, timeout, HTTP 5xx/408/429) keeps its queue
  *   and is retried with exponential backoff up to `maxBackoffMs`; an agent that answers with an
- *   A2A error refused the message, and the task fails with that error in a message.
+ *   A2A error or another HTTP status refused the message, and the task fails with a fixed text
+ *   naming the A2A error code or the HTTP status: no byte the agent sent reaches the task, an
+ *   error or a log line (a peer's body may be anything, including what an internal URL said).
  * - The agent's task is recorded against the hub task (continuations and cancels name it) and,
  *   while it works, followed with GetTask at a backing-off pace until it is terminal or waits for
  *   input. A hub cancel is forwarded, best effort.
  * - A push agent counts online (for `x-ttl: 0`) while its endpoint answers.
+ * - Every call carries the agent's push secret as `Authorization: Bearer <secret>` (the scheme an
+ *   A2A card declares), looked up in the identity service per call so a rotation applies at once.
  */
 import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
-import { isJsonRpcError } from '@a2a-js/sdk/errors';
-import { Counter, Histogram } from 'prom-client';
 import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, newId, Reason, type CallContext, type Logger, type Metrics } from '@agenthub/runtime';
-import { agentText, fromA2AArtifact, fromA2AMessage, hubState, toA2AMessage } from './a2a-codec.js';
-import { TERMINAL, type DeliveryRecord, type PushAgentRecord, type PushTaskRecord, type StateName, type TaskRecord } from './store.js';
+import { EgressClient, EgressError, HubError, newId, Reason, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
+import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
+import { PushMetrics, verdict } from './push-calls.js';
+import { agentText, fromA2AArtifact, fromA2AMessage, toA2AMessage } from './a2a-codec.js';
+import type { DeliveryRecord, PushAgentRecord, PushTaskRecord, StateName, TaskRecord } from './store.js';
 import { announce, inboxChannel, onlineKey, taskGrowthCheck, validateParts, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
@@ -31,12 +37,14 @@ export interface PushOptions {
   timeoutMs: number;
   /** Longest wait between attempts at an agent that does not answer, and between follow-ups (MESSAGING_PUSH_MAX_BACKOFF_MS). */
   maxBackoffMs: number;
-  /** First such wait; each next one doubles. */
+  /** First wait at an agent that does not answer; each next one doubles. */
   minBackoffMs: number;
   /** How often a replica looks for due work besides being woken (a send to a push agent it has not served yet waits up to this long). */
   pollMs: number;
   /** Agents and follow-ups one replica works on at once. */
   concurrency: number;
+  /** Largest answer read from an agent (MESSAGING_PUSH_MAX_RESPONSE_BYTES); a longer one fails the task. */
+  maxResponseBytes: number;
 }
 
 export const DEFAULT_PUSH_OPTIONS: PushOptions = {
@@ -45,77 +53,22 @@ export const DEFAULT_PUSH_OPTIONS: PushOptions = {
   minBackoffMs: 250,
   pollMs: 1_000,
   concurrency: 8,
+  maxResponseBytes: 4 * 1024 * 1024,
 };
 
+/** First follow-up of a task the agent accepted but had not finished; each next one doubles. */
+const FIRST_FOLLOW_UP_MS = 10;
 /** Deliveries forwarded to one agent before its lease goes back, so busy agents take turns. */
 const TURN = 20;
 /** Lease beyond one call's deadline: a replica that dies mid-call frees its work after this. */
 const LEASE_SLACK_MS = 30_000;
 /** The failed task's message when the grant between sender and push agent was revoked meanwhile. */
 const GRANT_REVOKED_TEXT = 'The access grant between the agents was revoked';
-/** Longest agent error text kept in the failed task's message. */
-const ERROR_TEXT_MAX = 500;
 
-/** Calls to push agents, registered in the process's registry. */
-class PushMetrics {
-  readonly calls: Counter<'method' | 'outcome'>;
-  readonly seconds: Histogram<'method'>;
+/** The push secret of an agent (empty: it has none, so no credential is sent). */
+export type PushCredentials = (agentId: string, signal: AbortSignal) => Promise<string>;
 
-  constructor(metrics: Metrics) {
-    // A service restarted on the same registry (tests) reuses the metrics it registered before.
-    const existing = (name: string) => metrics.registry.getSingleMetric(name);
-    this.calls =
-      (existing('agenthub_messaging_push_calls_total') as Counter<'method' | 'outcome'> | undefined) ??
-      new Counter({
-        name: 'agenthub_messaging_push_calls_total',
-        help: 'A2A calls to push agents by method (SendMessage, GetTask, CancelTask) and outcome: ok, unavailable (retried), refused (an A2A error).',
-        labelNames: ['method', 'outcome'],
-        registers: [metrics.registry],
-      });
-    this.seconds =
-      (existing('agenthub_messaging_push_call_seconds') as Histogram<'method'> | undefined) ??
-      new Histogram({
-        name: 'agenthub_messaging_push_call_seconds',
-        help: 'Time of one A2A call to a push agent, by method.',
-        labelNames: ['method'],
-        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-        registers: [metrics.registry],
-      });
-  }
-}
-
-/** A status that asks the caller to come back later is the agent being unavailable, not its answer. */
-const RETRY_LATER = new Set([408, 429]);
-
-/** fetch for the SDK's transport, turning "try later" statuses into UNAVAILABLE before the SDK reads them. */
-const pushFetch: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init);
-  if (response.status >= 500 || RETRY_LATER.has(response.status)) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new HubError(Reason.UNAVAILABLE, `The agent answered HTTP ${response.status}`);
-  }
-  return response;
-};
-
-/** Failures after which the agent may well answer if asked again. */
-function isUnavailable(err: unknown): boolean {
-  if (err instanceof HubError) return err.reason === Reason.UNAVAILABLE;
-  const name = (err as { name?: unknown } | undefined)?.name;
-  // fetch rejects with TypeError "fetch failed" when no connection is made, with the signal's
-  // reason (TimeoutError, AbortError) past the deadline or on shutdown. By name, not class: fetch
-  // may come from another realm (a test VM).
-  return name === 'TimeoutError' || name === 'AbortError' || (name === 'TypeError' && (err as Error).message === 'fetch failed');
-}
-
-/** What the agent said when it refused, for the sender. */
-function refusalText(err: unknown): string {
-  const text = isJsonRpcError(err)
-    ? `${err.message} (${err.envelopeCode})`
-    : `its answer could not be read: ${err instanceof Error ? err.message : String(err)}`;
-  return text.length > ERROR_TEXT_MAX ? `${text.slice(0, ERROR_TEXT_MAX)}…` : text;
-}
-
-type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'unavailable' } | { kind: 'refused'; text: string };
+type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'unavailable' } | { kind: 'refused'; text: string; a2a: boolean };
 
 const idOf = (stored: unknown, key: 'messageId' | 'id') => (stored as Record<string, unknown>)[key];
 
@@ -162,15 +115,26 @@ class PushWorker {
   /** How long a delivery being forwarded stays hidden from inbox polls (service clock). */
   private readonly claimMs: number;
 
+  private readonly egress: EgressClient;
+
   constructor(
     private readonly env: MessagingEnv,
     private readonly options: PushOptions,
     private readonly log: Logger,
     metrics: Metrics,
+    policy: EgressPolicy,
+    private readonly credentials: PushCredentials,
   ) {
     this.ctx = { principal: undefined, deadline: undefined, signal: this.abort.signal, log };
     this.hubCtx = { ...this.ctx, principal: { kind: 'operator' } };
     this.metrics = new PushMetrics(metrics);
+    this.egress = new EgressClient({
+      policy,
+      timeoutMs: options.timeoutMs,
+      maxResponseBytes: options.maxResponseBytes,
+      userAgent: 'AgentHub-Push/1',
+      maxSockets: options.concurrency,
+    });
     this.leaseMs = options.timeoutMs + LEASE_SLACK_MS;
     this.claimMs = options.timeoutMs + env.limits.claimMs;
     this.interval = setInterval(() => this.kick(), options.pollMs);
@@ -206,6 +170,7 @@ class PushWorker {
       const unsubscribe = await subscribed.catch(() => undefined);
       await unsubscribe?.().catch(() => undefined);
     }
+    this.egress.close();
   }
 
   private wakeIn(ms: number): void {
@@ -220,9 +185,13 @@ class PushWorker {
     this.timer.unref();
   }
 
-  /** The wait after one that lasted `previousMs` (0: the first). */
+  /**
+   * The wait before asking about a working task again, after one that lasted `previousMs` (0: the
+   * first). The first is short: most agents finish at once, and accepted with returnImmediately
+   * their answer is still `submitted`; waiting minBackoffMs there made every exchange take 250 ms.
+   */
   private nextDelay(previousMs: number): number {
-    return Math.min(previousMs ? previousMs * 2 : this.options.minBackoffMs, this.options.maxBackoffMs);
+    return Math.min(previousMs ? previousMs * 2 : FIRST_FOLLOW_UP_MS, this.options.maxBackoffMs);
   }
 
   /** The wait after `failures` attempts in a row found the agent unavailable. */
@@ -273,7 +242,7 @@ class PushWorker {
         name: endpointUrl,
         supportedInterfaces: [{ url: endpointUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
       });
-      client = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: pushFetch })] }).createFromAgentCard(card);
+      client = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: this.egress.fetch })] }).createFromAgentCard(card);
       client.catch(() => this.clients.delete(endpointUrl));
       this.clients.set(endpointUrl, client);
     }
@@ -291,14 +260,25 @@ class PushWorker {
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.options.timeoutMs)]);
     let outcome: Outcome<T>;
     try {
-      outcome = { kind: 'ok', value: await send(await this.client(target.endpointUrl), { signal }) };
-    } catch (err) {
-      outcome = isUnavailable(err) ? { kind: 'unavailable' } : { kind: 'refused', text: refusalText(err) };
-      if (outcome.kind === 'unavailable') {
-        const cause = (err as { cause?: { code?: unknown } } | undefined)?.cause?.code;
-        log.warn({ method, reason: err instanceof Error ? err.message : String(err), ...(cause ? { code: cause } : {}) }, 'push agent unavailable');
+      let secret: string;
+      try {
+        secret = await this.credentials(target.agentId, signal);
+      } catch (err) {
+        // The identity service, not the agent, is unavailable: retried like an agent that is down.
+        log.warn({ method, err }, 'could not look up the push secret');
+        throw new EgressError('unreachable', 'The push secret could not be looked up');
       }
-      else log.info({ method, error: outcome.text }, 'push agent refused');
+      const options: RequestOptions = { signal, ...(secret ? { serviceParameters: { authorization: `Bearer ${secret}` } } : {}) };
+      outcome = { kind: 'ok', value: await send(await this.client(target.endpointUrl), options) };
+    } catch (err) {
+      const judged = verdict(err);
+      if (judged.kind === 'unavailable') {
+        outcome = { kind: 'unavailable' };
+        log.warn({ method, reason: judged.text }, 'push agent unavailable');
+      } else {
+        outcome = judged;
+        log.info({ method, error: judged.text }, 'push agent refused');
+      }
     } finally {
       end();
     }
@@ -345,7 +325,7 @@ class PushWorker {
     const { store } = this.env;
     const log = this.log.child({ agent_id: agent.agentId, task_id: delivery.taskId, delivery_id: delivery.id, attempt: delivery.attempts });
     const task = await store.getTask(delivery.taskId, false);
-    if (!task || TERMINAL.has(task.state)) {
+    if (!task || FINAL.has(task.state)) {
       await store.ackDelivery(agent.agentId, delivery.id);
       return 'done';
     }
@@ -373,8 +353,10 @@ class PushWorker {
       await store.releaseDelivery(delivery.id);
       return this.abort.signal.aborted ? 'stopped' : 'unavailable';
     }
-    if (outcome.kind === 'refused') await this.fail(delivery.taskId, `The agent refused the message: ${outcome.text}`);
-    else await this.relay(agent.agentId, delivery.taskId, outcome.value, 0);
+    if (outcome.kind === 'refused') {
+      await this.fail(delivery.taskId, outcome.a2a ? `The agent refused the message: ${outcome.text}` : `The message could not be delivered: ${outcome.text}`);
+    }
+    else await this.relay(agent.agentId, delivery.taskId, outcome.value, 0, remote === undefined);
     await store.ackDelivery(agent.agentId, delivery.id);
     log.info({ outcome: outcome.kind }, 'delivered to push agent');
     return 'done';
@@ -392,13 +374,13 @@ class PushWorker {
       return;
     }
     const task = await store.getTask(push.taskId, false);
-    if (!task || TERMINAL.has(task.state)) {
+    if (!task || FINAL.has(task.state)) {
       await store.stopPushFollowUp(push.taskId);
       return;
     }
     const outcome = await this.call('GetTask', push, log, (client, options) => client.getTask({ tenant: '', id: push.remoteTaskId }, options));
     if (outcome.kind === 'ok') {
-      await this.relay(push.agentId, push.taskId, outcome.value, push.followDelayMs);
+      await this.relay(push.agentId, push.taskId, outcome.value, push.followDelayMs, false);
     } else if (outcome.kind === 'refused') {
       await this.fail(push.taskId, `The agent could not report on its task: ${outcome.text}`);
       await store.stopPushFollowUp(push.taskId);
@@ -415,10 +397,13 @@ class PushWorker {
   /**
    * Moves the hub task to what the agent answered: a bare message completes it; a task gives its
    * state, its agent messages and artifacts not relayed yet, and is followed up while it works.
+   * `unrecorded`: the hub knew no agent task before this answer, so a hub cancel meanwhile could
+   * not be forwarded and is forwarded now; otherwise CancelTask requested it itself, and asking
+   * again would send the agent a second cancel.
    */
-  private async relay(agentId: string, taskId: string, answer: A2AMessage | A2ATask, followDelayMs: number): Promise<void> {
+  private async relay(agentId: string, taskId: string, answer: A2AMessage | A2ATask, followDelayMs: number, unrecorded: boolean): Promise<void> {
     const task = await this.env.store.getTask(taskId, false);
-    if (task && !TERMINAL.has(task.state) && !(await this.granted(task))) {
+    if (task && !FINAL.has(task.state) && !(await this.granted(task))) {
       // What the agent said after the grant went is not relayed; its own task is canceled.
       await this.fail(taskId, GRANT_REVOKED_TEXT);
       if (!('messageId' in answer)) {
@@ -432,14 +417,14 @@ class PushWorker {
       await this.apply(taskId, 'completed', [fromA2AMessage(answer)], []);
       return;
     }
-    const state = hubState(answer.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED);
+    const state = stateFromAgent(answer.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED);
     const said = [...answer.history, ...(answer.status?.message ? [answer.status.message] : [])].filter((m) => m.role === Role.ROLE_AGENT);
     const after = await this.apply(taskId, state, said.map(fromA2AMessage), answer.artifacts.filter((a) => a.parts.length).map(fromA2AArtifact));
-    const settled = TERMINAL.has(state) || state === 'input-required';
+    const settled = isSettled(state);
     const delay = settled ? 0 : this.nextDelay(followDelayMs);
     await this.env.store.savePushTask(taskId, agentId, answer.id, settled ? null : Date.now() + delay, delay);
     if (settled) return;
-    if (after && TERMINAL.has(after)) {
+    if (after && FINAL.has(after) && unrecorded) {
       // The hub task ended (canceled, expired) while the agent took the message: tell the agent.
       await this.env.store.requestPushCancel(taskId);
       this.kick();
@@ -476,12 +461,12 @@ class PushWorker {
       moved = await this.env.store.transition(
         taskId,
         (t, held) => {
-          if (TERMINAL.has(t.state)) return { next: t };
+          if (FINAL.has(t.state)) return { next: t };
           const newMessages = unseen(messages, held!.messages, 'messageId');
           const newArtifacts = unseen(artifacts, held!.artifacts, 'id');
           if (state === t.state && !newMessages.length && !newArtifacts.length) return { next: t };
           // As with UpdateTask, a finished task takes its queued deliveries with it, in the same commit.
-          return { next: { state, updatedAt: now }, append: { messages: newMessages, artifacts: newArtifacts }, purge: TERMINAL.has(state) };
+          return { next: { state, updatedAt: now }, append: { messages: newMessages, artifacts: newArtifacts }, purge: FINAL.has(state) };
         },
         { held: true, check: taskGrowthCheck(this.env.limits), load: { historyLength: 0, artifacts: false } },
       );
@@ -491,7 +476,7 @@ class PushWorker {
       const text = `The agent's answer was not accepted: ${(err as HubError).message}`;
       moved = await this.env.store.transition(
         taskId,
-        (t) => (TERMINAL.has(t.state) ? { next: t } : { next: { state: 'failed', updatedAt: now }, append: { messages: [agentText(newId('msg'), text)] }, purge: true }),
+        (t) => (FINAL.has(t.state) ? { next: t } : { next: { state: 'failed', updatedAt: now }, append: { messages: [agentText(newId('msg'), text)] }, purge: true }),
         { load: { historyLength: 0, artifacts: false } },
       );
     }
@@ -504,7 +489,10 @@ class PushWorker {
  * Starts the push worker of one replica; returns how to stop it (in-flight calls are aborted and
  * their deliveries stay queued).
  */
-export function startPushWorker(env: MessagingEnv, deps: { log: Logger; metrics: Metrics; options?: Partial<PushOptions> }): () => Promise<void> {
-  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics);
+export function startPushWorker(
+  env: MessagingEnv,
+  deps: { log: Logger; metrics: Metrics; policy: EgressPolicy; credentials: PushCredentials; options?: Partial<PushOptions> },
+): () => Promise<void> {
+  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics, deps.policy, deps.credentials);
   return () => worker.stop();
 }

@@ -1,12 +1,13 @@
 import { appendEvent, type Db, type Queryable } from '@agenthub/runtime';
+import type { StateWord } from '@agenthub/tasks';
+import { TaskInsertBatcher } from './send-batch.js';
 import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
 export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
 
-export type StateName = 'submitted' | 'working' | 'input-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
-
-export const TERMINAL: ReadonlySet<StateName> = new Set(['completed', 'failed', 'canceled', 'rejected']);
+/** A task's state as stored: the interface's word (`@agenthub/tasks` holds the table). */
+export type StateName = StateWord;
 
 /**
  * A task as stored. `messages` and `artifacts` (proto JSON) hold what the read loaded: every
@@ -117,23 +118,23 @@ export interface TransitionOptions {
 
 /** The event every transition writes, in the transition's transaction. */
 async function transitionEvent(tx: Queryable, task: TaskRecord, from: StateName | undefined, now: number) {
-  await appendEvent(
-    tx,
-    {
-      topic: MESSAGING_EVENTS_TOPIC,
-      partitionKey: task.id,
-      type: from === undefined ? 'messaging.task.created' : 'messaging.task.transitioned',
-      data: {
-        task_id: task.id,
-        context_id: task.contextId,
-        sender_agent_id: task.senderAgentId,
-        recipient_agent_id: task.recipientAgentId,
-        ...(from !== undefined ? { from } : {}),
-        state: task.state,
-      },
+  await appendEvent(tx, transitionEventOf(task, from), new Date(now));
+}
+
+function transitionEventOf(task: TaskRecord, from: StateName | undefined) {
+  return {
+    topic: MESSAGING_EVENTS_TOPIC,
+    partitionKey: task.id,
+    type: from === undefined ? 'messaging.task.created' : 'messaging.task.transitioned',
+    data: {
+      task_id: task.id,
+      context_id: task.contextId,
+      sender_agent_id: task.senderAgentId,
+      recipient_agent_id: task.recipientAgentId,
+      ...(from !== undefined ? { from } : {}),
+      state: task.state,
     },
-    new Date(now),
-  );
+  };
 }
 
 export interface NewDelivery {
@@ -144,7 +145,11 @@ export interface NewDelivery {
 
 /** All SQL of the messaging service, in its own schema. */
 export class MessagingStore {
-  constructor(readonly db: Db) {}
+  private readonly newTasks: TaskInsertBatcher;
+
+  constructor(readonly db: Db) {
+    this.newTasks = new TaskInsertBatcher(db);
+  }
 
   /** The task with the items `load` selects (default all; `false`: none). */
   async getTask(id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
@@ -163,34 +168,15 @@ export class MessagingStore {
   /**
    * Inserts a task (its `messages` and `artifacts` become its first items) with its first event
    * and, unless undefined, its delivery; `check` may refuse it before anything is written.
-   * Returns the task with its counts and bytes.
+   * The rows go in one statement, grouped with concurrent sends (send-batch.ts): one round trip
+   * and at most one commit per send, on the send's hot path. Returns the task with its counts and bytes.
    */
   async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck): Promise<TaskRecord> {
     const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
     const growth = growthOf(items);
     check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
-    await this.db.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO tasks (${TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1)`,
-        [
-          created.id,
-          created.contextId,
-          created.senderAgentId,
-          created.senderTenantId,
-          created.recipientAgentId,
-          created.state,
-          created.messageCount,
-          created.artifactCount,
-          created.bytes,
-          created.createdAt,
-          created.updatedAt,
-        ],
-      );
-      await appendItems(tx, created.id, { messageCount: 0, artifactCount: 0 }, items);
-      await transitionEvent(tx, created, undefined, created.updatedAt);
-      if (delivery) await this.insertDelivery(tx, created, delivery);
-    });
+    await this.newTasks.insert({ task: created, items, event: transitionEventOf(created, undefined), delivery });
     return created;
   }
 

@@ -1,9 +1,10 @@
 import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { HubError, waitSignal, type CallContext } from '@agenthub/runtime';
-import { TERMINAL, type TransitionRecord } from './store.js';
+import { FINAL, stateOfWord } from '@agenthub/tasks';
+import type { TransitionRecord } from './store.js';
 import { listen } from './wake.js';
-import { stateNames, taskChannel, taskView, visibleTask, type Caller, type MessagingEnv } from './tasks.js';
+import { taskChannel, taskView, visibleTask, type Caller, type MessagingEnv } from './tasks.js';
 
 /**
  * A watcher re-reads transitions when the Kv channel announces one, and also this often, so a
@@ -22,11 +23,11 @@ function transitionView(t: TransitionRecord, contextId: string): messagingv1.Wat
         taskId: t.taskId,
         contextId,
         version: BigInt(t.version),
-        state: stateNames[t.state],
+        state: stateOfWord(t.state)!,
         updatedAt: BigInt(t.updatedAt),
         message: last === undefined ? undefined : fromJson(messagingv1.MessageSchema, last as never),
         artifacts: t.artifacts.map((a) => fromJson(messagingv1.ArtifactSchema, a as never)),
-        final: TERMINAL.has(t.state),
+        final: FINAL.has(t.state),
       },
     },
   };
@@ -52,7 +53,7 @@ export async function* watchTask(
     let version: number;
     if (request.afterVersion === undefined) {
       yield { $typeName: 'agenthub.messaging.v1.WatchTaskResponse', event: { case: 'task', value: taskView(task, request.historyLength) } };
-      if (TERMINAL.has(task.state)) return;
+      if (FINAL.has(task.state)) return;
       version = task.version;
     } else {
       version = Number(request.afterVersion);
@@ -63,12 +64,12 @@ export async function* watchTask(
       for (const transition of transitions) {
         yield transitionView(transition, task.contextId);
         version = transition.version;
-        if (TERMINAL.has(transition.state)) return;
+        if (FINAL.has(transition.state)) return;
       }
       if (transitions.length) continue;
       // Resuming after the final version: nothing more will come.
       const current = await env.store.getTask(task.id, false);
-      if (!current || (TERMINAL.has(current.state) && current.version <= version)) return;
+      if (!current || (FINAL.has(current.state) && current.version <= version)) return;
       await listener.wait(RESCAN_MS);
     }
   } finally {

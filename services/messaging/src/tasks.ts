@@ -2,9 +2,10 @@ import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
+import { listen, type InboxWakes, type Listener } from './wake.js';
+import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
+import type { GrowthCheck, MessagingStore, NewDelivery, StateName, TaskRecord } from './store.js';
 import type { ItemSelection } from './task-items.js';
-import { listen } from './wake.js';
-import { TERMINAL, type GrowthCheck, type MessagingStore, type NewDelivery, type StateName, type TaskRecord } from './store.js';
 
 export { callerOf, type Caller } from '@agenthub/runtime';
 
@@ -78,24 +79,11 @@ export interface MessagingEnv {
   identity: IdentityClient;
   recipients: Recipients;
   kv: Kv;
+  /** Wakes recipients' inbox long-polls (and push workers) after a send. */
+  wakes: InboxWakes;
   limits: MessagingLimits;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
-}
-
-/** The proto state of each stored state name. */
-export const stateNames: Record<StateName, TaskState> = {
-  submitted: TaskState.SUBMITTED,
-  working: TaskState.WORKING,
-  'input-required': TaskState.INPUT_REQUIRED,
-  completed: TaskState.COMPLETED,
-  failed: TaskState.FAILED,
-  canceled: TaskState.CANCELED,
-  rejected: TaskState.REJECTED,
-};
-
-export function stateName(state: TaskState): StateName | undefined {
-  return (Object.keys(stateNames) as StateName[]).find((name) => stateNames[name] === state);
 }
 
 /** Kv channel announcing a task's transitions (heard by blocking sends on every replica). */
@@ -116,7 +104,7 @@ export function taskView(task: TaskRecord, historyLength?: number): messagingv1.
     $typeName: 'agenthub.messaging.v1.Task',
     id: task.id,
     contextId: task.contextId,
-    state: stateNames[task.state],
+    state: stateOfWord(task.state)!,
     updatedAt: BigInt(task.updatedAt),
     createdAt: BigInt(task.createdAt),
     messages: kept,
@@ -179,28 +167,30 @@ export async function announce(env: MessagingEnv, task: TaskRecord, ctx: CallCon
   }
 }
 
-async function wakeInbox(env: MessagingEnv, agentId: string, ctx: CallContext) {
-  try {
-    await env.kv.publish(inboxChannel(agentId), '1');
-  } catch (err) {
-    ctx.log.warn({ err, agent_id: agentId }, 'could not wake an inbox');
-  }
-}
 
 function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds: number, now: number): NewDelivery {
   return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000 };
 }
 
-/** Waits until the task reaches a terminal or input-required state, or `ms` pass. */
-async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
-  const settled = (state: string) => TERMINAL.has(state as StateName) || state === 'input-required';
-  const listener = await listen(env.kv, taskChannel(taskId), signal, settled);
+const settled = (state: string) => isSettled(state as StateName);
+
+/** Listens for the task's settling transitions; subscribe before the state it guards is read. */
+function listenForSettled(env: MessagingEnv, taskId: string, signal: AbortSignal): Promise<Listener> {
+  return listen(env.kv, taskChannel(taskId), signal, settled);
+}
+
+/**
+ * Waits until the task reaches a terminal or input-required state, or `ms` pass. The
+ * unsubscribe is not awaited: the answer does not depend on it.
+ */
+async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, listening: Promise<Listener>): Promise<void> {
+  const listener = await listening;
   try {
     const task = await env.store.getTask(taskId, false);
     if (!task || settled(task.state)) return;
     await listener.wait(ms);
   } finally {
-    await listener.close();
+    void listener.close();
   }
 }
 
@@ -230,6 +220,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   const stored: messagingv1.Message = { ...message, role: message.role || 'user', messageId: message.messageId || newId('msg') };
 
   let task: TaskRecord;
+  let listening: Promise<Listener> | undefined;
   if (request.taskId) {
     // Continuation: only the task's sender answers it; it must be waiting for input.
     const current = await visibleTask(env, caller, request.taskId);
@@ -244,7 +235,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const moved = await env.store.transition(
       current.id,
       (t) => {
-        if (t.state !== 'input-required' && t.state !== 'submitted' && t.state !== 'working') {
+        if (!UPDATABLE.has(t.state)) {
           throw HubError.invalidOperation(`Task is ${t.state}; only a task in input-required can be continued`);
         }
         return {
@@ -265,7 +256,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     if (!agent) throw new HubError(Reason.NOT_FOUND, 'Agent not found', { field: 'configuration.agentId' });
     await requireGrant(env, ctx, caller, agent);
     const accepted = request.acceptedOutputModes;
-    if (accepted.length && agent.outputModes.length && !accepted.some((mode) => agent.outputModes.includes(mode))) {
+    if (!acceptsAny(accepted, agent.outputModes)) {
       throw new HubError(
         Reason.CONTENT_TYPE_NOT_SUPPORTED,
         `Content type not supported: the agent produces ${agent.outputModes.join(', ')}`,
@@ -274,8 +265,16 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, agent.id));
+    const taskId = newId('task');
+    // A blocking send subscribes while its task is written (one round trip less on its path); the
+    // subscription still exists before waitForSettled reads the task, so no transition is missed.
+    if (request.blocking && !offlineNoQueue) {
+      listening = listenForSettled(env, taskId, waitSignal(ctx));
+      // Awaited in waitForSettled; this only keeps a failed subscribe from being unhandled meanwhile.
+      listening.catch(() => undefined);
+    }
     task = {
-      id: newId('task'),
+      id: taskId,
       contextId: request.contextId || newId('ctx'),
       senderAgentId: caller.agentId,
       senderTenantId: caller.tenantId,
@@ -295,13 +294,22 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
-    task = await env.store.createTask(task, delivery, taskGrowthCheck(env.limits));
+    try {
+      task = await env.store.createTask(task, delivery, taskGrowthCheck(env.limits));
+    } catch (err) {
+      void listening?.then((l) => l.close(), () => undefined);
+      throw err;
+    }
   }
-  if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
+  // Not awaited: the delivery is committed, and a recipient that misses the wake claims it on its
+  // next poll; the sender need not wait for the publish (coalesced per recipient, wake.ts).
+  if (task.state === 'submitted') env.wakes.wake(task.recipientAgentId, ctx.log);
 
-  if (request.blocking && !TERMINAL.has(task.state)) {
-    await waitForSettled(env, task.id, env.limits.blockingMs, waitSignal(ctx));
+  if (request.blocking && !FINAL.has(task.state)) {
+    await waitForSettled(env, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
     task = (await env.store.getTask(task.id, { historyLength: request.historyLength, artifacts: true })) ?? task;
+  } else {
+    void listening?.then((l) => l.close(), () => undefined);
   }
   return { task: taskView(task, request.historyLength) };
 }
@@ -323,7 +331,10 @@ function pageToken(task: TaskRecord): string {
 function pageCursor(token: string): { updatedAt: number; id: string } {
   try {
     const [updatedAt, id] = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown[];
-    if (typeof updatedAt === 'number' && typeof id === 'string') return { updatedAt, id };
+    // Decoded text is the caller's: only what we could have issued goes on to the query.
+    if (Number.isSafeInteger(updatedAt) && (updatedAt as number) >= 0 && typeof id === 'string' && /^[\w-]{1,128}$/.test(id)) {
+      return { updatedAt: updatedAt as number, id };
+    }
   } catch {
     // Falls through to the refusal: a token we did not issue.
   }
@@ -333,7 +344,7 @@ function pageCursor(token: string): { updatedAt: number; id: string } {
 export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.ListTasksRequest) {
   if (request.pageSize < 0 || request.pageSize > MAX_PAGE) throw HubError.invalidParams('pageSize', `must be between 1 and ${MAX_PAGE}`);
   if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
-  const state = request.state === TaskState.UNSPECIFIED ? undefined : stateName(request.state);
+  const state = request.state === TaskState.UNSPECIFIED ? undefined : wordOf(request.state);
   if (request.state !== TaskState.UNSPECIFIED && !state) throw HubError.invalidParams('status', 'is not a task state');
   const size = request.pageSize || DEFAULT_PAGE;
   const { tasks, total } = await env.store.listTasks(
@@ -365,13 +376,11 @@ export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Ca
   };
 }
 
-const CANCELABLE: ReadonlySet<StateName> = new Set(['submitted', 'working', 'input-required']);
-
 export async function cancelTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.CancelTaskRequest) {
   const task = await visibleTask(env, caller, request.taskId);
   const now = env.now();
   const moved = await env.store.transition(task.id, (t) => {
-    if (!CANCELABLE.has(t.state)) {
+    if (!UPDATABLE.has(t.state)) {
       throw new HubError(Reason.TASK_NOT_CANCELABLE, `Task cannot be canceled: it is ${t.state}`);
     }
     return { next: { state: 'canceled', updatedAt: now }, purge: true };
@@ -383,18 +392,14 @@ export async function cancelTask(env: MessagingEnv, ctx: CallContext, caller: Ca
   return { task: taskView(moved.after) };
 }
 
-/** Where the recipient may move its task, and from where. */
-const UPDATABLE_FROM: ReadonlySet<StateName> = new Set(['submitted', 'working', 'input-required']);
-const UPDATE_TO: ReadonlySet<StateName> = new Set(['working', 'input-required', 'completed', 'failed', 'rejected']);
-
 export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.UpdateTaskRequest) {
   const task = await visibleTask(env, caller, request.taskId);
   if (task.recipientAgentId !== caller.agentId) {
     throw new HubError(Reason.ACCESS_DENIED, 'Only the task\'s recipient can update it');
   }
-  const to = stateName(request.state);
-  if (!to || !UPDATE_TO.has(to)) {
-    throw HubError.invalidParams('state', 'must be one of working, input-required, completed, failed, rejected');
+  const to = wordOf(request.state);
+  if (!to || !UPDATE_TARGETS.has(to)) {
+    throw HubError.invalidParams('state', `must be one of ${[...UPDATE_TARGETS].join(', ')}`);
   }
   if (request.message) validateParts(request.message.parts, 'message.parts', env.limits.maxParts);
   request.artifacts.forEach((artifact, i) => validateParts(artifact.parts, `artifacts[${i}].parts`, env.limits.maxParts));
@@ -408,9 +413,9 @@ export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Ca
   const moved = await env.store.transition(
     task.id,
     (t) => {
-      if (!UPDATABLE_FROM.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
+      if (!UPDATABLE.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
       // A finished task needs none of its queued deliveries (nor their acks): they go with it.
-      return { next: { state: to, updatedAt: now }, append: { messages, artifacts }, purge: TERMINAL.has(to) };
+      return { next: { state: to, updatedAt: now }, append: { messages, artifacts }, purge: FINAL.has(to) };
     },
     { check: taskGrowthCheck(env.limits) },
   );

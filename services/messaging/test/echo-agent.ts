@@ -1,6 +1,7 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { Server } from 'node:http';
 import { createServer } from 'node:net';
-import express from 'express';
+import express, { type RequestHandler } from 'express';
 import { AgentCard, Role, TaskState, type Message, type Part } from '@a2a-js/sdk';
 import {
   AgentEvent,
@@ -42,7 +43,28 @@ export interface EchoAgent {
   readonly received: Received[];
   /** Agent task ids it was asked to cancel. */
   readonly canceled: string[];
+  /** The Authorization header of every request, as received ('' when absent). */
+  readonly authorizations: string[];
+  /** When set, a request without `Authorization: Bearer <this>` is refused with 401 before the SDK sees it. */
+  pushSecret: string | undefined;
   stop(): Promise<void>;
+}
+
+/**
+ * Express middleware that lets only the hub in: the request must carry the agent's push secret
+ * as `Authorization: Bearer <secret>`, compared in constant time. The one documented in
+ * docs/security.md ("Push agents").
+ */
+export function requireHubSecret(secret: () => string | undefined): RequestHandler {
+  return (req, res, next) => {
+    const expected = secret();
+    if (expected === undefined) return next();
+    const presented = /^Bearer (.+)$/.exec(req.get('authorization') ?? '')?.[1] ?? '';
+    const a = Buffer.from(presented);
+    const b = Buffer.from(expected);
+    if (a.length === b.length && timingSafeEqual(a, b)) return next();
+    res.status(401).set('WWW-Authenticate', 'Bearer').json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Unauthorized' } });
+  };
 }
 
 /** A loopback port nothing listens on (yet): an agent that is down. */
@@ -161,9 +183,17 @@ class Executor implements AgentExecutor {
  * Starts an agent on `port` (default: a free one) of 127.0.0.1. `stallFirstMs` holds the answer
  * to the first request that long, as an agent that took a message but answered too late.
  */
-export async function startEchoAgent(behaviour: Behaviour, options: { port?: number; stallFirstMs?: number } = {}): Promise<EchoAgent> {
+export async function startEchoAgent(
+  behaviour: Behaviour,
+  options: { port?: number; stallFirstMs?: number; pushSecret?: string } = {},
+): Promise<EchoAgent> {
   const app = express();
   let stall = options.stallFirstMs ?? 0;
+  const authorizations: string[] = [];
+  app.use((req, _res, next) => {
+    authorizations.push(req.get('authorization') ?? '');
+    next();
+  });
   app.use((_req, res, next) => {
     if (stall) {
       const ms = stall;
@@ -190,16 +220,15 @@ export async function startEchoAgent(behaviour: Behaviour, options: { port?: num
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
   });
-  const agent = { url, received: [] as Received[], canceled: [] as string[] };
+  const agent = { url, received: [] as Received[], canceled: [] as string[], authorizations, pushSecret: options.pushSecret };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Executor(behaviour, agent), undefined, undefined, undefined, undefined, undefined, {
     validateInputModes: behaviour === 'text-only',
   });
-  app.use('/a2a', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  return {
-    ...agent,
+  app.use('/a2a', requireHubSecret(() => agent.pushSecret), jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  return Object.assign(agent, {
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
-  };
+  });
 }

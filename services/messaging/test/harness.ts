@@ -71,12 +71,12 @@ export async function startStack(
         now: clock.now,
       });
       messaging.push(service);
-      replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000 }));
+      replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000, internalKey: backends.internalKey }));
     }
   };
   await options.before?.(shared.db);
   await startReplicas();
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
   return {
     identity,
     replicas,

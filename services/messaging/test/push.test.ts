@@ -1,6 +1,9 @@
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { createClient, Metrics, type Client, openDb, openKv, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import { Writable } from 'node:stream';
+import { createClient, createLogger, InternalKey, Metrics, openDb, openKv, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
 import { backends, testLogger, type Backend } from '@agenthub/testing';
 import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
 import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
@@ -34,21 +37,40 @@ interface PushStack {
   db: Db;
   clock: TestClock;
   identity: Client<typeof identityv1.IdentityService.method>;
-  agent(name: string, endpointUrl?: string, tenantId?: string): Promise<TestAgent>;
+  /** Registers an agent; a push agent (with an endpoint) comes with its push secret. */
+  agent(name: string, endpointUrl?: string, tenantId?: string): Promise<TestAgent & { pushSecret: string }>;
+  /** The operator's `agents rotate-push-secret`. */
+  rotatePushSecret(agentId: string): Promise<string>;
+  /** Everything the services logged so far, at debug level. */
+  logged(): string;
   stop(): Promise<void>;
 }
 
-async function startPushStack(backend: Backend): Promise<PushStack> {
-  const log = testLogger();
+/**
+ * `allowPrivate` is HUB_EGRESS_ALLOW_PRIVATE of both services (the agents here listen on
+ * loopback); `resolve` stands in for DNS.
+ */
+async function startPushStack(backend: Backend, egress: { allowPrivate: boolean; resolve?: Resolver } = { allowPrivate: true }): Promise<PushStack> {
+  const lines: string[] = [];
+  const log = createLogger({
+    level: 'debug',
+    destination: new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    }),
+  });
   const provisioned = await backend.provision();
   const opened: { db: Db; kv: Kv }[] = [];
+  const internalKey = InternalKey.generate();
   const base = async (schema: string) => {
     const db = await openDb({ url: provisioned.databaseUrl, schema });
     const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
     opened.push({ db, kv });
-    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
+    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000, internalKey };
   };
-  const identityService = await startIdentity(await base('identity'));
+  const identityService = await startIdentity({ ...(await base('identity')), egress });
   const clock = new TestClock();
   const shared = await base('messaging');
   const services: RunningService[] = [];
@@ -63,11 +85,12 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
       sweepIntervalMs: 3_600_000,
       now: clock.now,
       push: { maxBackoffMs: 200, minBackoffMs: 50, pollMs: 100, timeoutMs: 1_000 },
+      egress,
     });
     services.push(service);
-    replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000 }));
+    replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000, internalKey }));
   }
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey });
   return {
     replicas,
     env: messagingEnv({ db: shared.db, kv: shared.kv, identity, now: clock.now }),
@@ -75,8 +98,12 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
     clock,
     identity,
     async agent(name, endpointUrl = '', tenantId = 'acme') {
-      const { agent } = await identity.createAgent({ tenantId, name, endpointUrl, createTenant: true }, operator);
-      return { id: agent!.id, tenantId, as: { principal: { kind: 'agent', agentId: agent!.id, tenantId } } };
+      const { agent, pushSecret } = await identity.createAgent({ tenantId, name, endpointUrl, createTenant: true }, operator);
+      return { id: agent!.id, tenantId, as: { principal: { kind: 'agent', agentId: agent!.id, tenantId } }, pushSecret };
+    },
+    logged: () => lines.join(''),
+    async rotatePushSecret(agentId) {
+      return (await identity.rotatePushSecret({ agentId }, operator)).pushSecret;
     },
     async stop() {
       identity.close();
@@ -86,6 +113,34 @@ async function startPushStack(backend: Backend): Promise<PushStack> {
       await Promise.all(opened.flatMap(({ db, kv }) => [db.close(), kv.close()]));
       await provisioned.dispose();
     },
+  };
+}
+
+interface Recorder {
+  url: string;
+  received: { method: string; url: string; headers: IncomingHttpHeaders; body: string }[];
+  close(): Promise<void>;
+}
+
+/** A plain HTTP endpoint on loopback that records requests and answers as told (not an A2A agent). */
+async function startRecorder(answer: (index: number) => { status: number; headers?: Record<string, string>; body: string }): Promise<Recorder> {
+  const received: Recorder['received'] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+    const reply = answer(received.length - 1);
+    res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(reply.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -279,9 +334,83 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: { role: 'user', parts: MIXED }, blocking: true }, sender.as);
     expect(task?.state).toBe(TaskState.FAILED);
     const last = said(task)!.at(-1)!;
-    expect(last).toMatch(/^agent: The agent refused the message: Media type 'image\/png' is not supported/);
-    expect(await queued(task!.id)).toBe(0);
+    // The A2A error code, not the agent's words (issue 12: no byte of a peer's answer in a task).
+    expect(last).toBe('agent: The agent refused the message: A2A error -32005 (content type not supported)');
+    // The task fails before the delivery is acknowledged: the blocking send may return in between.
+    await eventually(async () => (await queued(task!.id)) === 0, 'the delivery to be acknowledged');
     expect(remote.received).toEqual([]);
+  });
+
+  // Issue 12: a redirect is not followed, and no byte of what a peer answered reaches the task.
+  it('an agent that redirects to a loopback URL: the target hears nothing, the task holds none of the redirect', async () => {
+    const internal = await startRecorder(() => ({ status: 200, body: '{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"INTERNAL-SECRET"}]}}}' }));
+    const redirecting = await startRecorder(() => ({ status: 307, headers: { location: `${internal.url}/admin` }, body: 'REDIRECT-BODY' }));
+    try {
+      const agent = await stack.agent('redirector', `${redirecting.url}/a2a`);
+      const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('the sender\'s secret')), blocking: true }, sender.as);
+      expect(task?.state).toBe(TaskState.FAILED);
+      expect(said(task)!.at(-1)).toBe("agent: The message could not be delivered: The agent's endpoint answered HTTP 307, a redirect the hub does not follow");
+      expect(redirecting.received).toHaveLength(1);
+      expect(internal.received).toEqual([]);
+      const stored = JSON.stringify((await state(task!.id)).messages.map((m) => m.parts));
+      expect(stored).not.toContain('REDIRECT-BODY');
+      expect(stored).not.toContain('INTERNAL-SECRET');
+      expect(stack.logged()).toContain('push agent refused');
+      expect(stack.logged()).not.toContain('REDIRECT-BODY');
+      expect(stack.logged()).not.toContain('INTERNAL-SECRET');
+      await eventually(async () => (await queued(task!.id)) === 0, 'the delivery to be acknowledged');
+    } finally {
+      await internal.close();
+      await redirecting.close();
+    }
+  });
+
+  it("an agent's error answer is not copied: the task says the HTTP status, or that the answer could not be read", async () => {
+    const failing = await startRecorder((index) =>
+      index === 0 ? { status: 403, body: 'PEER-BODY: stack trace and internal hostnames' } : { status: 200, body: '<html>PEER-BODY</html>' },
+    );
+    try {
+      const agent = await stack.agent('leaky', `${failing.url}/a2a`);
+      const forbidden = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('one')), blocking: true }, sender.as)).task!;
+      expect(said(forbidden)!.at(-1)).toBe("agent: The message could not be delivered: The agent's endpoint answered HTTP 403");
+      const garbled = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('two')), blocking: true }, sender.as)).task!;
+      expect(said(garbled)!.at(-1)).toBe("agent: The message could not be delivered: The agent's answer could not be read");
+      for (const task of [forbidden, garbled]) {
+        expect(task.state).toBe(TaskState.FAILED);
+        expect(JSON.stringify((await state(task.id)).messages.map((m) => m.parts))).not.toContain('PEER-BODY');
+      }
+      expect(stack.logged()).not.toContain('PEER-BODY');
+    } finally {
+      await failing.close();
+    }
+  });
+
+  // Issue 12 item 3: push agents can authenticate the hub.
+  it("every call carries the agent's push secret as a bearer token; an agent that checks it refuses calls without it", async () => {
+    const remote = await startEchoAgent('echo');
+    agents.push(remote);
+    const agent = await stack.agent('guarded', remote.url);
+    expect(agent.pushSecret).toMatch(/^ahp_[A-Za-z0-9_-]{43}$/);
+    remote.pushSecret = agent.pushSecret;
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('from the hub')), blocking: true }, sender.as);
+    expect(task?.state).toBe(TaskState.COMPLETED);
+    expect(remote.authorizations.length).toBeGreaterThan(0);
+    expect(new Set(remote.authorizations)).toEqual(new Set([`Bearer ${agent.pushSecret}`]));
+
+    // Rotated by the operator: the hub sends only the new secret, so an agent still expecting the
+    // old one refuses the call (HTTP 401), and its executor never runs.
+    const rotated = await stack.rotatePushSecret(agent.id);
+    expect(rotated).not.toBe(agent.pushSecret);
+    const refused = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('after rotation')), blocking: true }, sender.as)).task!;
+    expect(refused.state).toBe(TaskState.FAILED);
+    expect(said(refused)!.at(-1)).toBe("agent: The message could not be delivered: The agent's endpoint answered HTTP 401");
+    expect(remote.received.map((r) => r.parts.map((p) => p.content?.value).join())).toEqual(['from the hub']);
+    expect(remote.authorizations.at(-1)).toBe(`Bearer ${rotated}`);
+
+    remote.pushSecret = rotated;
+    const accepted = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('with the new secret')), blocking: true }, sender.as)).task!;
+    expect(accepted.state).toBe(TaskState.COMPLETED);
+    for (const secret of [agent.pushSecret, rotated]) expect(stack.logged()).not.toContain(secret.slice(4));
   });
 
   it('an agent that answers with a message completes the task with it', async () => {
@@ -302,5 +431,35 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     expect(await sweepExpired(stack.env, testLogger())).toBe(1);
     expect((await state(task!.id)).state).toBe(TaskState.FAILED);
     expect(await queued(task!.id)).toBe(0);
+  });
+});
+
+describe.each(backends().map((b) => [b.name, b] as const))('push agents and the egress policy (%s)', (_name, backend) => {
+  let stack: PushStack;
+  const DNS: Record<string, string> = {};
+  const resolve: Resolver = async (host) => (DNS[host] ? [{ address: DNS[host]!, family: 4 }] : []);
+
+  beforeAll(async () => {
+    stack = await startPushStack(backend, { allowPrivate: false, resolve });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('an endpoint that resolves to loopback by send time gets nothing: the address is checked at every connection', async () => {
+    const remote = await startEchoAgent('echo');
+    try {
+      DNS['rebind.example'] = '93.184.216.34';
+      const url = remote.url.replace('127.0.0.1', 'rebind.example');
+      const agent = await stack.agent('rebinder', url);
+      DNS['rebind.example'] = '127.0.0.1';
+      const sender = await stack.agent('sender');
+      const { task } = await stack.replicas[0]!.sendMessage({ recipientAgentId: agent.id, message: message(text('hello')), blocking: true }, sender.as);
+      expect(task?.state).toBe(TaskState.FAILED);
+      expect(said(task)!.at(-1)).toBe("agent: The message could not be delivered: The agent's endpoint is on an address the hub may not call");
+      expect(remote.received).toEqual([]);
+    } finally {
+      await remote.stop();
+    }
   });
 });

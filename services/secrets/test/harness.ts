@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { createClient, type CallOptions, type Client, type Db, type Logger } from '@agenthub/runtime';
+import { createClient, type CallOptions, type Client, type Db, type InternalKey, type Logger } from '@agenthub/runtime';
 import { TestStackBackends, type Backend } from '@agenthub/testing';
 import { startWorkspace } from '@agenthub/workspace';
 import { LocalKeyWrapper, startSecrets, type KeyWrapper, type SecretsLimits } from '../src/index.js';
@@ -23,6 +23,8 @@ export interface Stack {
   /** A client of the running secrets service (replaced by restartSecrets). */
   readonly secrets: SecretsClient;
   readonly secretsAddress: string;
+  /** What the stack's services sign and check calls with, for the test's own clients. */
+  readonly internalKey: InternalKey;
   /** The secrets service's own database, for looking at (and tampering with) its tables. */
   db: Db;
   log: Logger;
@@ -62,9 +64,9 @@ export async function startStack(
   let keyWrapper = options.keyWrapper ?? wrapper(kekEntry(1));
   let secretsService = await startSecrets({ ...secretsDeps, workspaceAddr: workspaceService.address, keyWrapper, limits: options.limits });
 
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
-  const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000 });
-  let secrets = createClient(secretsv1.SecretsService, secretsService.address, { defaultTimeoutMs: 5000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
+  const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
+  let secrets = createClient(secretsv1.SecretsService, secretsService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
 
   const stack: Stack = {
     identity,
@@ -72,6 +74,7 @@ export async function startStack(
     get secrets() {
       return secrets;
     },
+    internalKey: backends.internalKey,
     get secretsAddress() {
       return secretsService.address;
     },
@@ -101,7 +104,7 @@ export async function startStack(
       await secretsService.stop(1000);
       keyWrapper = next ?? keyWrapper;
       secretsService = await startSecrets({ ...secretsDeps, workspaceAddr: workspaceService.address, keyWrapper, limits: options.limits });
-      secrets = createClient(secretsv1.SecretsService, secretsService.address, { defaultTimeoutMs: 5000 });
+      secrets = createClient(secretsv1.SecretsService, secretsService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
     },
     async stop() {
       identity.close();

@@ -294,7 +294,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('secrets (%s)', (_nam
   test('many clients setting and getting the same key at once always see a whole value', async () => {
     const workspaceId = await staffed();
     const clients: SecretsClient[] = Array.from({ length: 8 }, () =>
-      createClient(secretsv1.SecretsService, stack.secretsAddress, { defaultTimeoutMs: 10_000 }),
+      createClient(secretsv1.SecretsService, stack.secretsAddress, { defaultTimeoutMs: 10_000, internalKey: stack.internalKey }),
     );
     try {
       const written = new Set<string>();

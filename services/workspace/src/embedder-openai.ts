@@ -1,4 +1,4 @@
-import { HubError, Reason, type Logger } from '@agenthub/runtime';
+import { EgressClient, EgressError, HubError, Reason, type EgressPolicy, type Logger } from '@agenthub/runtime';
 import { abortedError, normalize, type Embedder } from './embedder.js';
 
 export interface OpenAiEmbedderOptions {
@@ -11,6 +11,10 @@ export interface OpenAiEmbedderOptions {
   /** Sent as `Authorization: Bearer …`; never logged. */
   apiKey?: string;
   timeoutMs: number;
+  /** The egress guard's address policy (HUB_EGRESS_ALLOW_PRIVATE). */
+  policy: EgressPolicy;
+  /** Largest answer read, in bytes; default 64 MiB (a batch of 64 large vectors as JSON text). */
+  maxResponseBytes?: number;
   /** Texts per HTTP request. */
   maxBatch?: number;
   log?: Logger;
@@ -36,12 +40,19 @@ export class OpenAiEmbedder implements Embedder {
   private dims: number | undefined;
   private readonly endpoint: string;
   private readonly maxBatch: number;
+  private readonly egress: EgressClient;
   private closed = false;
 
   constructor(private readonly options: OpenAiEmbedderOptions) {
     this.modelId = options.model;
     this.endpoint = embeddingsEndpoint(options.url);
     this.maxBatch = Math.max(1, options.maxBatch ?? 64);
+    this.egress = new EgressClient({
+      policy: options.policy,
+      timeoutMs: options.timeoutMs,
+      maxResponseBytes: options.maxResponseBytes ?? 64 * 1024 * 1024,
+      userAgent: 'AgentHub-Embeddings/1',
+    });
   }
 
   get dimensions(): number | undefined {
@@ -60,31 +71,40 @@ export class OpenAiEmbedder implements Embedder {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.egress.close();
   }
 
-  private async request(input: readonly string[], outer: AbortSignal | undefined): Promise<Float32Array[]> {
-    const timeout = AbortSignal.timeout(this.options.timeoutMs);
-    const signal = outer ? AbortSignal.any([outer, timeout]) : timeout;
+  private async request(input: readonly string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
     const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'application/json' };
     if (this.options.apiKey) headers.Authorization = `Bearer ${this.options.apiKey}`;
-    let response: Response;
-    let body: unknown;
+    let status: number;
+    let text: string;
     try {
-      response = await fetch(this.endpoint, {
+      const answer = await this.egress.request(this.endpoint, {
         method: 'POST',
         headers,
         body: JSON.stringify({ model: this.options.model, input, encoding_format: 'float' }),
         signal,
       });
-      body = await response.json().catch(() => undefined);
+      status = answer.status;
+      text = answer.body.toString('utf8');
     } catch (err) {
-      if (signal.aborted) throw abortedError(signal);
-      this.options.log?.warn({ endpoint: this.endpoint, err: (err as Error).message }, 'embedding provider unreachable');
+      if (signal?.aborted) throw abortedError(signal);
+      if (!(err instanceof EgressError)) throw err;
+      if (err.failure === 'timeout') throw new HubError(Reason.DEADLINE_EXCEEDED, 'Embedding took too long and was abandoned');
+      // The guard's fixed text and the status only: never the provider's words.
+      this.options.log?.warn({ endpoint: this.endpoint, failure: err.failure, status: err.status, reason: err.message }, 'embedding provider unreachable');
       throw new HubError(Reason.UNAVAILABLE, 'The embedding provider is unreachable; retry later', { cause: err });
     }
-    if (!response.ok) {
-      this.options.log?.warn({ endpoint: this.endpoint, status: response.status }, 'embedding provider refused the request');
-      throw new HubError(Reason.UNAVAILABLE, `The embedding provider answered HTTP ${response.status}; retry later`);
+    if (status < 200 || status >= 300) {
+      this.options.log?.warn({ endpoint: this.endpoint, status }, 'embedding provider refused the request');
+      throw new HubError(Reason.UNAVAILABLE, `The embedding provider answered HTTP ${status}; retry later`);
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
     }
     return this.parse(body, input.length);
   }

@@ -1,5 +1,5 @@
 import { workspacev1 } from '@agenthub/proto';
-import { HubError, type CallContext } from '@agenthub/runtime';
+import { HubError, Reason, type CallContext } from '@agenthub/runtime';
 import { requireRole, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
 import type { MemberRecord } from './store.js';
 import * as validate from './validate.js';
@@ -20,9 +20,11 @@ export function memberMessage(member: MemberRecord) {
 }
 
 /**
- * Admin only. Adds the agent with the role, or changes the role of an existing member (its
- * added_by stays). An agent of another tenant than the owner's needs an approved grant with
- * the caller; the owner stays admin.
+ * Admin only. Adds the agent with the role, or changes the role of an existing member; the owner
+ * stays admin. An add must give access, so an agent of another tenant than the owner's is added
+ * only by an admin of the owner's tenant holding an approved grant with it (GRANT_REQUIRED
+ * otherwise): the membership rests on that grant (`added_by` becomes the caller, also for an
+ * existing member), which either of the two, one of them on the owner's side, can revoke.
  */
 export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.AddMemberRequest) {
   const workspaceId = validate.workspaceId(request.workspaceId);
@@ -36,7 +38,14 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     throw HubError.invalidOperation("Cannot change the workspace owner's role");
   }
   // The caller changing its own role needs no grant with itself: resolveAccess just vouched for it.
-  if (tenantId !== access.workspace.ownerTenantId && agentId !== caller.agentId) {
+  const crossTenant = tenantId !== access.workspace.ownerTenantId && agentId !== caller.agentId;
+  if (crossTenant) {
+    if (caller.tenantId !== access.workspace.ownerTenantId) {
+      throw new HubError(
+        Reason.GRANT_REQUIRED,
+        "No access grant to target agent the workspace owner's side could revoke: only an admin of the owner's tenant, with an approved grant, adds agents of other tenants.",
+      );
+    }
     const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agentId }, { parent: ctx });
     if (!grant.approved) throw HubError.grantRequired();
   }
@@ -48,7 +57,7 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     role,
     addedBy: caller.agentId,
     addedAt: Date.now(),
-  }, memberAdded);
+  }, memberAdded, { rebase: crossTenant });
   if (!stored) throw HubError.notFound();
   return { member: memberMessage(stored.member), created: stored.created };
 }

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { ConfigError, type Db, type HubConfig, type Logger } from '@agenthub/runtime';
+import { ConfigError, egressPolicy, type Db, type HubConfig, type Logger } from '@agenthub/runtime';
 import type { Embedder } from './embedder.js';
 import { OpenAiEmbedder } from './embedder-openai.js';
 import { UseLiteEmbedder } from './embedder-use.js';
@@ -11,7 +11,15 @@ import { QdrantVectorStore } from './vectors-qdrant.js';
 export type MemoryConfig = Partial<
   Pick<
     HubConfig,
-    'EMBEDDINGS_URL' | 'EMBEDDINGS_MODEL' | 'EMBEDDINGS_API_KEY' | 'EMBEDDINGS_TIMEOUT_MS' | 'EMBEDDINGS_THREADS' | 'QDRANT_URL' | 'QDRANT_API_KEY'
+    | 'EMBEDDINGS_URL'
+    | 'EMBEDDINGS_MODEL'
+    | 'EMBEDDINGS_API_KEY'
+    | 'EMBEDDINGS_TIMEOUT_MS'
+    | 'EMBEDDINGS_THREADS'
+    | 'QDRANT_URL'
+    | 'QDRANT_API_KEY'
+    | 'HUB_EGRESS_ALLOW_PRIVATE'
+    | 'HUB_WEBHOOK_ALLOW_PRIVATE'
   >
 >;
 
@@ -32,6 +40,9 @@ export function createEmbedder(config: MemoryConfig, log?: Logger): Embedder {
       model: config.EMBEDDINGS_MODEL,
       ...(config.EMBEDDINGS_API_KEY ? { apiKey: config.EMBEDDINGS_API_KEY } : {}),
       timeoutMs: config.EMBEDDINGS_TIMEOUT_MS ?? 30_000,
+      // The provider is called through the egress guard like every peer: one on a private
+      // address (a local Ollama) needs HUB_EGRESS_ALLOW_PRIVATE.
+      policy: egressPolicy(config.HUB_EGRESS_ALLOW_PRIVATE === true || config.HUB_WEBHOOK_ALLOW_PRIVATE === true),
       ...(log ? { log } : {}),
     });
   }

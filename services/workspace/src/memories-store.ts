@@ -102,9 +102,9 @@ export const memorySql = {
 
   async update(q: Queryable, memory: MemoryRecord, contentSha256: string): Promise<void> {
     await q.query(
-      `UPDATE memories SET content = $3, content_sha256 = $4, tags = $5, model = $6, updated_at = $7, updated_by = $8
+      `UPDATE memories SET content = $3, content_sha256 = $4, tags = $5, model = $6, updated_at = $7, updated_by = $8, type = $9
         WHERE workspace_id = $1 AND id = $2`,
-      [memory.workspaceId, memory.id, memory.content, contentSha256, memory.tags, memory.model, memory.updatedAt, memory.updatedBy],
+      [memory.workspaceId, memory.id, memory.content, contentSha256, memory.tags, memory.model, memory.updatedAt, memory.updatedBy, memory.type],
     );
   },
 

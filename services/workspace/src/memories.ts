@@ -16,6 +16,7 @@ import type { Embedder } from './embedder.js';
 import * as params from './memories-params.js';
 import { MEMORY_LIMITS } from './memories-params.js';
 import { memorySql, type MemoryRecord } from './memories-store.js';
+import type { MemoryType } from './memory-types.js';
 import * as validate from './validate.js';
 import { matches, type VectorFilter, type VectorStore } from './vectors.js';
 
@@ -77,17 +78,72 @@ async function embedOne(env: MemoryEnv, ctx: CallContext, text: string): Promise
   return vector;
 }
 
-/** Write role. A twin of existing content returns the existing memory with `duplicate`. */
+/** The tags of a memory with `added` merged in: its own first, then the new ones, none twice. */
+function mergedTags(current: readonly string[], added: readonly string[]): string[] {
+  const tags = [...new Set([...current, ...added])];
+  if (tags.length > MEMORY_LIMITS.tagsMax) {
+    throw HubError.invalidParams('tags', `would give the memory, which holds this content already, ${tags.length} tags: at most ${MEMORY_LIMITS.tagsMax}`);
+  }
+  return tags;
+}
+
+/**
+ * A store of content the workspace holds already: no twin, but nothing the caller said is dropped.
+ * The caller's tags are added to the memory's (union); a type given explicitly replaces the old
+ * one (the latest store's; embedded again, the type being part of the embedded text). A change is
+ * an update, with its event; `updated` reports it.
+ */
+async function mergeDuplicate(
+  env: MemoryEnv,
+  ctx: CallContext,
+  caller: Caller,
+  twin: MemoryRecord,
+  said: { type: MemoryType | undefined; tags: string[] },
+) {
+  const retype = said.type !== undefined && said.type !== twin.type;
+  if (!retype && mergedTags(twin.tags, said.tags).length === twin.tags.length) return { memory: memoryMessage(twin), duplicate: true, updated: false };
+  // Same content, so the vector of the caller's type is valid whatever happens meanwhile.
+  const vector = retype ? await embedOne(env, ctx, documentText(said.type!, twin.content)) : undefined;
+  const merged = await env.db.transaction(async (tx) => {
+    const locked = await memorySql.get(tx, twin.workspaceId, twin.id, { lock: true });
+    const type = said.type ?? locked?.type;
+    if (!locked || (type !== locked.type && !vector)) throw new HubError(Reason.UNAVAILABLE, 'The memory changed while it was stored; retry');
+    const tags = mergedTags(locked.tags, said.tags);
+    if (locked.type === type && tags.length === locked.tags.length) return undefined;
+    const next: MemoryRecord = {
+      ...locked,
+      type: type!,
+      tags,
+      model: type !== locked.type ? env.embedder.modelId : locked.model,
+      updatedAt: Date.now(),
+      updatedBy: caller.agentId,
+    };
+    await memorySql.update(tx, next, sha256Hex(locked.content));
+    await memoryEvent(tx, 'updated', next, caller.agentId);
+    if (type !== locked.type) {
+      await env.vectors.delete(next.workspaceId, [next.id], { tx, signal: ctx.signal });
+      await env.vectors.upsert([point(next, vector!)], { tx, signal: ctx.signal });
+    } else {
+      await env.vectors.setTags(next.workspaceId, next.id, next.tags, { tx, signal: ctx.signal });
+    }
+    return next;
+  });
+  return merged ? { memory: memoryMessage(merged), duplicate: true, updated: true } : { memory: memoryMessage(twin), duplicate: true, updated: false };
+}
+
+/** Write role. Content the workspace holds already is merged into that memory (`duplicate`). */
 export async function storeMemory(env: MemoryEnv, ctx: CallContext, caller: Caller, request: workspacev1.StoreMemoryRequest) {
   const workspaceId = validate.workspaceId(request.workspaceId);
   const content = params.content(request.content);
   const type = params.memoryType(request.type);
   const tags = params.tags(request.tags);
   requireRole(await resolveAccess(env, ctx, caller, workspaceId), Role.WRITE);
+  // What the caller said, for a merge: a type only when it gave one.
+  const said = { type: request.type === '' ? undefined : type, tags };
 
   const sha = sha256Hex(content);
   const existing = await memorySql.byContent(env.db, workspaceId, sha);
-  if (existing) return { memory: memoryMessage(existing), duplicate: true };
+  if (existing) return mergeDuplicate(env, ctx, caller, existing, said);
 
   const vector = await embedOne(env, ctx, documentText(type, content));
   const now = Date.now();
@@ -117,11 +173,11 @@ export async function storeMemory(env: MemoryEnv, ctx: CallContext, caller: Call
       if ((err as { code?: unknown })?.code === FOREIGN_KEY_VIOLATION) throw HubError.notFound();
       throw err;
     });
-  if (stored) return { memory: memoryMessage(memory), duplicate: false };
+  if (stored) return { memory: memoryMessage(memory), duplicate: false, updated: false };
   // A concurrent store of the same content won the race.
   const twin = await memorySql.byContent(env.db, workspaceId, sha);
   if (!twin) throw new HubError(Reason.UNAVAILABLE, 'The memory changed while it was stored; retry');
-  return { memory: memoryMessage(twin), duplicate: true };
+  return mergeDuplicate(env, ctx, caller, twin, said);
 }
 
 /**

@@ -34,8 +34,8 @@ export async function startStack(backend: Backend): Promise<Stack> {
   const workspaceDeps = await backends.deps('workspace');
   const workspaceService = backends.started(await startWorkspace({ ...workspaceDeps, identityAddr: identityService.address }));
 
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
-  const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
+  const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
 
   return {
     identity,

@@ -188,6 +188,28 @@ describe.each(backends().map((b) => [b.name, b] as const))('members (%s)', (_nam
     const ownerGrant = await stack.grant(owner, partner);
     await stack.revoke(partner, grantId);
     expect(await failure(stack.workspace.getWorkspace({ workspaceId }, partner.as))).toEqual(denied);
+    // Re-added by the owner, whose grant is approved: the membership rests on that grant now.
+    const readded = await stack.workspace.addMember({ workspaceId, agentId: partner.id, role: Role.WRITE }, owner.as);
+    expect(readded.member).toMatchObject({ role: Role.WRITE, addedBy: owner.id });
+    expect((await stack.workspace.getWorkspace({ workspaceId }, partner.as)).role).toBe(Role.WRITE);
+    // A same-tenant agent's membership needs no grant, so a role change leaves its added_by alone.
+    await stack.workspace.addMember({ workspaceId, agentId: reader.id, role: Role.WRITE }, admin.as);
+    expect((await stack.workspace.listMembers({ workspaceId }, owner.as)).members.find((m) => m.agentId === reader.id)).toMatchObject({ addedBy: owner.id });
     await stack.revoke(partner, ownerGrant);
+    expect(await failure(stack.workspace.getWorkspace({ workspaceId }, partner.as))).toEqual(denied);
+  });
+
+  test('an agent of another tenant is added only by an admin of the owner\'s tenant: a grant the owner\'s side can revoke', async () => {
+    const workspaceId = await staffed();
+    const outsider = await stack.agent('initech', 'Outsider');
+    await stack.grant(owner, partner);
+    await stack.workspace.addMember({ workspaceId, agentId: partner.id, role: Role.ADMIN }, owner.as);
+    // The foreign admin holds an approved grant with the outsider, but nobody of the owner's side does.
+    await stack.grant(partner, outsider);
+    expect(await failure(stack.workspace.addMember({ workspaceId, agentId: outsider.id, role: Role.READ }, partner.as))).toMatchObject({ reason: Reason.GRANT_REQUIRED });
+    expect((await stack.workspace.listMembers({ workspaceId }, owner.as)).members.map((m) => m.agentId)).not.toContain(outsider.id);
+    // It may still add an agent of the owner's tenant (no grant needed) and change its own role.
+    await stack.workspace.addMember({ workspaceId, agentId: colleague.id, role: Role.READ }, partner.as);
+    await stack.workspace.addMember({ workspaceId, agentId: partner.id, role: Role.WRITE }, partner.as);
   });
 });

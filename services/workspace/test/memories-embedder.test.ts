@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConfigError, HubError, Reason } from '@agenthub/runtime';
+import { ConfigError, egressPolicy, HubError, Reason } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
 import { createEmbedder, embeddingsEndpoint, OpenAiEmbedder, UseLiteEmbedder, USE_LITE_MODEL_ID } from '../src/index.js';
 import { HashEmbedder, startMemoryStack } from './memories-stack.js';
@@ -78,6 +78,9 @@ async function startProvider(handler: (body: any, req: IncomingMessage) => { sta
   };
 }
 
+/** The providers here listen on loopback, which the egress guard refuses unless allowed. */
+const loopbackAllowed = egressPolicy(true);
+
 /** Three-dimensional vectors that spell each input's length, returned out of order. */
 const lengths = (body: { input: string[] }) => ({
   body: {
@@ -98,7 +101,7 @@ describe('OpenAiEmbedder (an OpenAI-compatible /v1/embeddings provider)', () => 
   test('posts model and input with the key, orders by index, normalises, learns the dimension', async () => {
     const provider = await startProvider(lengths);
     try {
-      const embedder = new OpenAiEmbedder({ url: provider.url, model: 'nomic-embed-text', apiKey: 'sk-test-secret', timeoutMs: 5000, maxBatch: 2 });
+      const embedder = new OpenAiEmbedder({ url: provider.url, model: 'nomic-embed-text', apiKey: 'sk-test-secret', timeoutMs: 5000, maxBatch: 2, policy: loopbackAllowed });
       expect(embedder.modelId).toBe('nomic-embed-text');
       expect(embedder.dimensions).toBeUndefined();
       const vectors = await embedder.embed(['a', 'bbb', 'cc']);
@@ -118,8 +121,8 @@ describe('OpenAiEmbedder (an OpenAI-compatible /v1/embeddings provider)', () => 
       body.input[0] === 'slow' ? { delayMs: 1500, ...lengths(body) } : body.input[0] === 'short' ? { body: { data: [] } } : { status: 401, body: { error: 'bad key sk-test-secret' } },
     );
     try {
-      const embedder = new OpenAiEmbedder({ url: provider.url, model: 'm', apiKey: 'sk-test-secret', timeoutMs: 5000 });
-      const impatient = new OpenAiEmbedder({ url: provider.url, model: 'm', timeoutMs: 200 });
+      const embedder = new OpenAiEmbedder({ url: provider.url, model: 'm', apiKey: 'sk-test-secret', timeoutMs: 5000, policy: loopbackAllowed });
+      const impatient = new OpenAiEmbedder({ url: provider.url, model: 'm', timeoutMs: 200, policy: loopbackAllowed });
       const refused = await embedder.embed(['x']).catch((e: HubError) => e);
       expect(refused).toMatchObject({ reason: Reason.UNAVAILABLE, message: 'The embedding provider answered HTTP 401; retry later' });
       expect(JSON.stringify({ message: (refused as HubError).message })).not.toContain('sk-test');
@@ -128,8 +131,37 @@ describe('OpenAiEmbedder (an OpenAI-compatible /v1/embeddings provider)', () => 
     } finally {
       await provider.stop();
     }
-    const gone = new OpenAiEmbedder({ url: provider.url, model: 'm', timeoutMs: 1000 });
+    const gone = new OpenAiEmbedder({ url: provider.url, model: 'm', timeoutMs: 1000, policy: loopbackAllowed });
     await expect(gone.embed(['x'])).rejects.toMatchObject({ reason: Reason.UNAVAILABLE, message: 'The embedding provider is unreachable; retry later' });
+  });
+
+  // Issue 12: the provider is called through the egress guard like every peer.
+  test('the egress guard: a loopback provider is refused unless allowed, a redirect is not followed, an oversized answer is refused', async () => {
+    const provider = await startProvider(lengths);
+    const redirecting = createServer((_req, res) => {
+      res.writeHead(307, { location: `${provider.url}/embeddings` }).end('{"data":[]}');
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    try {
+      const guarded = createEmbedder({ EMBEDDINGS_URL: provider.url, EMBEDDINGS_MODEL: 'm' });
+      await expect(guarded.embed(['x'])).rejects.toMatchObject({ reason: Reason.UNAVAILABLE, message: 'The embedding provider is unreachable; retry later' });
+      await guarded.close();
+      expect(provider.requests).toEqual([]);
+
+      const redirected = new OpenAiEmbedder({ url: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/v1`, model: 'm', timeoutMs: 5000, policy: loopbackAllowed });
+      await expect(redirected.embed(['x'])).rejects.toMatchObject({ reason: Reason.UNAVAILABLE });
+      expect(provider.requests).toEqual([]);
+
+      const capped = new OpenAiEmbedder({ url: provider.url, model: 'm', timeoutMs: 5000, policy: loopbackAllowed, maxResponseBytes: 16 });
+      await expect(capped.embed(['x'])).rejects.toMatchObject({ reason: Reason.UNAVAILABLE, message: 'The embedding provider is unreachable; retry later' });
+
+      const allowed = createEmbedder({ EMBEDDINGS_URL: provider.url, EMBEDDINGS_MODEL: 'm', HUB_EGRESS_ALLOW_PRIVATE: true });
+      await expect(allowed.embed(['x'])).resolves.toHaveLength(1);
+      await allowed.close();
+    } finally {
+      await new Promise<void>((resolve) => { redirecting.closeAllConnections(); redirecting.close(() => resolve()); });
+      await provider.stop();
+    }
   });
 
   test('configuration picks the embedder: the built-in model by default, the provider when EMBEDDINGS_URL is set', async () => {
@@ -155,7 +187,7 @@ test('the workspace service stores and finds memories through a configured provi
     res.end(JSON.stringify({ data: vectors.map((v, index) => ({ index, embedding: Array.from(v) })) }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const embedder = createEmbedder({ EMBEDDINGS_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, EMBEDDINGS_MODEL: 'bow-32' });
+  const embedder = createEmbedder({ EMBEDDINGS_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, EMBEDDINGS_MODEL: 'bow-32', HUB_EGRESS_ALLOW_PRIVATE: true });
   // The real PostgreSQL when there is one: it starts faster than two embedded databases.
   const stack = await startMemoryStack(backends().at(-1)!, { embedder });
   try {

@@ -1,6 +1,6 @@
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, workspacev1 } from '@agenthub/proto';
-import { createClient, Metrics, openDb, openKv, type Client, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import { createClient, InternalKey, Metrics, openDb, openKv, type Client, type Db, type Kv, type RunningService } from '@agenthub/runtime';
 import { testLogger, type Backend } from '@agenthub/testing';
 import { createHash } from 'node:crypto';
 import { startWorkspace, type Embedder, type VectorStore } from '../src/index.js';
@@ -22,12 +22,13 @@ export interface MemoryStack {
 export async function startMemoryStack(backend: Backend, options: { embedder: Embedder; vectors?: (db: Db) => VectorStore }): Promise<MemoryStack> {
   const provisioned = await backend.provision();
   const opened: { db: Db[]; kv: Kv[]; services: RunningService[]; clients: { close(): void }[] } = { db: [], kv: [], services: [], clients: [] };
+  const internalKey = InternalKey.generate();
   const deps = async (schema: string) => {
     const db = await openDb({ url: provisioned.databaseUrl, schema });
     const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
     opened.db.push(db);
     opened.kv.push(kv);
-    return { db, kv, log: testLogger(), metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000 };
+    return { db, kv, log: testLogger(), metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000, internalKey };
   };
   const identityService = await startIdentity(await deps('identity'));
   opened.services.push(identityService);
@@ -36,12 +37,12 @@ export async function startMemoryStack(backend: Backend, options: { embedder: Em
   const start = async (embedder: Embedder) => {
     const service = await startWorkspace({ ...workspaceDeps, identityAddr: identityService.address, embedder, ...(vectors ? { vectors } : {}) });
     opened.services.push(service);
-    const client = createClient(workspacev1.WorkspaceService, service.address, { defaultTimeoutMs: 20_000 });
+    const client = createClient(workspacev1.WorkspaceService, service.address, { defaultTimeoutMs: 20_000, internalKey });
     opened.clients.push(client);
     return client;
   };
   const workspace = await start(options.embedder);
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000 });
+  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey });
   opened.clients.push(identity);
   return {
     identity,

@@ -78,18 +78,37 @@ describe.each(backends().map((b) => [b.name, b] as const))('memories over gRPC (
     });
   });
 
-  test('storing the same content again returns the existing memory, flagged, without a twin or an event', async () => {
+  test('storing the same content again keeps one memory and merges what the caller said: tags added, a given type replaces, an event when it changed', async () => {
     const ws = await workspace();
     const first = await store(ws, 'Deploys happen on Tuesdays.', { type: 'context', tags: ['ops'] });
-    const again = await store(ws, 'Deploys happen on Tuesdays.  ', { type: 'fact' }, writer.as);
-    expect(again.duplicate).toBe(true);
-    expect(again.memory).toEqual(first.memory);
+    // Nothing new (no type given, a tag it has): the memory as it was, no event.
+    const same = await store(ws, 'Deploys happen on Tuesdays.  ', { type: '', tags: ['ops'] }, writer.as);
+    expect([same.duplicate, same.updated]).toEqual([true, false]);
+    expect(same.memory).toEqual(first.memory);
+    // Another type and a new tag: merged into the memory, reported, announced.
+    const merged = await store(ws, 'Deploys happen on Tuesdays.', { type: 'fact', tags: ['release', 'ops'] }, writer.as);
+    expect([merged.duplicate, merged.updated]).toEqual([true, true]);
+    expect(merged.memory).toMatchObject({ id: first.memory!.id, type: 'fact', tags: ['ops', 'release'], createdBy: owner.id, updatedBy: writer.id });
+    // No type given keeps the memory's; its tags are added.
+    const tagged = await store(ws, 'Deploys happen on Tuesdays.', { type: '', tags: ['weekly'] });
+    expect(tagged.memory).toMatchObject({ id: first.memory!.id, type: 'fact', tags: ['ops', 'release', 'weekly'], updatedBy: owner.id });
+    // Search sees the merged memory: its new type and tags, embedded again for the type.
+    const found = await stack.workspace.queryMemories({ workspaceId: ws, query: 'when do we deploy', filter: { types: ['fact'], tags: ['release'] } }, reader.as);
+    expect(found.memories.map((m) => [m.id, m.type, m.tags])).toEqual([[first.memory!.id, 'fact', ['ops', 'release', 'weekly']]]);
+    // A merge past the tag limit is refused rather than dropping tags.
+    const many = Array.from({ length: 18 }, (_, i) => `t${i}`);
+    expect(await failure(store(ws, 'Deploys happen on Tuesdays.', { type: '', tags: many }))).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'tags' });
+    expect((await store(ws, 'Deploys happen on Tuesdays.', { type: '' })).memory!.tags).toEqual(['ops', 'release', 'weekly']);
+
     const races = await Promise.all([1, 2, 3].map(() => store(ws, 'Concurrent twins are one memory.')));
     expect(new Set(races.map((r) => r.memory!.id)).size).toBe(1);
     expect(races.filter((r) => !r.duplicate)).toHaveLength(1);
+    expect(races.filter((r) => r.updated)).toHaveLength(0);
     const { total } = await stack.workspace.listMemories({ workspaceId: ws }, owner.as);
     expect(total).toBe(2);
-    expect((await events(ws)).map((e) => e.type)).toEqual(['workspace.memory.stored', 'workspace.memory.stored']);
+    const announced = await events(ws);
+    expect(announced.map((e) => e.type)).toEqual(['workspace.memory.stored', 'workspace.memory.updated', 'workspace.memory.updated', 'workspace.memory.stored']);
+    expect(announced[1]!.payload.data).toEqual({ workspace_id: ws, memory_id: first.memory!.id, type: 'fact', updated_by: writer.id });
   });
 
   test('QueryMemories applies limit, threshold and the type, tag and time filters', async () => {

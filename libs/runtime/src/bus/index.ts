@@ -2,3 +2,4 @@ export { type Bus, type BusMessage, type ConsumedMessage, type Subscription, EVE
 export { DbBus, type DbBusOptions } from './db-bus.js';
 export { KafkaBus, type KafkaBusOptions } from './kafka-bus.js';
 export { openBus } from './open.js';
+export { kafkaConnection, type KafkaConnection } from './kafka-connection.js';

@@ -2,12 +2,15 @@ import kafkajs from 'kafkajs';
 import type { Admin, Consumer, IHeaders, KafkaMessage, logCreator, Producer } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import type { Bus, BusMessage, ConsumedMessage, Subscription } from './bus.js';
+import type { KafkaConnection } from './kafka-connection.js';
 
 const { Kafka, logLevel, Partitioners } = kafkajs;
 
 export interface KafkaBusOptions {
   brokers: string[];
   clientId: string;
+  /** TLS and SASL (kafkaConnection); plaintext without. */
+  connection?: KafkaConnection;
   log: Logger;
   /** Partitions of topics this bus creates; more lets more members of a group share the work. */
   partitions?: number;
@@ -69,6 +72,7 @@ export class KafkaBus implements Bus {
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
+      ...options.connection,
       logLevel: logLevel.WARN,
       logCreator: pinoLogCreator(options.log),
     });
@@ -158,6 +162,24 @@ export class KafkaBus implements Bus {
   async ping(): Promise<void> {
     await this.connect();
     await this.admin.describeCluster();
+  }
+
+  /** Per topic, the sum over partitions of the newest offset minus the group's committed one. */
+  async consumerLag(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
+    await this.connect();
+    return Promise.all(
+      topics.map(async (topic) => {
+        const [ends, committed] = await Promise.all([this.admin.fetchTopicOffsets(topic), this.admin.fetchOffsets({ groupId: group, topics: [topic] })]);
+        // -1: the group committed nothing on that partition yet, so all of it from the start is due.
+        const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+        let messages = 0;
+        for (const end of ends) {
+          const from = done.get(end.partition) ?? -1;
+          messages += Math.max(0, Number(end.high) - (from < 0 ? Number(end.low) : from));
+        }
+        return { topic, messages };
+      }),
+    );
   }
 
   async close(): Promise<void> {

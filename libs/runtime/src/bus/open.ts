@@ -6,6 +6,7 @@ import type { Logger } from '../logger.js';
 import type { Bus } from './bus.js';
 import { DbBus } from './db-bus.js';
 import { KafkaBus } from './kafka-bus.js';
+import { kafkaConnection } from './kafka-connection.js';
 
 /**
  * The one place the event log is chosen: Kafka when KAFKA_BROKERS is set; else the embedded
@@ -17,7 +18,7 @@ export async function openBus(config: HubConfig, log: Logger, options: { kv?: Kv
   const busLog = log.child({ component: 'bus' });
   if (config.KAFKA_BROKERS) {
     const brokers = config.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean);
-    return new KafkaBus({ brokers, clientId: config.KAFKA_CLIENT_ID, log: busLog });
+    return new KafkaBus({ brokers, clientId: config.KAFKA_CLIENT_ID, connection: await kafkaConnection(config), log: busLog });
   }
   const db = await openDb({
     url: config.DATABASE_URL,

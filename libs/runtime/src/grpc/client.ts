@@ -5,10 +5,12 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import { ConfigError } from '../config.js';
 import { HubError, Reason } from '../errors.js';
 import type { Metrics } from '../metrics.js';
-import { writePrincipal, type Principal } from './principal.js';
+import type { Principal } from './principal.js';
 import type { LocalTransport } from './local.js';
-import { INTERNAL_TOKEN, methodDefinition, type CallContext, type LocalHandler } from './server.js';
+import { methodDefinition, type CallContext, type LocalHandler } from './server.js';
+import { signCall, type InternalKey } from './signature.js';
 import { fromStatus } from './status.js';
+import { channelCredentials, type GrpcTls } from './tls.js';
 
 export interface CallOptions {
   /** The principal to act for. Taken from `parent` when absent. */
@@ -43,7 +45,10 @@ export interface ClientOptions {
   metrics?: Metrics;
   /** Deadline for calls that set none and have no parent; every call gets one. */
   defaultTimeoutMs: number;
-  internalToken?: string;
+  /** Signs every call over the network (the services refuse unsigned ones). */
+  internalKey: InternalKey;
+  /** Mutual TLS to the service, when the deployment uses it. */
+  tls?: GrpcTls;
   maxMessageBytes?: number;
   /** Calls a server of this process directly when one is registered at `address`. */
   local?: LocalTransport;
@@ -51,7 +56,8 @@ export interface ClientOptions {
 
 /**
  * Builds a typed client for `service` at `address` (host:port). Every call carries a deadline
- * (the parent call's when it has one, else the default), the principal as metadata, and fails
+ * (the parent call's when it has one, else the default), the principal as metadata signed with
+ * the internal key together with the method and the deadline, and fails
  * with a HubError reproducing the service's reason and message exactly.
  */
 export function createClient<S extends GenServiceMethods>(
@@ -60,7 +66,7 @@ export function createClient<S extends GenServiceMethods>(
   options: ClientOptions,
 ): Client<S> & { close(): void } {
   const max = options.maxMessageBytes ?? 8 * 1024 * 1024;
-  const channel = new grpc.Client(channelTarget(address), grpc.credentials.createInsecure(), {
+  const channel = new grpc.Client(channelTarget(address), channelCredentials(options.tls), {
     'grpc.max_receive_message_length': max,
     'grpc.max_send_message_length': max,
     'grpc.keepalive_time_ms': 30_000,
@@ -70,14 +76,13 @@ export function createClient<S extends GenServiceMethods>(
   });
   const client: Record<string, unknown> = { close: () => channel.close() };
 
-  const prepare = (callOptions: CallOptions = {}) => {
+  const prepare = (path: string, callOptions: CallOptions = {}) => {
     const metadata = new grpc.Metadata();
     const principal = callOptions.principal ?? callOptions.parent?.principal;
-    if (principal) writePrincipal(principal, metadata);
-    if (options.internalToken) metadata.set(INTERNAL_TOKEN, options.internalToken);
     const ownDeadline = Date.now() + (callOptions.timeoutMs ?? options.defaultTimeoutMs);
     const parentDeadline = callOptions.parent?.deadline?.getTime() ?? Infinity;
     const deadline = new Date(Math.min(ownDeadline, parentDeadline));
+    signCall(options.internalKey, metadata, path, principal, deadline);
     const signal = callOptions.signal ?? callOptions.parent?.signal;
     return { metadata, deadline, signal, principal };
   };
@@ -87,7 +92,7 @@ export function createClient<S extends GenServiceMethods>(
     const labels = { service: service.typeName, method: method.name };
     if (method.methodKind === 'unary') {
       client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
-        const { metadata, deadline, signal, principal } = prepare(callOptions);
+        const { metadata, deadline, signal, principal } = prepare(def.path, callOptions);
         if (signal?.aborted) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The call was cancelled'));
         const started = process.hrtime.bigint();
         const local = options.local?.serverAt(address)?.localHandler(def.path);
@@ -120,7 +125,7 @@ export function createClient<S extends GenServiceMethods>(
       };
     } else if (method.methodKind === 'server_streaming') {
       client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
-        const { metadata, deadline, signal } = prepare(callOptions);
+        const { metadata, deadline, signal } = prepare(def.path, callOptions);
         return streamOf(channel, def, create(method.input, request as never), metadata, deadline, signal);
       };
     }

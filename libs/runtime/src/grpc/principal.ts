@@ -1,9 +1,8 @@
 import type { Metadata } from '@grpc/grpc-js';
 
 /**
- * Who a call acts for. The gateway authenticates the caller and every service trusts the
- * principal it receives in metadata; split deployments restrict who may reach the services
- * (NetworkPolicy, and optionally the shared internal token).
+ * Who a call acts for. The gateway authenticates the caller and asserts the principal in
+ * metadata; a service trusts it only once the call's signature checks (signature.ts).
  */
 export type Principal =
   | { kind: 'agent'; agentId: string; tenantId: string }

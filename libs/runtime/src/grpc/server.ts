@@ -5,10 +5,10 @@ import { healthv1 } from '@agenthub/proto';
 import { HubError, Reason } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { readPrincipal, type Principal } from './principal.js';
+import type { Principal } from './principal.js';
+import { verifyCall, type InternalKey } from './signature.js';
 import { toStatus } from './status.js';
-
-const INTERNAL_TOKEN = 'x-hub-internal-token';
+import { serverCredentials, type GrpcTls } from './tls.js';
 
 /** What a handler knows about the call besides its request. */
 export interface CallContext {
@@ -72,8 +72,13 @@ export type ServiceHandlers<S extends GenServiceMethods> = {
 export interface GrpcServerOptions {
   log: Logger;
   metrics: Metrics;
-  /** When set, calls without this token in `x-hub-internal-token` are refused. */
-  internalToken?: string;
+  /**
+   * Every call must be signed with this key (see signature.ts); only then is its principal
+   * trusted. Health checks stay open: probes cannot sign, and they learn nothing.
+   */
+  internalKey: InternalKey;
+  /** Serve over mutual TLS: clients must present a certificate signed by `tls.ca`. */
+  tls?: GrpcTls;
   /** Largest message accepted, in bytes. */
   maxMessageBytes?: number;
   /**
@@ -138,7 +143,7 @@ export class GrpcServer {
   /** Binds and starts serving; returns the port (useful with port 0). */
   listen(address: string): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) =>
+      this.server.bindAsync(address, serverCredentials(this.options.tls), (err, port) =>
         err ? reject(err) : resolve(port),
       );
     });
@@ -171,24 +176,27 @@ export class GrpcServer {
     clearTimeout(drain);
   }
 
-  private context(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, controller: AbortController): CallContext {
+  /** The call's context once its signature is checked (throws UNAUTHENTICATED otherwise). */
+  private context(path: string, call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>, controller: AbortController): CallContext {
+    let verified: ReturnType<typeof verifyCall>;
+    try {
+      verified = verifyCall(this.options.internalKey, call.metadata, path);
+    } catch (err) {
+      // Someone reached the port without the key, or the deployment's keys differ.
+      this.options.log.warn({ rpc: path, peer: call.getPeer() }, 'internal call refused: bad or missing signature');
+      throw err;
+    }
+    const { principal, expires } = verified;
     const deadline = call.getDeadline();
     const deadlineDate = deadline instanceof Date ? deadline : Number.isFinite(deadline) ? new Date(deadline) : undefined;
-    const principal = readPrincipal(call.metadata);
     return {
       principal,
-      deadline: deadlineDate,
+      // The signed expiry bounds the call whatever timeout its sender asked for.
+      deadline: deadlineDate && deadlineDate < expires ? deadlineDate : expires,
       signal: controller.signal,
       drain: this.draining.signal,
       log: this.options.log,
     };
-  }
-
-  private checkToken(metadata: grpc.Metadata): void {
-    const expected = this.options.internalToken;
-    if (expected && metadata.get(INTERNAL_TOKEN)[0] !== expected) {
-      throw new HubError(Reason.UNAUTHENTICATED, 'Internal calls need the internal token');
-    }
   }
 
   /**
@@ -212,7 +220,8 @@ export class GrpcServer {
   }
 
   private wrapUnary(serviceName: string, method: DescMethod, handler: UnaryHandler<DescMethod>): grpc.handleUnaryCall<unknown, unknown> {
-    this.local.set(`/${serviceName}/${method.name}`, (request, call) =>
+    const path = `/${serviceName}/${method.name}`;
+    this.local.set(path, (request, call) =>
       this.runUnary(serviceName, method, handler, request, { ...call, drain: this.draining.signal, log: this.options.log }),
     );
     return (call, callback) => {
@@ -230,8 +239,7 @@ export class GrpcServer {
       };
       let ctx: CallContext;
       try {
-        this.checkToken(call.metadata);
-        ctx = this.context(call, controller);
+        ctx = this.context(path, call, controller);
       } catch (err) {
         done(toStatus(HubError.from(err)) as grpc.ServiceError);
         return;
@@ -252,13 +260,13 @@ export class GrpcServer {
   }
 
   private wrapServerStream(serviceName: string, method: DescMethod, handler: ServerStreamHandler<DescMethod>): grpc.handleServerStreamingCall<unknown, unknown> {
+    const path = `/${serviceName}/${method.name}`;
     return async (call) => {
       const controller = new AbortController();
       this.active.add(controller);
       call.on('cancelled', () => controller.abort());
       try {
-        this.checkToken(call.metadata);
-        for await (const item of handler(call.request as never, this.context(call, controller))) {
+        for await (const item of handler(call.request as never, this.context(path, call, controller))) {
           if (controller.signal.aborted) break;
           if (!call.write(create(method.output, item as never))) {
             await new Promise((resolve) => call.once('drain', resolve));
@@ -317,5 +325,3 @@ export function methodDefinition(method: DescMethod): grpc.MethodDefinition<unkn
     originalName: method.localName,
   };
 }
-
-export { INTERNAL_TOKEN };

@@ -1,90 +1,31 @@
-import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { create } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
+import { A2A_STATE_NAMES, a2aNameOf, isSettled, partFromProtoJson, partToProtoJson, stateOfA2AName } from '@agenthub/tasks';
 import { bad, isObject, str, type Json } from '../fields.js';
-import { MAX_INLINE_DATA_CHARS, MAX_PARTS } from '../methods/messaging.js';
+import { MAX_PARTS, PART_DECODING } from '../methods/messaging.js';
 
 /**
- * The hub's messages, parts, artifacts and tasks (agenthub.messaging.v1) in A2A 1.0 ProtoJSON,
- * the dialect of standard clients such as `@a2a-js/sdk`: parts as a oneof (`text` | `raw` | `url`
- * | `data`) with `mediaType` and `filename`, roles `ROLE_*`, states `TASK_STATE_*`, empty fields
- * omitted. Parts map so that a round trip through the hub gives back what was sent:
- *
- * | A2A part | hub part |
- * |---|---|
- * | `text` (no mediaType, or text/plain) | text |
- * | `text` with another mediaType | data {mimeType, data: the text} |
- * | `raw` (base64) | file {name: filename, mimeType, data} |
- * | `url` | file {name: filename, mimeType, uri} |
- * | `data` (a JSON value) | data {mimeType (default application/json), data: serialized JSON} |
- *
- * and back: a hub data part of a JSON media type becomes `data`, of another type `text`.
+ * The hub's messages, artifacts and tasks (agenthub.messaging.v1) in A2A 1.0 ProtoJSON, the
+ * dialect of standard clients such as `@a2a-js/sdk`: roles `ROLE_*`, states `TASK_STATE_*`, empty
+ * fields omitted. Parts map through `@agenthub/tasks` (the table is in its `parts.ts`), as the
+ * push worker's do, so a round trip through the hub gives back what was sent.
  */
 
-const { TaskState } = messagingv1;
-type PartInit = MessageInitShape<typeof messagingv1.PartSchema>;
-
-/** `TASK_STATE_WORKING` ↔ the hub's state; the names match, the numbers do not. */
-export function stateOut(state: messagingv1.TaskState): string {
-  return `TASK_STATE_${TaskState[state] ?? 'UNSPECIFIED'}`;
-}
+/** `TASK_STATE_WORKING` for the hub's state. */
+export const stateOut = a2aNameOf;
 
 export function stateIn(name: string, field: string): messagingv1.TaskState {
-  const hub = name.startsWith('TASK_STATE_') ? (TaskState as unknown as Record<string, number>)[name.slice('TASK_STATE_'.length)] : undefined;
-  if (hub === undefined || hub === TaskState.UNSPECIFIED) {
-    const names = Object.keys(TaskState).filter((k) => Number.isNaN(Number(k)) && k !== 'UNSPECIFIED').map((k) => `TASK_STATE_${k}`);
-    throw bad(field, `must be one of ${names.join(', ')}`);
-  }
-  return hub;
+  const state = stateOfA2AName(name);
+  if (state === undefined) throw bad(field, `must be one of ${A2A_STATE_NAMES.join(', ')}`);
+  return state;
 }
 
 /** Terminal states end a task's stream; A2A also ends it at input-required (an interrupted state). */
-export const STREAM_ENDS = new Set<messagingv1.TaskState>([TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED, TaskState.INPUT_REQUIRED]);
-export const TERMINAL = new Set<messagingv1.TaskState>([TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED]);
+const streamEnds = isSettled;
 
-const isJsonType = (mediaType: string) => /^application\/([\w.+-]+\+)?json$/i.test(mediaType.split(';', 1)[0]!.trim());
+const partIn = (raw: unknown, at: string) => partFromProtoJson(raw, at, PART_DECODING);
 
-/** ProtoJSON accepts standard or URL-safe base64, padded or not; the hub keeps standard, padded. */
-function base64In(value: string, field: string): string {
-  const standard = value.replace(/-/g, '+').replace(/_/g, '/');
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(standard) || standard.replace(/=+$/, '').length % 4 === 1) throw bad(field, 'must be base64');
-  const unpadded = standard.replace(/=+$/, '');
-  const padded = unpadded + '='.repeat((4 - (unpadded.length % 4)) % 4);
-  if (padded.length > MAX_INLINE_DATA_CHARS) throw bad(field, `must be at most ${MAX_INLINE_DATA_CHARS} base64 characters; send a url for larger files`);
-  return padded;
-}
-
-function partIn(raw: unknown, at: string): PartInit {
-  if (!isObject(raw)) throw bad(at, 'must be an object');
-  const p = `${at}.`;
-  const mediaType = str(raw, 'mediaType', p, false) ?? '';
-  const filename = str(raw, 'filename', p, false) ?? '';
-  const present = (['text', 'raw', 'url', 'data'] as const).filter((k) => raw[k] !== undefined && raw[k] !== null);
-  if (present.length === 0) throw bad(`${p}text`, 'or raw, url or data is required');
-  if (present.length > 1) throw bad(`${p}${present[1]}`, `must not be given together with ${present[0]}`);
-  switch (present[0]!) {
-    case 'text': {
-      const text = str(raw, 'text', p, false)!;
-      if (mediaType === '' || mediaType === 'text/plain') return { content: { case: 'text', value: { text } } };
-      return { content: { case: 'data', value: { mimeType: mediaType, data: text } } };
-    }
-    case 'raw':
-      return {
-        content: {
-          case: 'file',
-          value: { name: filename, mimeType: mediaType || 'application/octet-stream', data: base64In(str(raw, 'raw', p, false)!, `${p}raw`) },
-        },
-      };
-    case 'url': {
-      const url = str(raw, 'url', p, false)!;
-      if (!URL.canParse(url)) throw bad(`${p}url`, 'must be a URL');
-      return { content: { case: 'file', value: { name: filename, mimeType: mediaType || 'application/octet-stream', uri: url } } };
-    }
-    case 'data':
-      return { content: { case: 'data', value: { mimeType: mediaType || 'application/json', data: JSON.stringify(raw.data) } } };
-  }
-}
-
-function partsIn(raw: unknown, at: string): PartInit[] {
+function partsIn(raw: unknown, at: string): messagingv1.Part[] {
   if (!Array.isArray(raw)) throw bad(at, raw === undefined ? 'is required' : 'must be an array');
   if (raw.length === 0) throw bad(at, 'must have at least 1 items');
   if (raw.length > MAX_PARTS) throw bad(at, `must have at most ${MAX_PARTS} items`);
@@ -110,30 +51,7 @@ export function messageIn(raw: unknown, at: string): InboundMessage {
   };
 }
 
-function partOut(part: messagingv1.Part): Json | undefined {
-  const c = part.content;
-  switch (c.case) {
-    case 'text':
-      return { text: c.value.text, mediaType: 'text/plain' };
-    case 'file': {
-      const named = c.value.name ? { filename: c.value.name } : {};
-      return c.value.uri ? { url: c.value.uri, ...named, mediaType: c.value.mimeType } : { raw: c.value.data, ...named, mediaType: c.value.mimeType };
-    }
-    case 'data':
-      if (isJsonType(c.value.mimeType)) {
-        try {
-          return { data: JSON.parse(c.value.data) as unknown, mediaType: c.value.mimeType };
-        } catch {
-          // Declared JSON but is not: it still reaches the client, as text of its media type.
-        }
-      }
-      return { text: c.value.data, mediaType: c.value.mimeType };
-    default:
-      return undefined;
-  }
-}
-
-const partsOut = (parts: messagingv1.Part[]) => parts.map(partOut).filter((p): p is Json => p !== undefined);
+const partsOut = (parts: messagingv1.Part[]) => parts.map(partToProtoJson).filter((p): p is Json => p !== undefined);
 
 export function messageOut(m: messagingv1.Message, ids: { taskId: string; contextId: string }): Json {
   return {
@@ -175,7 +93,7 @@ export interface StreamItem {
 export function* streamItems(item: messagingv1.WatchTaskResponse): Iterable<StreamItem> {
   const e = item.event;
   if (e.case === 'task') {
-    yield { id: String(e.value.version), result: { task: taskOut(e.value) }, last: STREAM_ENDS.has(e.value.state) };
+    yield { id: String(e.value.version), result: { task: taskOut(e.value) }, last: streamEnds(e.value.state) };
   } else if (e.case === 'transition') {
     const t = e.value;
     const version = String(t.version);
@@ -191,7 +109,7 @@ export function* streamItems(item: messagingv1.WatchTaskResponse): Iterable<Stre
           status: { state: stateOut(t.state), timestamp: iso(t.updatedAt), ...(t.message ? { message: messageOut(t.message, ids) } : {}) },
         },
       },
-      last: t.final || STREAM_ENDS.has(t.state),
+      last: t.final || streamEnds(t.state),
     };
   }
 }

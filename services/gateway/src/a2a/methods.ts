@@ -1,11 +1,12 @@
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { messagingv1 } from '@agenthub/proto';
 import type { CallOptions } from '@agenthub/runtime';
+import { isFinal } from '@agenthub/tasks';
 import type { RpcContext, RpcMethod, StreamEvent } from '../jsonrpc.js';
 import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS } from '../methods/messaging.js';
 import type { Clients, Route } from '../route.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
-import { messageIn, stateIn, stateOut, streamItems, taskOut, TERMINAL } from './codec.js';
+import { messageIn, stateIn, stateOut, streamItems, taskOut } from './codec.js';
 import { A2aError } from './errors.js';
 
 /**
@@ -62,7 +63,7 @@ async function watch(client: Client, request: messagingv1.WatchTaskRequest | Jso
   const iterator = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 })[Symbol.asyncIterator]();
   const first = await iterator.next();
   const event = first.done ? undefined : first.value.event;
-  if (refuseFinished && event?.case === 'task' && TERMINAL.has(event.value.state)) {
+  if (refuseFinished && event?.case === 'task' && isFinal(event.value.state)) {
     await iterator.return?.();
     throw A2aError.unsupportedOperation(`Task is ${stateOut(event.value.state)}, a terminal state: there is nothing to subscribe to (use GetTask)`);
   }
@@ -82,6 +83,12 @@ async function watch(client: Client, request: messagingv1.WatchTaskRequest | Jso
     }
   })();
 }
+
+/**
+ * ListTasks `status` values meaning "any state": UNSPECIFIED, and UNRECOGNIZED, which
+ * `@a2a-js/sdk` (ts-proto) writes for a request that leaves `status` out (`listTasks({})`).
+ */
+const NO_STATE_FILTER: ReadonlySet<string> = new Set(['TASK_STATE_UNSPECIFIED', 'UNRECOGNIZED']);
 
 const unsupported = (build: () => A2aError): RpcMethod => ({
   async invoke() {
@@ -138,7 +145,7 @@ export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
       const pageSize = optionalInt(p, 'pageSize', '', 1, 100) ?? 50;
       const request = {
         contextId: str(p, 'contextId', '', false) ?? '',
-        state: status === undefined || status === 'TASK_STATE_UNSPECIFIED' ? messagingv1.TaskState.UNSPECIFIED : stateIn(status, 'status'),
+        state: status === undefined || NO_STATE_FILTER.has(status) ? messagingv1.TaskState.UNSPECIFIED : stateIn(status, 'status'),
         pageSize,
         pageToken: str(p, 'pageToken', '', false) ?? '',
         historyLength: optionalInt(p, 'historyLength', '', 0),

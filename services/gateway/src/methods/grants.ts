@@ -24,9 +24,13 @@ export function grantMethods(clients: Clients): [string, Route][] {
       result: (r) => ({ grant: grantView(r.grant) }),
     })],
     ['x-hub/grants.list', route(clients, id, 'listGrants', {
-      params: z.object({ status: z.enum(['pending', 'approved', 'revoked']).optional() }),
-      request: (p) => ({ status: p.status ? grantStatusOf[p.status] : identityv1.GrantStatus.UNSPECIFIED }),
-      result: (r) => ({ grants: r.grants.map(grantView), count: r.grants.length }),
+      params: z.object({
+        status: z.enum(['pending', 'approved', 'revoked']).optional(),
+        page_size: z.number().int().min(1).max(100).optional(),
+        page_token: z.string().max(256).optional(),
+      }),
+      request: (p) => ({ status: p.status ? grantStatusOf[p.status] : identityv1.GrantStatus.UNSPECIFIED, pageSize: p.page_size ?? 0, pageToken: p.page_token ?? '' }),
+      result: (r) => ({ grants: r.grants.map(grantView), count: r.grants.length, next_page_token: r.nextPageToken || null }),
     })],
     ['x-hub/agents.get', route(clients, id, 'getAgent', {
       params: z.object({ agent_id: field.agentId }),

@@ -44,7 +44,7 @@ export function memoryMethods(clients: Clients): [string, Route][] {
     ['x-hub/workspace.store', route(clients, ws, 'storeMemory', {
       params: z.object({ workspace_id: field.workspaceId, content, type: memoryType.optional(), tags: tags.optional() }),
       request: (p) => ({ workspaceId: p.workspace_id, content: p.content, type: p.type ?? '', tags: p.tags ?? [] }),
-      result: (r) => ({ memory: memoryView(r.memory), duplicate: r.duplicate }),
+      result: (r) => ({ memory: memoryView(r.memory), duplicate: r.duplicate, updated: r.updated }),
     })],
     ['x-hub/workspace.query', route(clients, ws, 'queryMemories', {
       params: z.object({ workspace_id: field.workspaceId, query: content, limit: limit(100).optional(), threshold: threshold.optional(), ...filterParams }),

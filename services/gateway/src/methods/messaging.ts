@@ -1,6 +1,7 @@
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { messagingv1 } from '@agenthub/proto';
 import type { CallOptions } from '@agenthub/runtime';
+import { partFromInterface, partToInterface, STATE_WORDS, stateOfWord, UPDATE_TARGETS, wordOf, type DecodeOptions } from '@agenthub/tasks';
 import type { RpcContext, StreamEvent } from '../jsonrpc.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import type { Clients, Route } from '../route.js';
@@ -25,58 +26,18 @@ export const WAITING_CALL_MS = 70_000;
  * loses nothing. Bounding it lets deadlines, deploys and load balancers work as for other calls.
  */
 export const STREAM_MAX_MS = 30 * 60_000;
+/** Longest `x-ttl`, in seconds (ten years): a delivery may wait that long for an offline recipient. */
+export const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
 /** Each long-poll behind `x-hub/inbox.stream`. */
 const INBOX_STREAM_POLL_MS = 25_000;
 
 const { TaskState } = messagingv1;
-const STATES: Record<string, messagingv1.TaskState> = {
-  submitted: TaskState.SUBMITTED,
-  working: TaskState.WORKING,
-  'input-required': TaskState.INPUT_REQUIRED,
-  completed: TaskState.COMPLETED,
-  failed: TaskState.FAILED,
-  canceled: TaskState.CANCELED,
-  rejected: TaskState.REJECTED,
-};
-const stateWord = (state: messagingv1.TaskState) => Object.keys(STATES).find((k) => STATES[k] === state) ?? 'unknown';
+const stateWord = (state: messagingv1.TaskState) => wordOf(state) ?? 'unknown';
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+/** How the part decoders report a bad field: -32602 naming it. */
+export const PART_DECODING: DecodeOptions = { invalid: bad, maxInlineChars: MAX_INLINE_DATA_CHARS };
 
-/** One wire part to its proto form, naming the field at fault. */
-function partIn(raw: unknown, at: string): messagingv1.Part {
-  if (!isObject(raw)) throw bad(at, 'must be an object');
-  const p = `${at}.`;
-  switch (raw.kind) {
-    case 'text':
-      return { $typeName: 'agenthub.messaging.v1.Part', content: { case: 'text', value: { $typeName: 'agenthub.messaging.v1.TextPart', text: str(raw, 'text', p, true)! } } };
-    case 'file': {
-      const mimeType = str(raw, 'mimeType', p, true)!;
-      const name = str(raw, 'name', p, false) ?? '';
-      const data = str(raw, 'data', p, false);
-      const uri = str(raw, 'uri', p, false);
-      if (data === undefined && uri === undefined) throw bad(`${p}data`, 'or uri is required');
-      if (data !== undefined && uri !== undefined) throw bad(`${p}uri`, 'must not be given together with data');
-      if (data !== undefined) {
-        if (data.length > MAX_INLINE_DATA_CHARS) throw bad(`${p}data`, `must be at most ${MAX_INLINE_DATA_CHARS} base64 characters; send a uri for larger files`);
-        if (data.length % 4 !== 0 || !BASE64.test(data)) throw bad(`${p}data`, 'must be base64');
-      }
-      if (uri !== undefined && !URL.canParse(uri)) throw bad(`${p}uri`, 'must be a URL');
-      return {
-        $typeName: 'agenthub.messaging.v1.Part',
-        content: { case: 'file', value: { $typeName: 'agenthub.messaging.v1.FilePart', name, mimeType, data: data ?? '', uri: uri ?? '' } },
-      };
-    }
-    case 'data':
-      return {
-        $typeName: 'agenthub.messaging.v1.Part',
-        content: { case: 'data', value: { $typeName: 'agenthub.messaging.v1.DataPart', mimeType: str(raw, 'mimeType', p, true)!, data: str(raw, 'data', p, true)! } },
-      };
-    case undefined:
-      throw bad(`${p}kind`, 'is required');
-    default:
-      throw bad(`${p}kind`, 'must be one of text, file, data');
-  }
-}
+const partIn = (raw: unknown, at: string) => partFromInterface(raw, at, PART_DECODING);
 
 function partsIn(raw: unknown, at: string): messagingv1.Part[] {
   if (!Array.isArray(raw)) throw bad(at, raw === undefined ? 'is required' : 'must be an array');
@@ -97,36 +58,17 @@ function messageIn(raw: unknown, at: string, defaultRole: string): messagingv1.M
   };
 }
 
-function partOut(part: messagingv1.Part) {
-  const c = part.content;
-  switch (c.case) {
-    case 'text':
-      return { kind: 'text', text: c.value.text };
-    case 'file':
-      return {
-        kind: 'file',
-        ...(c.value.name ? { name: c.value.name } : {}),
-        mimeType: c.value.mimeType,
-        ...(c.value.uri ? { uri: c.value.uri } : { data: c.value.data }),
-      };
-    case 'data':
-      return { kind: 'data', mimeType: c.value.mimeType, data: c.value.data };
-    default:
-      return { kind: 'unknown' };
-  }
-}
-
 function artifactOut(a: messagingv1.Artifact) {
   return {
     id: a.id,
     ...(a.name ? { name: a.name } : {}),
     ...(a.mimeType ? { mimeType: a.mimeType } : {}),
-    parts: a.parts.map(partOut),
+    parts: a.parts.map(partToInterface),
   };
 }
 
 function messageOut(m: messagingv1.Message) {
-  return { role: m.role, parts: m.parts.map(partOut), ...(m.messageId ? { messageId: m.messageId } : {}) };
+  return { role: m.role, parts: m.parts.map(partToInterface), ...(m.messageId ? { messageId: m.messageId } : {}) };
 }
 
 /** A Task as the interface shows it; `messages` only where asked for (GetTask, blocking sends). */
@@ -180,7 +122,7 @@ function sendRequest(params: Json, ctx: RpcContext) {
     throw bad(`${c}acceptedOutputModes`, 'must be an array of strings');
   }
   const historyLength = optionalInt(raw, 'historyLength', c, 0);
-  const ttl = optionalInt(raw, 'x-ttl', c, 0);
+  const ttl = optionalInt(raw, 'x-ttl', c, 0, MAX_TTL_SECONDS);
   return {
     recipientAgentId: target ?? '',
     message,
@@ -363,12 +305,13 @@ export function messagingMethods(clients: Clients): [string, Route][] {
       'listTasks',
       (p) => {
         const status = str(p, 'status', '', false);
-        if (status !== undefined && !(status in STATES)) throw bad('status', `must be one of ${Object.keys(STATES).join(', ')}`);
+        const state = status === undefined ? TaskState.UNSPECIFIED : stateOfWord(status);
+        if (state === undefined) throw bad('status', `must be one of ${STATE_WORDS.join(', ')}`);
         const after = str(p, 'lastUpdatedAfter', '', false);
         if (after !== undefined && Number.isNaN(Date.parse(after))) throw bad('lastUpdatedAfter', 'must be an ISO 8601 timestamp');
         return {
           contextId: str(p, 'contextId', '', false) ?? '',
-          state: status === undefined ? TaskState.UNSPECIFIED : STATES[status],
+          state,
           pageSize: optionalInt(p, 'pageSize', '', 1, 100) ?? 0,
           pageToken: str(p, 'pageToken', '', false) ?? '',
           historyLength: optionalInt(p, 'historyLength', '', 0),
@@ -392,14 +335,12 @@ export function messagingMethods(clients: Clients): [string, Route][] {
       'updateTask',
       (p) => {
         const state = str(p, 'state', '', true)!;
-        if (!['working', 'input-required', 'completed', 'failed', 'rejected'].includes(state)) {
-          throw bad('state', 'must be one of working, input-required, completed, failed, rejected');
-        }
+        if (!UPDATE_TARGETS.has(state as never)) throw bad('state', `must be one of ${[...UPDATE_TARGETS].join(', ')}`);
         const artifacts = p.artifacts ?? [];
         if (!Array.isArray(artifacts)) throw bad('artifacts', 'must be an array');
         return {
           taskId: str(p, 'task_id', '', true)!,
-          state: STATES[state],
+          state: stateOfWord(state),
           message: p.message === undefined ? undefined : messageIn(p.message, 'message', 'agent'),
           artifacts: artifacts.map((a: unknown, i: number) => {
             const at = `artifacts[${i}]`;

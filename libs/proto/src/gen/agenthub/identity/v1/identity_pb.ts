@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agenthub/identity/v1/identity.proto.
  */
 export const file_agenthub_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("CiNhZ2VudGh1Yi9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIUYWdlbnRodWIuaWRlbnRpdHkudjEiNgoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyK7AQoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiSQoKQWdlbnRTa2lsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHRhZ3MYBCADKAkiXgoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgDEhIKCnJldm9rZWRfYXQYBSABKAMiowEKBUdyYW50EgoKAmlkGAEgASgJEhoKEnJlcXVlc3Rlcl9hZ2VudF9pZBgCIAEoCRIXCg90YXJnZXRfYWdlbnRfaWQYAyABKAkSMQoGc3RhdHVzGAQgASgOMiEuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnRTdGF0dXMSEgoKY3JlYXRlZF9hdBgFIAEoAxISCgp1cGRhdGVkX2F0GAYgASgDIjAKCVByaW5jaXBhbBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkiNgoTQ3JlYXRlVGVuYW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJVChRDcmVhdGVUZW5hbnRSZXNwb25zZRIsCgZ0ZW5hbnQYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnQSDwoHY3JlYXRlZBgCIAEoCCIUChJMaXN0VGVuYW50c1JlcXVlc3QiRAoTTGlzdFRlbmFudHNSZXNwb25zZRItCgd0ZW5hbnRzGAEgAygLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50ItEBChJDcmVhdGVBZ2VudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRIVCg1jcmVhdGVfdGVuYW50GAYgASgIEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwilQEKE0NyZWF0ZUFnZW50UmVzcG9uc2USKgoFYWdlbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5BZ2VudBIpCgNrZXkYAiABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgDIAEoCRIWCg50ZW5hbnRfY3JlYXRlZBgEIAEoCCIjCg9HZXRBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiPgoQR2V0QWdlbnRSZXNwb25zZRIqCgVhZ2VudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50IiYKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJBChJMaXN0QWdlbnRzUmVzcG9uc2USKwoGYWdlbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuQWdlbnQiJwoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJSChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkiJgoSTGlzdEFwaUtleXNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkEKE0xpc3RBcGlLZXlzUmVzcG9uc2USKgoEa2V5cxgBIAMoCzIcLmFnZW50aHViLmlkZW50aXR5LnYxLkFwaUtleSImChNBdXRoZW50aWNhdGVSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkiSgoUQXV0aGVudGljYXRlUmVzcG9uc2USMgoJcHJpbmNpcGFsGAEgASgLMh8uYWdlbnRodWIuaWRlbnRpdHkudjEuUHJpbmNpcGFsIicKE1JlcXVlc3RHcmFudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiUwoUUmVxdWVzdEdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudBIPCgdjcmVhdGVkGAIgASgIIicKE0FwcHJvdmVHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiQgoUQXBwcm92ZUdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCImChJSZXZva2VHcmFudFJlcXVlc3QSEAoIZ3JhbnRfaWQYASABKAkiQQoTUmV2b2tlR3JhbnRSZXNwb25zZRIqCgVncmFudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkdyYW50IkYKEUxpc3RHcmFudHNSZXF1ZXN0EjEKBnN0YXR1cxgBIAEoDjIhLmFnZW50aHViLmlkZW50aXR5LnYxLkdyYW50U3RhdHVzIkEKEkxpc3RHcmFudHNSZXNwb25zZRIrCgZncmFudHMYASADKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCI9ChFDaGVja0dyYW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIWCg5vdGhlcl9hZ2VudF9pZBgCIAEoCSI4ChJDaGVja0dyYW50UmVzcG9uc2USEAoIYXBwcm92ZWQYASABKAgSEAoIZ3JhbnRfaWQYAiABKAkqegoLR3JhbnRTdGF0dXMSHAoYR1JBTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUR1JBTlRfU1RBVFVTX1BFTkRJTkcQARIZChVHUkFOVF9TVEFUVVNfQVBQUk9WRUQQAhIYChRHUkFOVF9TVEFUVVNfUkVWT0tFRBADMokLCg9JZGVudGl0eVNlcnZpY2USZQoMQ3JlYXRlVGVuYW50EikuYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlVGVuYW50UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZVRlbmFudFJlc3BvbnNlEmIKC0xpc3RUZW5hbnRzEiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdFRlbmFudHNSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdFRlbmFudHNSZXNwb25zZRJiCgtDcmVhdGVBZ2VudBIoLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFnZW50UmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFnZW50UmVzcG9uc2USWQoIR2V0QWdlbnQSJS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HZXRBZ2VudFJlcXVlc3QaJi5hZ2VudGh1Yi5pZGVudGl0eS52MS5HZXRBZ2VudFJlc3BvbnNlEl8KCkxpc3RBZ2VudHMSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QWdlbnRzUmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBZ2VudHNSZXNwb25zZRJlCgxDcmVhdGVBcGlLZXkSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USZQoMUmV2b2tlQXBpS2V5EikuYWdlbnRodWIuaWRlbnRpdHkudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUFwaUtleVJlc3BvbnNlEmIKC0xpc3RBcGlLZXlzEiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFwaUtleXNSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFwaUtleXNSZXNwb25zZRJlCgxBdXRoZW50aWNhdGUSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5BdXRoZW50aWNhdGVSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVzcG9uc2USZQoMUmVxdWVzdEdyYW50EikuYWdlbnRodWIuaWRlbnRpdHkudjEuUmVxdWVzdEdyYW50UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLlJlcXVlc3RHcmFudFJlc3BvbnNlEmUKDEFwcHJvdmVHcmFudBIpLmFnZW50aHViLmlkZW50aXR5LnYxLkFwcHJvdmVHcmFudFJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcHByb3ZlR3JhbnRSZXNwb25zZRJiCgtSZXZva2VHcmFudBIoLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUdyYW50UmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUdyYW50UmVzcG9uc2USXwoKTGlzdEdyYW50cxInLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RHcmFudHNSZXF1ZXN0GiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEdyYW50c1Jlc3BvbnNlEl8KCkNoZWNrR3JhbnQSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5DaGVja0dyYW50UmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkNoZWNrR3JhbnRSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("CiNhZ2VudGh1Yi9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIUYWdlbnRodWIuaWRlbnRpdHkudjEiNgoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyK7AQoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiSQoKQWdlbnRTa2lsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHRhZ3MYBCADKAkiXgoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgDEhIKCnJldm9rZWRfYXQYBSABKAMiowEKBUdyYW50EgoKAmlkGAEgASgJEhoKEnJlcXVlc3Rlcl9hZ2VudF9pZBgCIAEoCRIXCg90YXJnZXRfYWdlbnRfaWQYAyABKAkSMQoGc3RhdHVzGAQgASgOMiEuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnRTdGF0dXMSEgoKY3JlYXRlZF9hdBgFIAEoAxISCgp1cGRhdGVkX2F0GAYgASgDIjAKCVByaW5jaXBhbBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkiNgoTQ3JlYXRlVGVuYW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJVChRDcmVhdGVUZW5hbnRSZXNwb25zZRIsCgZ0ZW5hbnQYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnQSDwoHY3JlYXRlZBgCIAEoCCIUChJMaXN0VGVuYW50c1JlcXVlc3QiRAoTTGlzdFRlbmFudHNSZXNwb25zZRItCgd0ZW5hbnRzGAEgAygLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50ItEBChJDcmVhdGVBZ2VudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRIVCg1jcmVhdGVfdGVuYW50GAYgASgIEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiqgEKE0NyZWF0ZUFnZW50UmVzcG9uc2USKgoFYWdlbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5BZ2VudBIpCgNrZXkYAiABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgDIAEoCRIWCg50ZW5hbnRfY3JlYXRlZBgEIAEoCBITCgtwdXNoX3NlY3JldBgFIAEoCSIjCg9HZXRBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiPgoQR2V0QWdlbnRSZXNwb25zZRIqCgVhZ2VudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50IiYKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJBChJMaXN0QWdlbnRzUmVzcG9uc2USKwoGYWdlbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuQWdlbnQiJwoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJSChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkiJgoSTGlzdEFwaUtleXNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkEKE0xpc3RBcGlLZXlzUmVzcG9uc2USKgoEa2V5cxgBIAMoCzIcLmFnZW50aHViLmlkZW50aXR5LnYxLkFwaUtleSIrChdSb3RhdGVQdXNoU2VjcmV0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIvChhSb3RhdGVQdXNoU2VjcmV0UmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiLAoYR2V0UHVzaENyZWRlbnRpYWxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIjAKGUdldFB1c2hDcmVkZW50aWFsUmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIkoKFEF1dGhlbnRpY2F0ZVJlc3BvbnNlEjIKCXByaW5jaXBhbBgBIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlByaW5jaXBhbCInChNSZXF1ZXN0R3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIlMKFFJlcXVlc3RHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSDwoHY3JlYXRlZBgCIAEoCCInChNBcHByb3ZlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkIKFEFwcHJvdmVHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQiJgoSUmV2b2tlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkEKE1Jldm9rZUdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCJtChFMaXN0R3JhbnRzUmVxdWVzdBIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudFN0YXR1cxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJaChJMaXN0R3JhbnRzUmVzcG9uc2USKwoGZ3JhbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIj0KEUNoZWNrR3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhYKDm90aGVyX2FnZW50X2lkGAIgASgJIjgKEkNoZWNrR3JhbnRSZXNwb25zZRIQCghhcHByb3ZlZBgBIAEoCBIQCghncmFudF9pZBgCIAEoCSp6CgtHcmFudFN0YXR1cxIcChhHUkFOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRHUkFOVF9TVEFUVVNfUEVORElORxABEhkKFUdSQU5UX1NUQVRVU19BUFBST1ZFRBACEhgKFEdSQU5UX1NUQVRVU19SRVZPS0VEEAMy8gwKD0lkZW50aXR5U2VydmljZRJlCgxDcmVhdGVUZW5hbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVUZW5hbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlVGVuYW50UmVzcG9uc2USYgoLTGlzdFRlbmFudHMSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1JlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1Jlc3BvbnNlEmIKC0NyZWF0ZUFnZW50EiguYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQWdlbnRSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQWdlbnRSZXNwb25zZRJZCghHZXRBZ2VudBIlLmFnZW50aHViLmlkZW50aXR5LnYxLkdldEFnZW50UmVxdWVzdBomLmFnZW50aHViLmlkZW50aXR5LnYxLkdldEFnZW50UmVzcG9uc2USXwoKTGlzdEFnZW50cxInLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBZ2VudHNSZXF1ZXN0GiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFnZW50c1Jlc3BvbnNlEmUKDENyZWF0ZUFwaUtleRIpLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJlCgxSZXZva2VBcGlLZXkSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USYgoLTGlzdEFwaUtleXMSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QXBpS2V5c1JlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEnEKEFJvdGF0ZVB1c2hTZWNyZXQSLS5hZ2VudGh1Yi5pZGVudGl0eS52MS5Sb3RhdGVQdXNoU2VjcmV0UmVxdWVzdBouLmFnZW50aHViLmlkZW50aXR5LnYxLlJvdGF0ZVB1c2hTZWNyZXRSZXNwb25zZRJ0ChFHZXRQdXNoQ3JlZGVudGlhbBIuLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFB1c2hDcmVkZW50aWFsUmVxdWVzdBovLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFB1c2hDcmVkZW50aWFsUmVzcG9uc2USZQoMQXV0aGVudGljYXRlEikuYWdlbnRodWIuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlEmUKDFJlcXVlc3RHcmFudBIpLmFnZW50aHViLmlkZW50aXR5LnYxLlJlcXVlc3RHcmFudFJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXF1ZXN0R3JhbnRSZXNwb25zZRJlCgxBcHByb3ZlR3JhbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcHByb3ZlR3JhbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQXBwcm92ZUdyYW50UmVzcG9uc2USYgoLUmV2b2tlR3JhbnQSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VHcmFudFJlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VHcmFudFJlc3BvbnNlEl8KCkxpc3RHcmFudHMSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0R3JhbnRzUmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RHcmFudHNSZXNwb25zZRJfCgpDaGVja0dyYW50EicuYWdlbnRodWIuaWRlbnRpdHkudjEuQ2hlY2tHcmFudFJlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5DaGVja0dyYW50UmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message agenthub.identity.v1.Tenant
@@ -395,6 +395,14 @@ export type CreateAgentResponse = Message<"agenthub.identity.v1.CreateAgentRespo
    * @generated from field: bool tenant_created = 4;
    */
   tenantCreated: boolean;
+
+  /**
+   * A push agent's push secret, sent by the hub as `Authorization: Bearer …` on every call to its
+   * endpoint; shown only here (and on rotation). Empty for agents without an endpoint_url.
+   *
+   * @generated from field: string push_secret = 5;
+   */
+  pushSecret: string;
 };
 
 /**
@@ -582,6 +590,76 @@ export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__P
   messageDesc(file_agenthub_identity_v1_identity, 21);
 
 /**
+ * @generated from message agenthub.identity.v1.RotatePushSecretRequest
+ */
+export type RotatePushSecretRequest = Message<"agenthub.identity.v1.RotatePushSecretRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.RotatePushSecretRequest.
+ * Use `create(RotatePushSecretRequestSchema)` to create a new message.
+ */
+export const RotatePushSecretRequestSchema: GenMessage<RotatePushSecretRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 22);
+
+/**
+ * @generated from message agenthub.identity.v1.RotatePushSecretResponse
+ */
+export type RotatePushSecretResponse = Message<"agenthub.identity.v1.RotatePushSecretResponse"> & {
+  /**
+   * @generated from field: string push_secret = 1;
+   */
+  pushSecret: string;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.RotatePushSecretResponse.
+ * Use `create(RotatePushSecretResponseSchema)` to create a new message.
+ */
+export const RotatePushSecretResponseSchema: GenMessage<RotatePushSecretResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 23);
+
+/**
+ * @generated from message agenthub.identity.v1.GetPushCredentialRequest
+ */
+export type GetPushCredentialRequest = Message<"agenthub.identity.v1.GetPushCredentialRequest"> & {
+  /**
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.GetPushCredentialRequest.
+ * Use `create(GetPushCredentialRequestSchema)` to create a new message.
+ */
+export const GetPushCredentialRequestSchema: GenMessage<GetPushCredentialRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 24);
+
+/**
+ * @generated from message agenthub.identity.v1.GetPushCredentialResponse
+ */
+export type GetPushCredentialResponse = Message<"agenthub.identity.v1.GetPushCredentialResponse"> & {
+  /**
+   * Empty when the agent has none (no endpoint, or registered before push secrets existed).
+   *
+   * @generated from field: string push_secret = 1;
+   */
+  pushSecret: string;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.GetPushCredentialResponse.
+ * Use `create(GetPushCredentialResponseSchema)` to create a new message.
+ */
+export const GetPushCredentialResponseSchema: GenMessage<GetPushCredentialResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 25);
+
+/**
  * @generated from message agenthub.identity.v1.AuthenticateRequest
  */
 export type AuthenticateRequest = Message<"agenthub.identity.v1.AuthenticateRequest"> & {
@@ -596,7 +674,7 @@ export type AuthenticateRequest = Message<"agenthub.identity.v1.AuthenticateRequ
  * Use `create(AuthenticateRequestSchema)` to create a new message.
  */
 export const AuthenticateRequestSchema: GenMessage<AuthenticateRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 22);
+  messageDesc(file_agenthub_identity_v1_identity, 26);
 
 /**
  * @generated from message agenthub.identity.v1.AuthenticateResponse
@@ -613,7 +691,7 @@ export type AuthenticateResponse = Message<"agenthub.identity.v1.AuthenticateRes
  * Use `create(AuthenticateResponseSchema)` to create a new message.
  */
 export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 23);
+  messageDesc(file_agenthub_identity_v1_identity, 27);
 
 /**
  * @generated from message agenthub.identity.v1.RequestGrantRequest
@@ -632,7 +710,7 @@ export type RequestGrantRequest = Message<"agenthub.identity.v1.RequestGrantRequ
  * Use `create(RequestGrantRequestSchema)` to create a new message.
  */
 export const RequestGrantRequestSchema: GenMessage<RequestGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 24);
+  messageDesc(file_agenthub_identity_v1_identity, 28);
 
 /**
  * @generated from message agenthub.identity.v1.RequestGrantResponse
@@ -654,7 +732,7 @@ export type RequestGrantResponse = Message<"agenthub.identity.v1.RequestGrantRes
  * Use `create(RequestGrantResponseSchema)` to create a new message.
  */
 export const RequestGrantResponseSchema: GenMessage<RequestGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 25);
+  messageDesc(file_agenthub_identity_v1_identity, 29);
 
 /**
  * @generated from message agenthub.identity.v1.ApproveGrantRequest
@@ -671,7 +749,7 @@ export type ApproveGrantRequest = Message<"agenthub.identity.v1.ApproveGrantRequ
  * Use `create(ApproveGrantRequestSchema)` to create a new message.
  */
 export const ApproveGrantRequestSchema: GenMessage<ApproveGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 26);
+  messageDesc(file_agenthub_identity_v1_identity, 30);
 
 /**
  * @generated from message agenthub.identity.v1.ApproveGrantResponse
@@ -688,7 +766,7 @@ export type ApproveGrantResponse = Message<"agenthub.identity.v1.ApproveGrantRes
  * Use `create(ApproveGrantResponseSchema)` to create a new message.
  */
 export const ApproveGrantResponseSchema: GenMessage<ApproveGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 27);
+  messageDesc(file_agenthub_identity_v1_identity, 31);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeGrantRequest
@@ -705,7 +783,7 @@ export type RevokeGrantRequest = Message<"agenthub.identity.v1.RevokeGrantReques
  * Use `create(RevokeGrantRequestSchema)` to create a new message.
  */
 export const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 28);
+  messageDesc(file_agenthub_identity_v1_identity, 32);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeGrantResponse
@@ -722,7 +800,7 @@ export type RevokeGrantResponse = Message<"agenthub.identity.v1.RevokeGrantRespo
  * Use `create(RevokeGrantResponseSchema)` to create a new message.
  */
 export const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 29);
+  messageDesc(file_agenthub_identity_v1_identity, 33);
 
 /**
  * @generated from message agenthub.identity.v1.ListGrantsRequest
@@ -734,6 +812,20 @@ export type ListGrantsRequest = Message<"agenthub.identity.v1.ListGrantsRequest"
    * @generated from field: agenthub.identity.v1.GrantStatus status = 1;
    */
   status: GrantStatus;
+
+  /**
+   * 0 means the default (50); at most 100.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token; empty for the first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -741,7 +833,7 @@ export type ListGrantsRequest = Message<"agenthub.identity.v1.ListGrantsRequest"
  * Use `create(ListGrantsRequestSchema)` to create a new message.
  */
 export const ListGrantsRequestSchema: GenMessage<ListGrantsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 30);
+  messageDesc(file_agenthub_identity_v1_identity, 34);
 
 /**
  * @generated from message agenthub.identity.v1.ListGrantsResponse
@@ -751,6 +843,13 @@ export type ListGrantsResponse = Message<"agenthub.identity.v1.ListGrantsRespons
    * @generated from field: repeated agenthub.identity.v1.Grant grants = 1;
    */
   grants: Grant[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -758,7 +857,7 @@ export type ListGrantsResponse = Message<"agenthub.identity.v1.ListGrantsRespons
  * Use `create(ListGrantsResponseSchema)` to create a new message.
  */
 export const ListGrantsResponseSchema: GenMessage<ListGrantsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 31);
+  messageDesc(file_agenthub_identity_v1_identity, 35);
 
 /**
  * @generated from message agenthub.identity.v1.CheckGrantRequest
@@ -780,7 +879,7 @@ export type CheckGrantRequest = Message<"agenthub.identity.v1.CheckGrantRequest"
  * Use `create(CheckGrantRequestSchema)` to create a new message.
  */
 export const CheckGrantRequestSchema: GenMessage<CheckGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 32);
+  messageDesc(file_agenthub_identity_v1_identity, 36);
 
 /**
  * @generated from message agenthub.identity.v1.CheckGrantResponse
@@ -802,7 +901,7 @@ export type CheckGrantResponse = Message<"agenthub.identity.v1.CheckGrantRespons
  * Use `create(CheckGrantResponseSchema)` to create a new message.
  */
 export const CheckGrantResponseSchema: GenMessage<CheckGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 33);
+  messageDesc(file_agenthub_identity_v1_identity, 37);
 
 /**
  * @generated from enum agenthub.identity.v1.GrantStatus
@@ -864,7 +963,8 @@ export const IdentityService: GenService<{
     output: typeof ListTenantsResponseSchema;
   },
   /**
-   * Registers an agent and issues its first API key (shown only in this response).
+   * Registers an agent and issues its first API key (shown only in this response); a push agent
+   * (one with an endpoint_url) also gets its push secret, likewise shown only here.
    *
    * @generated from rpc agenthub.identity.v1.IdentityService.CreateAgent
    */
@@ -916,6 +1016,28 @@ export const IdentityService: GenService<{
     methodKind: "unary";
     input: typeof ListApiKeysRequestSchema;
     output: typeof ListApiKeysResponseSchema;
+  },
+  /**
+   * Replaces a push agent's push secret (the credential the hub presents to its endpoint); the
+   * new secret is shown only here and the old one stops being sent at once. Operator only.
+   *
+   * @generated from rpc agenthub.identity.v1.IdentityService.RotatePushSecret
+   */
+  rotatePushSecret: {
+    methodKind: "unary";
+    input: typeof RotatePushSecretRequestSchema;
+    output: typeof RotatePushSecretResponseSchema;
+  },
+  /**
+   * The push secret the messaging service's push worker sends to an agent's endpoint. Operator
+   * principal only (services ask as the operator); never exposed on the gateway.
+   *
+   * @generated from rpc agenthub.identity.v1.IdentityService.GetPushCredential
+   */
+  getPushCredential: {
+    methodKind: "unary";
+    input: typeof GetPushCredentialRequestSchema;
+    output: typeof GetPushCredentialResponseSchema;
   },
   /**
    * Resolves a presented API key to its agent. Fails with UNAUTHENTICATED for unknown or

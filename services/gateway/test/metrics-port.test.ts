@@ -1,0 +1,55 @@
+import { InternalKey, MemoryKv, Metrics } from '@agenthub/runtime';
+import { testLogger } from '@agenthub/testing';
+import { startGateway, UPSTREAMS, type RunningGateway, type UpstreamAddresses } from '../src/index.js';
+
+/**
+ * Issue 12, item 9: in split mode the gateway's `/metrics` is on its ops port, which the chart's
+ * Ingress never routes to, and no longer on the public port. No upstream is needed for this: the
+ * addresses are never called.
+ */
+
+const nowhere = Object.fromEntries(Object.keys(UPSTREAMS).map((name) => [name, '127.0.0.1:1'])) as UpstreamAddresses;
+
+async function start(metricsListen?: { host: string; port: number }): Promise<RunningGateway> {
+  return startGateway({
+    log: testLogger(),
+    metrics: new Metrics({ defaultMetrics: false }),
+    kv: new MemoryKv(),
+    upstreams: nowhere,
+    adminToken: 'operator-token-0123456789',
+    host: '127.0.0.1',
+    port: 0,
+    maxBodyBytes: 1024 * 1024,
+    maxBatch: 10,
+    authCacheMs: 0,
+    grpcTimeoutMs: 1_000,
+    internalKey: InternalKey.generate(),
+    ...(metricsListen ? { metricsListen } : {}),
+  });
+}
+
+describe('gateway /metrics', () => {
+  it('with a metrics port: serves /metrics there only, and 404 on the public port', async () => {
+    const gateway = await start({ host: '127.0.0.1', port: 0 });
+    try {
+      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${gateway.url}/metrics`)).status).toBe(404);
+      const metrics = await fetch(`${gateway.metricsUrl}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toContain('# TYPE agenthub_http_requests_total counter');
+      expect((await fetch(`${gateway.metricsUrl}/a2a`, { method: 'POST' })).status).toBe(404);
+    } finally {
+      await gateway.stop(100);
+    }
+  });
+
+  it('without one (the all-in-one mode): serves /metrics on the public port', async () => {
+    const gateway = await start();
+    try {
+      expect(gateway.metricsUrl).toBeUndefined();
+      expect((await fetch(`${gateway.url}/metrics`)).status).toBe(200);
+    } finally {
+      await gateway.stop(100);
+    }
+  });
+});
