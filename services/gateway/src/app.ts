@@ -7,6 +7,7 @@ import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
 import { writeSse } from './sse.js';
 import { cardResponse, hubCard } from './a2a/index.js';
 import type { OriginOf } from './origin.js';
+import type { McpEndpoint } from './mcp/index.js';
 
 export interface Readiness {
   ready: boolean;
@@ -32,6 +33,8 @@ export interface GatewayAppOptions {
   log: Logger;
   /** Level of the one line logged per request: `info` in development, `debug` (the default) else. */
   requestLogLevel?: 'info' | 'debug';
+  /** The MCP endpoint (`/mcp`), when served. */
+  mcp?: McpEndpoint;
 }
 
 const AGENT_PATH = /^\/agents\/([^/]+)\/a2a$/;
@@ -39,7 +42,7 @@ const STRICT_A2A_PATH = /^\/agents\/([^/]+)\/a2a\/v1$/;
 const AGENT_CARD_PATH = /^\/agents\/([^/]+)\/\.well-known\/agent-card\.json$/;
 const HUB_CARD_PATH = '/.well-known/agent-card.json';
 
-class BodyTooLarge extends Error {}
+export class BodyTooLarge extends Error {}
 
 /**
  * The HTTP face of the hub: JSON-RPC endpoints (`/a2a`, `/agents/{id}/a2a`, `/admin`) and the
@@ -78,6 +81,12 @@ export function createApp(options: GatewayAppOptions): Koa {
   });
 
   app.use(async (ctx) => {
+    if (ctx.path === '/mcp' && options.mcp) {
+      // The MCP SDK's transport owns the response; Koa must not touch it.
+      ctx.respond = false;
+      await options.mcp(ctx.req, ctx.res);
+      return;
+    }
     const strictPath = STRICT_A2A_PATH.exec(ctx.path);
     const agentPath = AGENT_PATH.exec(ctx.path) ?? strictPath;
     const rpcPath = ctx.path === '/a2a' || ctx.path === '/admin' || agentPath;
@@ -182,7 +191,8 @@ export function createApp(options: GatewayAppOptions): Koa {
       return;
     }
     const abort = new AbortController();
-    ctx.req.once('close', () => {
+    // The response's 'close' is the client leaving; the request's fires once its body was read.
+    ctx.res.once('close', () => {
       if (!ctx.res.writableEnded) abort.abort();
     });
     const rpcContext: RpcContext = {
@@ -246,7 +256,7 @@ function idOf(body: unknown): RpcId {
   return null;
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge();
   const chunks: Buffer[] = [];

@@ -11,6 +11,7 @@ import { serveMetrics } from './metrics-server.js';
 import { AuthMemory } from './auth-memory.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
+import { mcpEndpoint } from './mcp/index.js';
 import { agentMethods } from './methods/index.js';
 import { originOf } from './origin.js';
 import type { Clients } from './route.js';
@@ -18,6 +19,7 @@ import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstream
 import { a2aWaits, hubWaits } from './waits.js';
 
 export { agentMethods } from './methods/index.js';
+export { TOOLS as MCP_TOOLS } from './mcp/index.js';
 export { adminMethods } from './admin.js';
 export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
 export { RpcCode, toRpcError } from './errors.js';
@@ -103,8 +105,11 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   // Without the subscription the memory is never trusted and the Kv answers, as before.
   await authMemory?.start().catch((err) => deps.log.warn({ err }, 'API keys are not kept in memory: could not subscribe to revocations'));
   const common = { maxBatch: deps.maxBatch, maxDepth: deps.maxJsonDepth, log: deps.log, metrics: deps.metrics };
+  const methods = agentMethods(clients);
+  const agentRpc = new JsonRpcHandler({ ...common, methods, precheck: checkVersion, waits: hubWaits });
+  const authenticator = new Authenticator(identity, deps.kv, deps.authCacheMs, authMemory);
   const app = createApp({
-    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion, waits: hubWaits }),
+    agentRpc,
     adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
@@ -118,7 +123,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     }),
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
     origin: originOf({ publicUrl: deps.publicUrl, trustedProxies: deps.trustedProxies }),
-    authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs, authMemory),
+    authenticator,
+    mcp: mcpEndpoint({ rpc: agentRpc, methods, authenticator, maxBodyBytes: deps.maxBodyBytes, log: deps.log }),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,
     readiness: () => readiness(health, deps.kv),
