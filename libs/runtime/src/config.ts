@@ -72,6 +72,9 @@ const schema = z.object({
   // How long a delivery handed to a connected agent stays hidden, waiting for its ack, before it is
   // handed out again (same delivery id).
   MESSAGING_CLAIM_MS: positiveInt.default(30_000),
+  // Serialized bytes of all messages and artifacts of one task; GetTask returns them in one gRPC
+  // message (8 MiB), so at most 6 MiB.
+  MESSAGING_TASK_MAX_BYTES: positiveInt.max(6 * 1024 * 1024).default(4 * 1024 * 1024),
   // Signs every internal gRPC call (base64 of ≥ 32 random bytes; split mode requires it, the
   // all-in-one mode makes its own). Checked, never echoed, by InternalKey.fromBase64.
   HUB_INTERNAL_KEY: z.string().min(1).optional(),

@@ -6,6 +6,7 @@
  */
 import { eventsv1, workspacev1 } from '@agenthub/proto';
 import { clientOptions, createClient, egressPolicy, serveGrpc, WORKSPACE_EVENTS_TOPIC, type Bus, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { CreatorAccess } from './access.js';
 import { reportBacklog } from './backlog.js';
 import { DeliveryWorker, intakeEvent } from './deliveries.js';
 import { DEFAULT_LIMITS, WebhookMetrics, type Clock, type EventsEnv, type EventsLimits } from './env.js';
@@ -65,13 +66,16 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
   const sender = new WebhookSender({ policy, timeoutMs: deps.timeoutMs });
   const log = deps.log;
   let worker: DeliveryWorker | undefined;
+  const limits = { ...DEFAULT_LIMITS, ...deps.limits };
+  const clock = deps.clock ?? Date.now;
   const env: EventsEnv = {
     store: new EventsStore(deps.db),
     workspace,
+    creatorAccess: new CreatorAccess(workspace, limits.creatorAccessCacheMs, clock),
     sender,
     policy,
-    limits: { ...DEFAULT_LIMITS, ...deps.limits },
-    clock: deps.clock ?? Date.now,
+    limits,
+    clock,
     metrics: new WebhookMetrics(deps.metrics),
     log,
     wake: (webhookIds) => worker?.wake(webhookIds),

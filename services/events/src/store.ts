@@ -12,6 +12,8 @@ export interface WebhookRecord {
   disabledReason: string;
   disabledAt: number;
   createdAt: number;
+  /** The agent that created the webhook. */
+  createdBy: string;
 }
 
 /** A claimed delivery with what sending it needs. */
@@ -24,6 +26,11 @@ export interface DueDelivery {
   url: string;
   /** The current secret first, then the previous one while its window lasts. */
   secrets: string[];
+  workspaceId: string;
+  /** The webhook's creator, whose admin access each attempt needs. */
+  createdBy: string;
+  /** The workspace was deleted (its last event, workspace.deleted, still goes out). */
+  retired: boolean;
 }
 
 export interface AttemptRecord {
@@ -48,7 +55,7 @@ export type Outcome =
   | { kind: 'delivered' }
   | { kind: 'retry'; at: number }
   | { kind: 'failed' }
-  | { kind: 'disable'; reason: 'gone' | 'failing' };
+  | { kind: 'disable'; reason: 'gone' | 'failing' | 'creator_access' };
 
 interface WebhookRow {
   id: string;
@@ -60,9 +67,10 @@ interface WebhookRow {
   disabled_reason: string | null;
   disabled_at: number | null;
   created_at: number;
+  created_by: string;
 }
 
-const WEBHOOK_COLUMNS = 'id, workspace_id, url, event_types, description, enabled, disabled_reason, disabled_at, created_at';
+const WEBHOOK_COLUMNS = 'id, workspace_id, url, event_types, description, enabled, disabled_reason, disabled_at, created_at, created_by';
 
 function toWebhook(row: WebhookRow): WebhookRecord {
   return {
@@ -75,11 +83,13 @@ function toWebhook(row: WebhookRow): WebhookRecord {
     disabledReason: row.disabled_reason ?? '',
     disabledAt: Number(row.disabled_at ?? 0),
     createdAt: Number(row.created_at),
+    createdBy: row.created_by,
   };
 }
 
 /** What a claim returns, from `deliveries d` joined to `webhooks w`. */
-const DUE_COLUMNS = 'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at';
+const DUE_COLUMNS =
+  'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.workspace_id, w.created_by, w.workspace_deleted_at';
 
 interface DueRow {
   seq: string | number;
@@ -91,6 +101,9 @@ interface DueRow {
   secret: string;
   previous_secret: string | null;
   previous_expires_at: string | number | null;
+  workspace_id: string;
+  created_by: string;
+  workspace_deleted_at: string | number | null;
 }
 
 function toDue(row: DueRow, now: number): DueDelivery {
@@ -102,6 +115,9 @@ function toDue(row: DueRow, now: number): DueDelivery {
     failures: row.failures,
     url: row.url,
     secrets: secretsOf(row, now),
+    workspaceId: row.workspace_id,
+    createdBy: row.created_by,
+    retired: row.workspace_deleted_at !== null,
   };
 }
 

@@ -29,7 +29,7 @@ export function route<S extends GenServiceMethods, K extends Unary<S>, P>(
   spec: {
     params: z.ZodType<P>;
     request: (params: P, ctx: RpcContext) => MessageInitShape<(S[K] & DescMethod)['input']>;
-    result: (response: MessageShape<(S[K] & DescMethod)['output']>) => unknown;
+    result: (response: MessageShape<(S[K] & DescMethod)['output']>, ctx: RpcContext) => unknown;
     principal?: (ctx: RpcContext) => Principal;
   },
 ): Route {
@@ -43,7 +43,7 @@ export function route<S extends GenServiceMethods, K extends Unary<S>, P>(
       if (!client) throw new Error(`No client for ${service.typeName}`);
       const principal = spec.principal ? spec.principal(ctx) : ctx.principal;
       const response = await client[rpc]!(spec.request(params, ctx), { principal, signal: ctx.signal });
-      return spec.result(response as MessageShape<(S[K] & DescMethod)['output']>);
+      return spec.result(response as MessageShape<(S[K] & DescMethod)['output']>, ctx);
     },
   };
 }

@@ -77,7 +77,7 @@ export async function sweepExpired(env: MessagingEnv, log: Logger, batch = 100):
   let failed = 0;
   for (const taskId of await env.store.expiredTaskIds(now, batch)) {
     const moved = await env.store.transition(taskId, (t) =>
-      t.state === 'submitted' ? { next: { ...t, state: 'failed', updatedAt: now }, purge: true } : { next: t },
+      t.state === 'submitted' ? { next: { state: 'failed', updatedAt: now }, purge: true } : { next: t },
     );
     if (moved?.after.state === 'failed' && moved.before.state === 'submitted') {
       failed += 1;

@@ -1,9 +1,14 @@
 import { OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
 import type { TaskRecord } from './store.js';
+import type { SerializedItem } from './task-items.js';
 
-/** What one new task writes: the task row, its created event and (unless it failed at once) its delivery. */
+/**
+ * What one new task writes: the task row (with its counts and bytes), its first messages and
+ * artifacts as `task_items` rows, its created event and (unless it failed at once) its delivery.
+ */
 export interface NewTaskRows {
   task: TaskRecord;
+  items: SerializedItem[];
   event: Parameters<typeof outboxValues>[0];
   delivery?: { id: string; message: unknown; expiresAt: number };
 }
@@ -15,7 +20,7 @@ interface Pending {
 }
 
 export const TASK_INSERT_COLUMNS =
-  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, messages, artifacts, created_at, updated_at, version';
+  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, message_count, artifact_count, bytes, created_at, updated_at, version';
 
 /**
  * Group commit for new tasks: sends that arrive while `maxInFlight` statements are running wait
@@ -67,21 +72,27 @@ export class TaskInsertBatcher {
   }
 }
 
-/** Writes the tasks, their events and their deliveries in one statement (atomic as one). */
+/** Writes the tasks, their items, their events and their deliveries in one statement (atomic as one). */
 export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<void> {
   const params: unknown[] = [];
   const p = (value: unknown) => `$${params.push(value)}`;
   const tasks: string[] = [];
+  const items: string[] = [];
   const events: string[] = [];
   const deliveries: string[] = [];
-  for (const { task, event, delivery } of all) {
+  for (const { task, items: taskItems, event, delivery } of all) {
     const id = p(task.id);
     const recipient = p(task.recipientAgentId);
     const updatedAt = p(task.updatedAt);
     tasks.push(
       `(${id}, ${p(task.contextId)}, ${p(task.senderAgentId)}, ${p(task.senderTenantId)}, ${recipient}, ${p(task.state)}, ` +
-        `${p(JSON.stringify(task.messages))}::jsonb, ${p(JSON.stringify(task.artifacts))}::jsonb, ${p(task.createdAt)}::bigint, ${updatedAt}::bigint, 1)`,
+        `${p(task.messageCount)}::integer, ${p(task.artifactCount)}::integer, ${p(task.bytes)}::bigint, ${p(task.createdAt)}::bigint, ${updatedAt}::bigint, 1)`,
     );
+    // A new task's items are its first of each kind: positions from 0, as task-items.ts appends them.
+    const next = { message: 0, artifact: 0 };
+    for (const item of taskItems) {
+      items.push(`(${id}, ${p(item.kind)}, ${p(next[item.kind]++)}::integer, ${p(item.itemId)}, ${p(item.body)}::jsonb, ${p(item.bytes)}::integer)`);
+    }
     const [eventId, topic, key, type, payload, createdAt] = outboxValues(event, new Date(task.updatedAt));
     events.push(`(${p(eventId)}, ${p(topic)}, ${p(key)}, ${p(type)}, ${p(payload)}::jsonb, ${p(createdAt)}::bigint)`);
     if (delivery) {
@@ -89,7 +100,8 @@ export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<vo
     }
   }
   await db.query(
-    `WITH task AS (INSERT INTO tasks (${TASK_INSERT_COLUMNS}) VALUES ${tasks.join(', ')}),
+    `WITH task AS (INSERT INTO tasks (${TASK_INSERT_COLUMNS}) VALUES ${tasks.join(', ')}),${items.length ? `
+          item AS (INSERT INTO task_items (task_id, kind, seq, item_id, body, bytes) VALUES ${items.join(', ')}),` : ''}
           event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ${events.join(', ')})${deliveries.length ? `,
           delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at) VALUES ${deliveries.join(', ')})` : ''}
      SELECT 1`,

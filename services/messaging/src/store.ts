@@ -1,6 +1,7 @@
 import { appendEvent, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
 import { TaskInsertBatcher } from './send-batch.js';
+import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
 export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
@@ -8,7 +9,10 @@ export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
 /** A task's state as stored: the interface's word (`@agenthub/tasks` holds the table). */
 export type StateName = StateWord;
 
-/** A task as stored; messages and artifacts in proto JSON. */
+/**
+ * A task as stored. `messages` and `artifacts` (proto JSON) hold what the read loaded: every
+ * item, the last `historyLength` messages, or none; the counts and bytes are the task's own.
+ */
 export interface TaskRecord {
   id: string;
   contextId: string;
@@ -18,6 +22,10 @@ export interface TaskRecord {
   state: StateName;
   messages: unknown[];
   artifacts: unknown[];
+  messageCount: number;
+  artifactCount: number;
+  /** Serialized size of every message and artifact the task holds. */
+  bytes: number;
   createdAt: number;
   updatedAt: number;
   /** Grows by one with every change; 1 at creation. */
@@ -51,8 +59,9 @@ interface TaskRow {
   sender_tenant_id: string;
   recipient_agent_id: string;
   state: StateName;
-  messages: unknown[] | string;
-  artifacts: unknown[] | string;
+  message_count: number;
+  artifact_count: number;
+  bytes: number | string;
   created_at: number | string;
   updated_at: number | string;
   version: number | string;
@@ -68,16 +77,44 @@ function toTask(row: TaskRow): TaskRecord {
     senderTenantId: row.sender_tenant_id,
     recipientAgentId: row.recipient_agent_id,
     state: row.state,
-    messages: json(row.messages),
-    artifacts: json(row.artifacts),
+    messages: [],
+    artifacts: [],
+    messageCount: Number(row.message_count),
+    artifactCount: Number(row.artifact_count),
+    bytes: Number(row.bytes),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     version: Number(row.version),
   };
 }
 
+/** The serialized items of one kind as a JSON array, without serializing them again. */
+const jsonArray = (items: SerializedItem[], kind: SerializedItem['kind']) => `[${items.filter((i) => i.kind === kind).map((i) => i.body).join(',')}]`;
+
 const TASK_COLUMNS =
-  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, messages, artifacts, created_at, updated_at, version';
+  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, message_count, artifact_count, bytes, created_at, updated_at, version';
+
+/**
+ * What a transition decides: the task's next state and time, what it appends (proto JSON), and
+ * optionally a new delivery or the purge of the task's queued ones.
+ */
+export interface TaskChange {
+  next: { state: StateName; updatedAt: number };
+  append?: { messages?: unknown[]; artifacts?: unknown[] };
+  delivery?: NewDelivery;
+  purge?: boolean;
+}
+
+/** Refuses (by throwing) growth past the task limits; called before anything is written. */
+export type GrowthCheck = (current: TaskRecord, growth: TaskGrowth) => void;
+
+export interface TransitionOptions {
+  check?: GrowthCheck;
+  /** Hand `decide` the ids of the items the task holds (to append only unseen ones). */
+  held?: boolean;
+  /** Which items the returned `after` carries; default every one. */
+  load?: ItemSelection;
+}
 
 /** The event every transition writes, in the transition's transaction. */
 async function transitionEvent(tx: Queryable, task: TaskRecord, from: StateName | undefined, now: number) {
@@ -114,18 +151,33 @@ export class MessagingStore {
     this.newTasks = new TaskInsertBatcher(db);
   }
 
-  async getTask(id: string, tx: Queryable = this.db): Promise<TaskRecord | undefined> {
-    const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
-    return rows[0] && toTask(rows[0]);
+  /** The task with the items `load` selects (default all; `false`: none). */
+  async getTask(id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
+    const { rows } = await this.db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
+    if (!rows[0]) return undefined;
+    const task = toTask(rows[0]);
+    return load ? (await this.withItems([task], load))[0] : task;
   }
 
-  /** Inserts a task with its first event and, unless undefined, its delivery. */
+  /** The tasks with the items `load` selects, read in one query. */
+  async withItems(tasks: TaskRecord[], load: ItemSelection, q: Queryable = this.db): Promise<TaskRecord[]> {
+    const items = await loadItems(q, tasks.map((t) => t.id), load);
+    return tasks.map((t) => ({ ...t, ...items.get(t.id) }));
+  }
+
   /**
-   * The task, its created event and its delivery in one statement, grouped with concurrent sends
-   * (send-batch.ts): one round trip and at most one commit per send, on the send's hot path.
+   * Inserts a task (its `messages` and `artifacts` become its first items) with its first event
+   * and, unless undefined, its delivery; `check` may refuse it before anything is written.
+   * The rows go in one statement, grouped with concurrent sends (send-batch.ts): one round trip
+   * and at most one commit per send, on the send's hot path. Returns the task with its counts and bytes.
    */
-  async createTask(task: TaskRecord, delivery: NewDelivery | undefined): Promise<void> {
-    await this.newTasks.insert({ task, event: transitionEventOf(task, undefined), delivery });
+  async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck): Promise<TaskRecord> {
+    const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
+    const growth = growthOf(items);
+    check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
+    const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
+    await this.newTasks.insert({ task: created, items, event: transitionEventOf(created, undefined), delivery });
+    return created;
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {
@@ -136,43 +188,53 @@ export class MessagingStore {
   }
 
   /**
-   * Locks the task and lets `decide` compute its next version from the current one; writes it
-   * with its event (when the state changed) and optional new delivery. `decide` may throw to
-   * refuse; `purge` deletes the task's queued deliveries.
+   * Locks the task and lets `decide` compute its next state and what it appends; `check` may
+   * refuse the growth, before anything is written. Writes the change (appended items as rows of
+   * their own), its transition row and event (when the state changed) and the optional new
+   * delivery. `decide` may throw to refuse; `purge` deletes the task's queued deliveries.
    */
   async transition(
     id: string,
-    decide: (current: TaskRecord) => { next: TaskRecord; delivery?: NewDelivery; purge?: boolean },
+    decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
+    options: TransitionOptions = {},
   ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE`, [id]);
       if (!rows[0]) return undefined;
       const before = toTask(rows[0]);
-      const decided = decide(before);
+      const decided = decide(before, options.held ? await heldIds(tx, id) : undefined);
       const { delivery, purge } = decided;
-      // Histories and artifacts only grow, so what a version added is the tail past the old length.
-      const addedMessages = decided.next.messages.slice(before.messages.length);
-      const addedArtifacts = decided.next.artifacts.slice(before.artifacts.length);
-      const changed = decided.next.state !== before.state || addedMessages.length > 0 || addedArtifacts.length > 0;
-      const next = { ...decided.next, version: changed ? before.version + 1 : before.version };
-      await tx.query('UPDATE tasks SET state = $2, messages = $3, artifacts = $4, updated_at = $5, version = $6 WHERE id = $1', [
-        id,
-        next.state,
-        JSON.stringify(next.messages),
-        JSON.stringify(next.artifacts),
-        next.updatedAt,
-        next.version,
-      ]);
+      const addedMessages = decided.append?.messages ?? [];
+      const addedArtifacts = decided.append?.artifacts ?? [];
+      const items = [...serializeItems('message', addedMessages), ...serializeItems('artifact', addedArtifacts)];
+      const growth = growthOf(items);
+      if (items.length) options.check?.(before, growth);
+      const changed = decided.next.state !== before.state || items.length > 0;
+      const next: TaskRecord = {
+        ...before,
+        state: decided.next.state,
+        updatedAt: changed ? decided.next.updatedAt : before.updatedAt,
+        messageCount: before.messageCount + growth.messages,
+        artifactCount: before.artifactCount + growth.artifacts,
+        bytes: before.bytes + growth.bytes,
+        version: changed ? before.version + 1 : before.version,
+      };
       if (changed) {
         await tx.query(
+          'UPDATE tasks SET state = $2, updated_at = $3, version = $4, message_count = $5, artifact_count = $6, bytes = $7 WHERE id = $1',
+          [id, next.state, next.updatedAt, next.version, next.messageCount, next.artifactCount, next.bytes],
+        );
+        await appendItems(tx, id, before, items);
+        await tx.query(
           'INSERT INTO task_transitions (task_id, version, state, updated_at, messages, artifacts) VALUES ($1, $2, $3, $4, $5, $6)',
-          [id, next.version, next.state, next.updatedAt, JSON.stringify(addedMessages), JSON.stringify(addedArtifacts)],
+          [id, next.version, next.state, next.updatedAt, jsonArray(items, 'message'), jsonArray(items, 'artifact')],
         );
       }
       if (next.state !== before.state) await transitionEvent(tx, next, before.state, next.updatedAt);
       if (purge) await tx.query('DELETE FROM deliveries WHERE task_id = $1', [id]);
       if (delivery) await this.insertDelivery(tx, next, delivery);
-      return { before, after: next };
+      const [after] = await this.withItems([next], options.load ?? { artifacts: true }, tx);
+      return { before, after: after! };
     });
   }
 

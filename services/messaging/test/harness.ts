@@ -40,7 +40,15 @@ export interface Stack {
 
 export const operator: CallOptions = { principal: { kind: 'operator' } };
 
-export async function startStack(backend: Backend, options: { replicas?: number; limits?: Partial<MessagingLimits> } = {}): Promise<Stack> {
+export async function startStack(
+  backend: Backend,
+  options: {
+    replicas?: number;
+    limits?: Partial<MessagingLimits>;
+    /** Runs on the messaging database before the first replica starts (and migrates it). */
+    before?: (db: Db) => Promise<void>;
+  } = {},
+): Promise<Stack> {
   const log = testLogger();
   const backends = await TestStackBackends.open(backend, log);
   const identityService = backends.started(await startIdentity(await backends.deps('identity')));
@@ -67,6 +75,7 @@ export async function startStack(backend: Backend, options: { replicas?: number;
       replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000, internalKey: backends.internalKey }));
     }
   };
+  await options.before?.(shared.db);
   await startReplicas();
   const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
   let env = messagingEnv({ db: shared.db, kv: shared.kv, identity, limits: options.limits, now: clock.now });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { identityv1 } from '@agenthub/proto';
 import { route, type Clients, type Route } from '../route.js';
 import { field } from '../params.js';
-import { agentView, grantStatusOf, grantView } from '../views.js';
+import { agentViewFor, grantStatusOf, grantView } from '../views.js';
 
 /** Access grants between agents of different tenants, and agent lookup (`x-hub/grants.*`). */
 export function grantMethods(clients: Clients): [string, Route][] {
@@ -35,7 +35,7 @@ export function grantMethods(clients: Clients): [string, Route][] {
     ['x-hub/agents.get', route(clients, id, 'getAgent', {
       params: z.object({ agent_id: field.agentId }),
       request: (p) => ({ agentId: p.agent_id }),
-      result: (r) => ({ agent: agentView(r.agent) }),
+      result: (r, ctx) => ({ agent: agentViewFor(r.agent, ctx.principal) }),
     })],
   ];
 }
