@@ -13,6 +13,8 @@ import { WebhookSender } from './send.js';
 import { createEventsHandlers } from './server.js';
 import { EventsStore } from './store.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { eventsOptions } from './options.js';
 export { createEventsHandlers } from './server.js';
 export { DEFAULT_LIMITS, type EventsLimits, type Clock } from './env.js';
 export { sign, webhookHeaders } from './signing.js';

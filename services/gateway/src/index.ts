@@ -18,6 +18,8 @@ import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 import { a2aWaits, hubWaits } from './waits.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { gatewayOptions } from './options.js';
 export { agentMethods } from './methods/index.js';
 export { TOOLS as MCP_TOOLS } from './mcp/index.js';
 export { adminMethods } from './admin.js';

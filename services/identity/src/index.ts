@@ -6,6 +6,8 @@ import { identityv1 } from '@agenthub/proto';
 import { egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { createIdentityHandlers } from './server.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { identityOptions } from './options.js';
 export { createIdentityHandlers, type IdentityHandlers } from './server.js';
 
 export interface IdentityDeps extends ServiceDeps {

@@ -11,6 +11,8 @@ import { startPushWorker, type PushOptions } from './push.js';
 import { createMessagingHandlers, messagingEnv } from './server.js';
 import type { MessagingLimits } from './tasks.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { messagingOptions } from './options.js';
 export { createMessagingHandlers, messagingEnv } from './server.js';
 export { sweepExpired, startSweeper } from './inbox.js';
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';

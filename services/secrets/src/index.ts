@@ -9,6 +9,8 @@ import type { SecretsLimits } from './access.js';
 import type { KeyWrapper } from './keys.js';
 import { createSecretsHandlers } from './server.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { secretsOptions } from './options.js';
 export { createSecretsHandlers } from './server.js';
 export type { WorkspaceClient, SecretsLimits } from './access.js';
 export { DEFAULT_LIMITS } from './access.js';

@@ -10,6 +10,8 @@ import { createWorkspaceHandlers } from './server.js';
 import type { VectorStore } from './vectors.js';
 import type { AfterDelete } from './workspaces.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { workspaceOptions } from './options.js';
 export { createWorkspaceHandlers } from './server.js';
 export { destroySecretsWith, type AfterDelete } from './workspaces.js';
 export type { IdentityClient } from './access.js';
