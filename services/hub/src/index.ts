@@ -8,6 +8,7 @@ import { messagingOptions, startMessaging } from '@agenthub/messaging';
 import { eventsOptions, startEvents } from '@agenthub/events';
 import { loadOrCreateAdminToken } from './admin-token.js';
 
+/** The operator token in `<HUB_DATA_DIR>/admin-token` (mode 0600): made once on first start, then read; readAdminToken gives undefined when there is none. */
 export { loadOrCreateAdminToken, readAdminToken } from './admin-token.js';
 
 export interface RunningHub {
