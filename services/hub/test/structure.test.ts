@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
  * only over gRPC, so no service imports another service's package or reaches into its folder;
  * libraries never import services; and every package a workspace's sources import is declared in
  * that workspace's own package.json (hoisting in node_modules would otherwise hide a missing one).
- * The all-in-one hub (`services/hub`) is the one place that starts every service, so it may import them.
+ * The all-in-one hub (`services/hub`) is the one place that starts every service, so it may import them;
+ * it takes each service's settings from the same `<service>Options(config, …)` as the service's main.ts.
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const SERVICES = readdirSync(join(ROOT, 'services')).filter((name) => statSync(join(ROOT, 'services', name)).isDirectory());
@@ -93,6 +94,15 @@ describe('workspace structure', () => {
     });
     expect(bad.map(where)).toEqual([]);
   });
+
+  it.each(['gateway', 'identity', 'workspace', 'secrets', 'messaging', 'events'])(
+    '%s is wired once: its main.ts and serve all both take its settings from its <service>Options',
+    (service) => {
+      const options = `${service}Options(config`;
+      expect(readFileSync(join(ROOT, 'services', service, 'src', 'main.ts'), 'utf8')).toContain(options);
+      expect(readFileSync(join(ROOT, 'services', 'hub', 'src', 'index.ts'), 'utf8')).toContain(options);
+    },
+  );
 
   it.each(WORKSPACES)('every package %s imports is declared in its package.json', (workspace) => {
     const { name, deps } = manifest(workspace);
