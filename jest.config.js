@@ -11,6 +11,7 @@ export default {
   },
   moduleNameMapper: {
     '^@agenthub/(proto|runtime|testing|tasks|client)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@agenthub/runtime/config$': '<rootDir>/libs/runtime/src/config.ts',
     '^@agenthub/(gateway|identity|workspace|secrets|messaging|events|hub)$': '<rootDir>/services/$1/src/index.ts',
     '^@agenthub/(gateway|identity|workspace|secrets|messaging|events)/main$': '<rootDir>/services/$1/src/main.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',

@@ -164,9 +164,26 @@ export function egressAllowPrivate(config: Pick<HubConfig, 'HUB_EGRESS_ALLOW_PRI
 
 /** Parses the environment, reporting every bad variable at once by name. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): HubConfig {
+  return parseEnv(schema, env);
+}
+
+function parseEnv<S extends z.ZodType>(shape: S, env: Record<string, string | undefined>): z.infer<S> {
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = schema.safeParse(present);
+  const parsed = shape.safeParse(present);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
   throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+}
+
+const cliSchema = schema.pick({ HUB_PORT: true, HUB_DATA_DIR: true, HUB_ADMIN_TOKEN: true }).extend({ HUB_URL: url(['http:', 'https:']).optional() });
+
+/** What the administration commands read: the hub's address and where its operator token is. */
+export type CliConfig = z.infer<typeof cliSchema>;
+
+/**
+ * The administration commands' settings, checked by the same rules as the hub's (loadConfig);
+ * only these variables, so a command is not refused for a server setting it never uses.
+ */
+export function loadCliConfig(env: Record<string, string | undefined> = process.env): CliConfig {
+  return parseEnv(cliSchema, env);
 }

@@ -1,4 +1,5 @@
 import { ConfigError, egressAllowPrivate, loadConfig } from '@agenthub/runtime';
+import { loadCliConfig } from '@agenthub/runtime/config';
 
 describe('loadConfig', () => {
   it('applies documented defaults', () => {
@@ -59,5 +60,15 @@ describe('MESSAGING_BLOCKING_MS', () => {
       expect(() => loadConfig({ MESSAGING_BLOCKING_MS: value })).toThrow(ConfigError);
       expect(() => loadConfig({ MESSAGING_BLOCKING_MS: value })).toThrow(/MESSAGING_BLOCKING_MS/);
     }
+  });
+});
+
+describe('loadCliConfig', () => {
+  it('reads the administration commands\' variables by the hub\'s rules, and only those', () => {
+    expect(loadCliConfig({})).toEqual({ HUB_PORT: 8080, HUB_DATA_DIR: './.agenthub' });
+    expect(loadCliConfig({ HUB_URL: 'https://hub.example.com', HUB_PORT: '9090', DATABASE_URL: 'not a url' })).toMatchObject({ HUB_URL: 'https://hub.example.com', HUB_PORT: 9090 });
+    expect(() => loadCliConfig({ HUB_PORT: 'notaport' })).toThrow(/HUB_PORT/);
+    expect(() => loadCliConfig({ HUB_URL: 'ftp://hub' })).toThrow(/HUB_URL/);
+    expect(() => loadCliConfig({ HUB_ADMIN_TOKEN: 'short' })).toThrow(ConfigError);
   });
 });

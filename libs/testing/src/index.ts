@@ -15,6 +15,7 @@ export interface Backend {
   provision(): Promise<ProvisionedBackend>;
 }
 
+/** One suite's isolated database and key prefix; dispose only after everything using them closed. */
 export interface ProvisionedBackend {
   /** Undefined on the embedded backend. */
   readonly databaseUrl: string | undefined;
@@ -168,5 +169,7 @@ export async function failure(call: Promise<unknown>): Promise<{ reason: Reason;
   throw new Error('Expected the call to fail');
 }
 
+/** Calls forged as an attacker would make them (bad or missing signatures), resolving with the gRPC status they ended with. */
 export { forgedCall, forgeSignature, methodPaths, type ForgedCall, type ForgedPrincipal } from './forged-calls.js';
+/** A throwaway CA and certificates (openssl CLI) for mutual TLS tests, with one from a foreign CA the hub must refuse. */
 export { makeTestCertificates, type TestCertificates } from './certificates.js';

@@ -14,9 +14,15 @@ import { WebhookSender } from './send.js';
 import { createEventsHandlers } from './server.js';
 import { EventsStore } from './store.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { eventsOptions } from './options.js';
+/** The EventsService handlers; every one checks the caller's admin role on the workspace first. */
 export { createEventsHandlers } from './server.js';
+/** Webhook limits and the retry schedule: retries in this order, then the delivery fails (replayable); finished deliveries pruned after historyMs. */
 export { DEFAULT_LIMITS, type EventsLimits, type Clock } from './env.js';
+/** Webhook signatures: HMAC-SHA256 over `<id>.<timestamp>.<body>`; during a rotation one signature per live secret, space-separated. */
 export { sign, webhookHeaders } from './signing.js';
+/** The workspace event types of the interface; a webhook filter may name only these. */
 export { EVENT_TYPES } from './validate.js';
 
 /** Consumer group of every events replica: each event reaches one of them. */

@@ -1,5 +1,6 @@
-import { ConfigError, egressAllowPrivate, serviceProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { ConfigError, serviceProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { startEvents } from './index.js';
+import { eventsOptions } from './options.js';
 
 /**
  * The events service as its own process (split mode): gRPC on GRPC_HOST:GRPC_PORT. Needs
@@ -11,16 +12,6 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
   if (!workspaceAddr) throw new ConfigError('The events service needs WORKSPACE_ADDR in split mode');
   return serviceProcess(config, log, 'events', (deps) => {
     if (!deps.bus) throw new ConfigError('The events service needs the event log');
-    return startEvents({
-      ...deps,
-      bus: deps.bus,
-      workspaceAddr,
-      allowPrivate: egressAllowPrivate(config),
-      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      limits: {
-        historyMs: config.WEBHOOK_HISTORY_DAYS * 24 * 3_600_000,
-        ...(config.WEBHOOK_RETRY_SCHEDULE_MS ? { retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS } : {}),
-      },
-    });
+    return startEvents({ ...deps, bus: deps.bus, workspaceAddr, ...eventsOptions(config) });
   }, { bus: true });
 }

@@ -18,12 +18,21 @@ import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 import { a2aWaits, hubWaits } from './waits.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { gatewayOptions } from './options.js';
+/** The agent JSON-RPC methods, each a route to one upstream call; bad params are INVALID_PARAMS naming the field, before any call. */
 export { agentMethods } from './methods/index.js';
+/** The MCP tools the gateway offers, each the same route as its JSON-RPC method. */
 export { TOOLS as MCP_TOOLS } from './mcp/index.js';
+/** The operator methods, answered only with the admin token. */
 export { adminMethods } from './admin.js';
+/** JSON-RPC 2.0 over the routes: batches answered in request order, notifications unanswered, every failure a JSON-RPC error, never a crash. */
 export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
+/** The one mapping of HubError reasons to JSON-RPC codes on this wire. */
 export { RpcCode, toRpcError } from './errors.js';
+/** A route: params check, upstream call, result view. */
 export type { Route, Clients } from './route.js';
+/** The services the gateway forwards to, by name, and their addresses. */
 export { UPSTREAMS, type UpstreamName, type UpstreamAddresses } from './upstreams.js';
 
 /** The A2A protocol versions the interface's endpoints accept; absent means 1.0. */

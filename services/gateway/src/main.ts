@@ -1,5 +1,6 @@
 import { ConfigError, Metrics, openKv, splitSecurity, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { requestLogLevel, startGateway } from './index.js';
+import { startGateway } from './index.js';
+import { gatewayOptions } from './options.js';
 
 /**
  * The gateway as its own process (split mode): HTTP on HUB_HOST:HUB_PORT, forwarding to
@@ -18,22 +19,10 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     kv,
     upstreams: { identity: config.IDENTITY_ADDR!, workspace: config.WORKSPACE_ADDR!, secrets: config.SECRETS_ADDR!, messaging: config.MESSAGING_ADDR!, events: config.EVENTS_ADDR! },
     adminToken: config.HUB_ADMIN_TOKEN!,
-    host: config.HUB_HOST,
-    port: config.HUB_PORT,
-    maxBodyBytes: config.HUB_MAX_BODY_BYTES,
-    maxBatch: config.HUB_MAX_BATCH,
-    maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
-    publicUrl: config.HUB_PUBLIC_URL,
-    trustedProxies: config.HUB_TRUSTED_PROXIES,
-    // Without Redis the identity service cannot reach this process's cache to drop a revoked
-    // key, so a separate gateway only caches when the cache is shared.
-    authCacheMs: config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
-    grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+    // Split mode: the key cache only with Redis, metrics on the ops port (see gatewayOptions).
+    ...gatewayOptions(config, { oneProcess: false }),
     internalKey,
     tls,
-    // Like every split process, its metrics are on the ops port, which no Ingress routes to.
-    metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT },
-    requestLogLevel: requestLogLevel(config.NODE_ENV),
   });
   log.info({ url: gateway.url, metrics: gateway.metricsUrl }, 'gateway listening');
   if (!config.HUB_PUBLIC_URL) {

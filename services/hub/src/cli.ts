@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { HubConfig, Logger, Stop } from '@agenthub/runtime';
+import type { CliConfig } from '@agenthub/runtime/config';
 import { AdminClient, AdminError } from './admin-client.js';
 import { readAdminToken } from './admin-token.js';
 import { COMMAND_HELP, helpText } from './help.js';
@@ -216,7 +217,7 @@ async function run(argv: string[]): Promise<void> {
   }
   const command = commands[`${group} ${action}`];
   if (!command) throw new UsageError(`Unknown command "${positionals.join(' ')}"`);
-  const admin = new AdminClient(hubUrl(values), await operatorToken(values));
+  const admin = new AdminClient(await hubUrl(values), await operatorToken(values));
   const print = (result: unknown, human: string) =>
     process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${human}\n`);
 
@@ -235,9 +236,21 @@ function need(value: Flags[string], what: string): string {
   return value;
 }
 
-function hubUrl(values: Flags): string {
+/** HUB_URL, HUB_PORT, HUB_DATA_DIR, HUB_ADMIN_TOKEN, parsed by the hub's own config module. */
+async function cliConfig(): Promise<CliConfig> {
+  const { ConfigError, loadCliConfig } = await import('@agenthub/runtime/config');
+  try {
+    return loadCliConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) throw new AdminError(err.message);
+    throw err;
+  }
+}
+
+async function hubUrl(values: Flags): Promise<string> {
   if (typeof values.url === 'string') return values.url;
-  return process.env.HUB_URL ?? `http://127.0.0.1:${process.env.HUB_PORT ?? 8080}`;
+  const config = await cliConfig();
+  return config.HUB_URL ?? `http://127.0.0.1:${config.HUB_PORT}`;
 }
 
 async function operatorToken(values: Flags): Promise<string> {
@@ -253,8 +266,9 @@ async function operatorToken(values: Flags): Promise<string> {
     if (!token) throw new AdminError(`No operator token in ${path === '-' ? 'standard input' : path}`);
     return token;
   }
-  if (process.env.HUB_ADMIN_TOKEN) return process.env.HUB_ADMIN_TOKEN;
-  const dataDir = process.env.HUB_DATA_DIR ?? './.agenthub';
+  const config = await cliConfig();
+  if (config.HUB_ADMIN_TOKEN) return config.HUB_ADMIN_TOKEN;
+  const dataDir = config.HUB_DATA_DIR;
   const token = await readAdminToken(dataDir);
   if (!token) {
     throw new AdminError(`No operator token: set HUB_ADMIN_TOKEN, or run from the folder where the hub keeps ${dataDir}/admin-token`);

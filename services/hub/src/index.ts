@@ -1,13 +1,14 @@
-import { requestLogLevel, startGateway } from '@agenthub/gateway';
-import { startIdentity } from '@agenthub/identity';
+import { gatewayOptions, startGateway } from '@agenthub/gateway';
+import { identityOptions, startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, egressAllowPrivate, ensurePrivateDir, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
-import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
-import { startMessaging } from '@agenthub/messaging';
-import { startEvents } from '@agenthub/events';
+import { clientOptions, createClient, ensurePrivateDir, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { destroySecretsWith, startWorkspace, workspaceOptions } from '@agenthub/workspace';
+import { secretsOptions, startSecrets } from '@agenthub/secrets';
+import { messagingOptions, startMessaging } from '@agenthub/messaging';
+import { eventsOptions, startEvents } from '@agenthub/events';
 import { loadOrCreateAdminToken } from './admin-token.js';
 
+/** The operator token in `<HUB_DATA_DIR>/admin-token` (mode 0600): made once on first start, then read; readAdminToken gives undefined when there is none. */
 export { loadOrCreateAdminToken, readAdminToken } from './admin-token.js';
 
 export interface RunningHub {
@@ -27,6 +28,10 @@ export interface RunningHub {
  * Only this process calls its services, so they bind 127.0.0.1 whatever GRPC_HOST says (it is a
  * split-mode setting), and every call is signed with a key made at start that never leaves the
  * process (HUB_INTERNAL_KEY, GRPC_TLS_* are for split mode and not used here).
+ *
+ * Each service's settings come from its own `<service>Options(config)`, the mapping its split
+ * `main.ts` uses too; this function only adds what the process shares (Kv, bus, local transport,
+ * internal key, metrics, loopback listen) and the addresses of the services it started.
  */
 export async function startHub(config: HubConfig, log: Logger): Promise<RunningHub> {
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
@@ -50,7 +55,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
 
     const identityDb = (await openBackends(config, 'identity', { kv })).db;
     stops.push(() => identityDb.close());
-    const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }), egress: { allowPrivate: egressAllowPrivate(config) } });
+    const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }), ...identityOptions(config) });
     stops.push(() => identity.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
     let secretsClient: ClientOf<typeof secretsv1.SecretsService> | undefined;
@@ -61,7 +66,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       db: workspaceDb,
       log: log.child({ service: 'workspace' }),
       identityAddr: identity.address,
-      memory: config,
+      ...workspaceOptions(config),
       afterDelete: destroySecretsWith(() => secretsClient),
     });
     stops.push(() => workspace.stop(config.HUB_SHUTDOWN_GRACE_MS));
@@ -75,7 +80,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       log: secretsLog,
       workspaceAddr: workspace.address,
       // HUB_KEKS, else the embedded KEK file in HUB_DATA_DIR (generated on first start, with a warning).
-      keyWrapper: await loadKeyWrapper({ keks: config.HUB_KEKS, dataDir: config.HUB_DATA_DIR, generate: true, log: secretsLog }),
+      ...(await secretsOptions(config, secretsLog, { oneProcess: true })),
     });
     stops.push(() => secrets.stop(config.HUB_SHUTDOWN_GRACE_MS));
     secretsClient = createClient(secretsv1.SecretsService, secrets.address, clientOptions(common));
@@ -88,14 +93,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       db: messagingDb,
       log: log.child({ service: 'messaging' }),
       identityAddr: identity.address,
-      limits: { blockingMs: config.MESSAGING_BLOCKING_MS, onlineMs: config.MESSAGING_ONLINE_MS, claimMs: config.MESSAGING_CLAIM_MS, maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES },
-      sweepIntervalMs: config.MESSAGING_SWEEP_MS,
-      push: {
-        maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS,
-        timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS,
-        maxResponseBytes: config.MESSAGING_PUSH_MAX_RESPONSE_BYTES,
-      },
-      egress: { allowPrivate: egressAllowPrivate(config) },
+      ...messagingOptions(config),
     });
     stops.push(() => messaging.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
@@ -106,12 +104,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       db: eventsDb,
       log: log.child({ service: 'events' }),
       workspaceAddr: workspace.address,
-      allowPrivate: egressAllowPrivate(config),
-      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      limits: {
-        historyMs: config.WEBHOOK_HISTORY_DAYS * 24 * 3_600_000,
-        ...(config.WEBHOOK_RETRY_SCHEDULE_MS ? { retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS } : {}),
-      },
+      ...eventsOptions(config),
     });
     stops.push(() => events.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
@@ -123,17 +116,9 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       upstreams: { identity: identity.address, workspace: workspace.address, secrets: secrets.address, messaging: messaging.address, events: events.address },
       local,
       adminToken,
-      host: config.HUB_HOST,
-      port: config.HUB_PORT,
-      maxBodyBytes: config.HUB_MAX_BODY_BYTES,
-      maxBatch: config.HUB_MAX_BATCH,
-      maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
-      publicUrl: config.HUB_PUBLIC_URL,
-      trustedProxies: config.HUB_TRUSTED_PROXIES,
-      authCacheMs: config.HUB_AUTH_CACHE_MS,
-      grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+      // One process: the key cache whatever REDIS_URL says, metrics on the public port (see gatewayOptions).
+      ...gatewayOptions(config, { oneProcess: true }),
       internalKey,
-      requestLogLevel: requestLogLevel(config.NODE_ENV),
     });
     stops.push(() => gateway.stop(config.HUB_SHUTDOWN_GRACE_MS));
     const services = {

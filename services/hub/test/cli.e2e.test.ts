@@ -322,5 +322,12 @@ describe('agenthub command', () => {
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('HUB_PORT');
     }, COMMAND_TIMEOUT_MS);
+
+    it('refuses an administration command naming HUB_PORT when it is not a port, with no stack trace', async () => {
+      const result = await agenthub(['tenants', 'list'], { HUB_PORT: 'notaport', HUB_ADMIN_TOKEN: 'a'.repeat(32) });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^agenthub: Invalid configuration:\n {2}HUB_PORT: /);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }, COMMAND_TIMEOUT_MS);
   });
 });

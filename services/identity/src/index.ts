@@ -6,6 +6,9 @@ import { identityv1 } from '@agenthub/proto';
 import { egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { createIdentityHandlers } from './server.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { identityOptions } from './options.js';
+/** The IdentityService handlers over the service's database and the shared Kv (revocations reach the gateway's key cache before they are answered). */
 export { createIdentityHandlers, type IdentityHandlers } from './server.js';
 
 export interface IdentityDeps extends ServiceDeps {

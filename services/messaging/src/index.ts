@@ -11,10 +11,17 @@ import { startPushWorker, type PushOptions } from './push.js';
 import { createMessagingHandlers, messagingEnv } from './server.js';
 import type { MessagingLimits } from './tasks.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { messagingOptions } from './options.js';
+/** The MessagingService handlers and the environment they share with the sweeper. */
 export { createMessagingHandlers, messagingEnv } from './server.js';
+/** x-ttl expiry: fails still-submitted tasks whose deliveries expired and drops expired deliveries of tasks that moved on. */
 export { sweepExpired, startSweeper } from './inbox.js';
+/** Blocking, online and claim windows: a polled delivery not acknowledged within claimMs is handed out again (at least once, stable delivery id). */
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
+/** All of the service's SQL, in its own schema; task events keyed by task id so each task's transitions stay in order. */
 export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
+/** Deliveries to agents with an A2A endpoint, through the egress guard with backoff; stopping aborts calls in flight and leaves their deliveries queued. */
 export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions, type PushCredentials } from './push.js';
 
 export interface MessagingDeps extends ServiceDeps {

@@ -9,9 +9,14 @@ import type { SecretsLimits } from './access.js';
 import type { KeyWrapper } from './keys.js';
 import { createSecretsHandlers } from './server.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { secretsOptions } from './options.js';
+/** The SecretsService handlers; each call asks the workspace service for the caller's role first. */
 export { createSecretsHandlers } from './server.js';
+/** The workspace client the service authorizes through, and its limits (secrets per workspace, data keys rewrapped per RotateKek transaction). */
 export type { WorkspaceClient, SecretsLimits } from './access.js';
 export { DEFAULT_LIMITS } from './access.js';
+/** Envelope encryption's KEKs: HUB_KEKS or the generated file (with a warning); unwrapping throws UnknownKekVersionError or KeyUnwrapError, never returns a wrong key. */
 export {
   LocalKeyWrapper,
   loadKeyWrapper,
@@ -21,7 +26,9 @@ export {
   type KeyWrapper,
   type WrappedKey,
 } from './keys.js';
+/** A sealed value failed authentication (altered, moved, or under another key): thrown, never decrypted to garbage. */
 export { SecretIntegrityError } from './seal.js';
+/** What a secret's key and value may be; anything else is INVALID_ARGUMENT naming the field. */
 export { KEY_PATTERN, VALUE_MAX_BYTES } from './validate.js';
 
 export interface SecretsDeps extends ServiceDeps {

@@ -1,6 +1,6 @@
 import { ConfigError, serviceProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { startSecrets } from './index.js';
-import { loadKeyWrapper } from './keys.js';
+import { secretsOptions } from './options.js';
 
 /**
  * The secrets service as its own process (split mode): gRPC on GRPC_HOST:GRPC_PORT. Needs
@@ -11,11 +11,6 @@ import { loadKeyWrapper } from './keys.js';
 export async function main(config: HubConfig, log: Logger): Promise<Stop> {
   const workspaceAddr = config.WORKSPACE_ADDR;
   if (!workspaceAddr) throw new ConfigError('The secrets service needs WORKSPACE_ADDR in split mode');
-  const keyWrapper = await loadKeyWrapper({
-    keks: config.HUB_KEKS,
-    dataDir: config.HUB_DATA_DIR,
-    generate: !config.DATABASE_URL,
-    log,
-  });
-  return serviceProcess(config, log, 'secrets', (deps) => startSecrets({ ...deps, workspaceAddr, keyWrapper }), { bus: true });
+  const options = await secretsOptions(config, log, { oneProcess: false });
+  return serviceProcess(config, log, 'secrets', (deps) => startSecrets({ ...deps, workspaceAddr, ...options }), { bus: true });
 }

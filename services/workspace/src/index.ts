@@ -10,16 +10,29 @@ import { createWorkspaceHandlers } from './server.js';
 import type { VectorStore } from './vectors.js';
 import type { AfterDelete } from './workspaces.js';
 
+/** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
+export { workspaceOptions } from './options.js';
+/** The WorkspaceService handlers over a migrated database. */
 export { createWorkspaceHandlers } from './server.js';
+/** Told after a workspace's deletion commits; destroySecretsWith has the secrets service destroy its data key. */
 export { destroySecretsWith, type AfterDelete } from './workspaces.js';
+/** The identity calls the service makes (agents and grants). */
 export type { IdentityClient } from './access.js';
+/** The one place embedder and vector store are chosen: EMBEDDINGS_URL else the built-in model; QDRANT_URL else the embedded exact store. */
 export { createEmbedder, createVectorStore, defaultEmbeddingThreads, type MemoryConfig } from './memories-backends.js';
+/** Text to vectors, one fixed dimension per model. */
 export type { Embedder } from './embedder.js';
+/** The built-in Universal Sentence Encoder lite, in worker threads; concurrent calls share batches. */
 export { UseLiteEmbedder, USE_LITE_MODEL_ID, USE_LITE_DIMENSIONS } from './embedder-use.js';
+/** An OpenAI-compatible embeddings endpoint through the egress guard; a dimension change between answers is an error. */
 export { OpenAiEmbedder, embeddingsEndpoint } from './embedder-openai.js';
+/** What a vector store does: searches return hits best first, ties by id. */
 export type { VectorStore, VectorPoint, VectorSearch, VectorHit, VectorFilter } from './vectors.js';
+/** Exact k-NN over the workspace schema; every search sees every replica's committed writes. */
 export { EmbeddedVectorStore } from './vectors-embedded.js';
+/** Qdrant, one collection per model and dimension; one workspace never reaches another's points. */
 export { QdrantVectorStore } from './vectors-qdrant.js';
+/** Defaults and maximums of the memory methods, enforced for every gRPC caller (the gateway checks the same). */
 export { MEMORY_LIMITS } from './memories-params.js';
 
 export interface WorkspaceDeps extends ServiceDeps {

@@ -1,6 +1,7 @@
 import { endianness } from 'node:os';
 import type { Db, Queryable } from '@agenthub/runtime';
 import { matches, scoreOf, type VectorHit, type VectorPoint, type VectorSearch, type VectorStore, type WriteOptions } from './vectors.js';
+import { DOTS_WASM } from './dots-wasm.js';
 
 /**
  * Exact k-NN over vectors kept in the workspace schema (`memory_vectors`, migration 002), for
@@ -349,37 +350,9 @@ class WasmScanner extends Scanner {
   }
 }
 
-/**
- * `dots(query, base, count, dims, out)`: out[i] = Σ query[j] · vectors[base + i·dims + j], in
- * f32x4 lanes (dims a multiple of 4), memory imported as env.memory. Hand-assembled from:
- *
- *   (func (export "dots") (param $q i32) (param $base i32) (param $n i32) (param $dims i32) (param $out i32)
- *     (local $i i32) (local $j i32) (local $row i32) (local $rowBytes i32) (local $acc v128)
- *     (local.set $rowBytes (i32.shl (local.get $dims) (i32.const 2)))
- *     (local.set $row (local.get $base))
- *     (block $done (loop $rows
- *       (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
- *       (local.set $acc (v128.const i32x4 0 0 0 0))
- *       (local.set $j (i32.const 0))
- *       (block $end (loop $cols
- *         (br_if $end (i32.ge_u (local.get $j) (local.get $rowBytes)))
- *         (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul
- *           (v128.load (i32.add (local.get $q) (local.get $j)))
- *           (v128.load (i32.add (local.get $row) (local.get $j))))))
- *         (local.set $j (i32.add (local.get $j) (i32.const 16)))
- *         (br $cols)))
- *       (f32.store (i32.add (local.get $out) (i32.shl (local.get $i) (i32.const 2)))
- *         (f32.add (f32.add (f32.add (f32x4.extract_lane 0 (local.get $acc)) (f32x4.extract_lane 1 (local.get $acc)))
- *           (f32x4.extract_lane 2 (local.get $acc))) (f32x4.extract_lane 3 (local.get $acc))))
- *       (local.set $row (i32.add (local.get $row) (local.get $rowBytes)))
- *       (local.set $i (i32.add (local.get $i) (i32.const 1)))
- *       (br $rows))))
- */
-const DOTS_WASM =
-  'AGFzbQEAAAABCQFgBX9/f39/AAIPAQNlbnYGbWVtb3J5AgABAwIBAAcIAQRkb3RzAAAKnQEBmgECBH8BeyADQQJ0IQggASEHAkADQCAFIAJPDQH9DAAAAAAAAAAAAAAAAAAAAAAhCUEAIQYCQANAIAYgCE8NASAJIAAgBmr9AAIAIAcgBmr9AAIA/eYB/eQBIQkgBkEQaiEGDAALCyAEIAVBAnRqIAn9HwAgCf0fAZIgCf0fApIgCf0fA5I4AgAgByAIaiEHIAVBAWohBQwACwsL';
 let compiled: WasmModule | null | undefined;
 
-/** The compiled dot-product module, or null where WebAssembly SIMD is missing. */
+/** The compiled dot-product module (source: wasm/dots.wat), or null where WebAssembly SIMD is missing. */
 function dotsModule(): WasmModule | undefined {
   if (compiled === undefined) {
     const bytes = Buffer.from(DOTS_WASM, 'base64');

@@ -1,0 +1,30 @@
+import type { HubConfig } from '@agenthub/runtime';
+import { requestLogLevel, type GatewayDeps } from './index.js';
+
+/**
+ * The gateway's settings from configuration (HUB_*): the one mapping, used by its `main.ts` and
+ * by the all-in-one hub, which add what differs by how they run it (upstreams, keys, Kv, TLS).
+ *
+ * Intentional differences, decided here: the all-in-one hub (`oneProcess`) caches API keys
+ * whenever HUB_AUTH_CACHE_MS says so, since its identity service drops revoked keys from the very
+ * cache the gateway reads. A separate gateway caches only when that cache is shared (REDIS_URL),
+ * and serves `/metrics` on the ops port (OPS_HOST:OPS_PORT), which no Ingress routes to.
+ */
+export function gatewayOptions(
+  config: HubConfig,
+  mode: { oneProcess: boolean },
+): Pick<GatewayDeps, 'host' | 'port' | 'maxBodyBytes' | 'maxBatch' | 'maxJsonDepth' | 'publicUrl' | 'trustedProxies' | 'authCacheMs' | 'grpcTimeoutMs' | 'metricsListen' | 'requestLogLevel'> {
+  return {
+    host: config.HUB_HOST,
+    port: config.HUB_PORT,
+    maxBodyBytes: config.HUB_MAX_BODY_BYTES,
+    maxBatch: config.HUB_MAX_BATCH,
+    maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
+    publicUrl: config.HUB_PUBLIC_URL,
+    trustedProxies: config.HUB_TRUSTED_PROXIES,
+    authCacheMs: mode.oneProcess || config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
+    grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+    ...(mode.oneProcess ? {} : { metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT } }),
+    requestLogLevel: requestLogLevel(config.NODE_ENV),
+  };
+}

@@ -1,0 +1,10 @@
+import { egressAllowPrivate, type HubConfig } from '@agenthub/runtime';
+import type { IdentityDeps } from './index.js';
+
+/**
+ * The identity service's settings from configuration: the one mapping, used by its `main.ts`
+ * and by the all-in-one hub, so both modes run it alike.
+ */
+export function identityOptions(config: HubConfig): Pick<IdentityDeps, 'egress'> {
+  return { egress: { allowPrivate: egressAllowPrivate(config) } };
+}
