@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './db/index.js';
+import { currentTraceparent } from './tracing.js';
 
 /**
  * The transactional outbox every service writes its events to, in the same transaction as the
@@ -15,7 +16,9 @@ CREATE TABLE outbox (
   type         text NOT NULL,
   payload      jsonb NOT NULL,
   created_at   bigint NOT NULL,
-  published_at bigint
+  published_at bigint,
+  -- The trace of the call that wrote the event (W3C traceparent), when tracing is on.
+  traceparent  text
 );
 CREATE INDEX outbox_unpublished ON outbox (seq) WHERE published_at IS NULL;
 `;
@@ -40,13 +43,13 @@ export interface EventPayload {
   data: Record<string, unknown>;
 }
 
-/** Appends one event inside the caller's transaction; returns its id. */
+/** Appends one event inside the caller's transaction, with the active trace context; returns its id. */
 export async function appendEvent(tx: Queryable, event: OutboxEvent, now = new Date()): Promise<string> {
   const eventId = `evt_${randomUUID()}`;
   const payload: EventPayload = { event: event.type, timestamp: now.toISOString(), data: event.data };
   await tx.query(
-    'INSERT INTO outbox (event_id, topic, partition_key, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
-    [eventId, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime()],
+    'INSERT INTO outbox (event_id, topic, partition_key, type, payload, created_at, traceparent) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    [eventId, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime(), currentTraceparent() ?? null],
   );
   return eventId;
 }

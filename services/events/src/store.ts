@@ -24,6 +24,8 @@ export interface DueDelivery {
   url: string;
   /** The current secret first, then the previous one while its window lasts. */
   secrets: string[];
+  /** The trace of the call whose event this delivers (W3C traceparent), when traced. */
+  traceparent?: string;
 }
 
 export interface AttemptRecord {
@@ -79,7 +81,7 @@ function toWebhook(row: WebhookRow): WebhookRecord {
 }
 
 /** What a claim returns, from `deliveries d` joined to `webhooks w`. */
-const DUE_COLUMNS = 'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at';
+const DUE_COLUMNS = 'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, d.traceparent';
 
 interface DueRow {
   seq: string | number;
@@ -91,6 +93,7 @@ interface DueRow {
   secret: string;
   previous_secret: string | null;
   previous_expires_at: string | number | null;
+  traceparent: string | null;
 }
 
 function toDue(row: DueRow, now: number): DueDelivery {
@@ -102,6 +105,7 @@ function toDue(row: DueRow, now: number): DueDelivery {
     failures: row.failures,
     url: row.url,
     secrets: secretsOf(row, now),
+    ...(row.traceparent ? { traceparent: row.traceparent } : {}),
   };
 }
 
@@ -191,7 +195,7 @@ export class EventsStore {
    * delivery was queued for.
    */
   async intake(
-    event: { workspaceId: string; eventId: string; type: string; payload: string; occurredAt: number | undefined },
+    event: { workspaceId: string; eventId: string; type: string; payload: string; occurredAt: number | undefined; traceparent?: string },
     now: number,
   ): Promise<string[]> {
     // One statement (no BEGIN/COMMIT round trips): the consumer runs one event at a time, so its
@@ -199,8 +203,8 @@ export class EventsStore {
     // does not keep `workspace.deleted` itself from being queued.
     const { rows } = await this.db.query<{ webhook_id: string }>(
       `WITH queued AS (
-         INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at)
-         SELECT id, $2, $3, $4, 'pending', $5, $5 FROM webhooks
+         INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at, traceparent)
+         SELECT id, $2, $3, $4, 'pending', $5, $5, $7 FROM webhooks
           WHERE workspace_id = $1 AND enabled AND workspace_deleted_at IS NULL
             AND (cardinality(event_types) = 0 OR $3 = ANY (event_types))
             AND ($6::bigint IS NULL OR created_at <= $6::bigint)
@@ -212,7 +216,7 @@ export class EventsStore {
           WHERE $3 = 'workspace.deleted' AND workspace_id = $1 AND workspace_deleted_at IS NULL
        )
        SELECT webhook_id FROM queued`,
-      [event.workspaceId, event.eventId, event.type, event.payload, now, event.occurredAt ?? null],
+      [event.workspaceId, event.eventId, event.type, event.payload, now, event.occurredAt ?? null, event.traceparent ?? null],
     );
     return rows.map((row) => row.webhook_id);
   }

@@ -5,6 +5,7 @@ import { healthv1 } from '@agenthub/proto';
 import { HubError, Reason } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { SpanKind, TRACEPARENT, withRemoteParent, withSpan } from '../tracing.js';
 import type { Principal } from './principal.js';
 import { verifyCall, type InternalKey } from './signature.js';
 import { toStatus } from './status.js';
@@ -206,8 +207,9 @@ export class GrpcServer {
   private async runUnary(serviceName: string, method: DescMethod, handler: UnaryHandler<DescMethod>, request: unknown, ctx: CallContext): Promise<unknown> {
     const started = process.hrtime.bigint();
     let code = grpc.status.OK;
+    const span = { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': serviceName, 'rpc.method': method.name } };
     try {
-      return create(method.output, (await handler(request as never, ctx)) as never);
+      return await withSpan(`${serviceName}/${method.name}`, span, async () => create(method.output, (await handler(request as never, ctx)) as never));
     } catch (err) {
       const hubError = HubError.from(err);
       this.logFailure(serviceName, method, hubError);
@@ -244,7 +246,9 @@ export class GrpcServer {
         done(toStatus(HubError.from(err)) as grpc.ServiceError);
         return;
       }
-      this.runUnary(serviceName, method, handler, call.request, ctx).then(
+      const traceparent = call.metadata.get(TRACEPARENT)[0];
+      const carrier = typeof traceparent === 'string' ? { [TRACEPARENT]: traceparent } : undefined;
+      withRemoteParent(carrier, () => this.runUnary(serviceName, method, handler, call.request, ctx)).then(
         (response) => done(null, response),
         (err: HubError) => done(toStatus(err) as grpc.ServiceError),
       );
