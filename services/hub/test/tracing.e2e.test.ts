@@ -10,7 +10,7 @@ import { WebhookReceiver } from './webhook-receiver.js';
 /**
  * Tracing end to end on the all-in-one hub (every service in this process, so one in-memory
  * exporter sees all their spans): a JSON-RPC call is one trace through the gateway, gRPC, the
- * services and the database, continued through the delivery rows, the outbox and the event log
+ * services, the database and Redis, continued through the delivery rows, the outbox and the event log
  * into the push worker and the webhook worker, whose receivers get the same trace's traceparent.
  */
 
@@ -93,6 +93,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('tracing (%s)', (_nam
     expect(spans.some((s) => s.kind === SpanKind.CLIENT && s.attributes['rpc.system'] === 'grpc')).toBe(true);
     expect(spans.some((s) => s.kind === SpanKind.SERVER && s.attributes['rpc.method'] === 'SendMessage' && s.attributes['rpc.system'] === 'grpc')).toBe(true);
     expect(spans.some((s) => s.attributes['db.system.name'] === 'postgresql')).toBe(true);
+    if (backend.name === 'postgres+redis') expect(spans.some((s) => s.attributes['db.system.name'] === 'redis')).toBe(true);
     expectConnected(spans, root);
   });
 
@@ -113,6 +114,9 @@ describe.each(backends().map((b) => [b.name, b] as const))('tracing (%s)', (_nam
     expect(sentTrace).toBe(traceId);
     const delivery = await until('the webhook delivery span', () => spansOf(traceId).find((s) => s.name === 'webhook delivery'));
     expect(delivery.spanContext().spanId).toBe(sentParent);
+    // The hop over the event log: the events service's intake of the event, parent of the delivery.
+    const intake = spansOf(traceId).find((s) => s.name === 'event intake' && s.kind === SpanKind.CONSUMER);
+    expect(delivery.parentSpanContext?.spanId).toBe(intake?.spanContext().spanId);
     expectConnected(spansOf(traceId), root);
   });
 
