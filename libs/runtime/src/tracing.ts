@@ -57,6 +57,11 @@ class AsyncLocalContextManager implements ContextManager {
   }
 }
 
+/** Whether this process traces: the one check callers make before preparing span attributes. */
+export function tracingOn(): boolean {
+  return tracer !== undefined;
+}
+
 /** Whether the configuration asks for traces: an OTLP endpoint or `OTEL_TRACES_EXPORTER=otlp`, unless the SDK is disabled. */
 export function tracingRequested(config: Pick<HubConfig, 'OTEL_SDK_DISABLED' | 'OTEL_TRACES_EXPORTER' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'>): boolean {
   if (config.OTEL_SDK_DISABLED || config.OTEL_TRACES_EXPORTER === 'none') return false;

@@ -1,4 +1,4 @@
-import { SpanKind, withSpan } from '../tracing.js';
+import { SpanKind, tracingOn, withSpan } from '../tracing.js';
 /** A result the same whichever engine ran the statement. */
 export interface QueryResult<R> {
   rows: R[];
@@ -41,6 +41,7 @@ export function assertIdentifier(name: string): string {
  * none). The span carries the statement's SQL text, never its parameters.
  */
 export function traceQuery<T>(sql: string, work: () => Promise<T>): Promise<T> {
+  if (!tracingOn()) return work();
   const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? 'QUERY';
   return withSpan(
     operation,
