@@ -21,4 +21,4 @@ export * from './bus/index.js';
 export { startRelay, notifyOutboxWrites, hasOutbox, reportOutboxLag, type Relay, type RelayOptions, type OutboxNotifyingDb } from './relay.js';
 export * from './egress/index.js';
 // Tracing: startTracing once per process; withSpan/withRemoteParent/currentTraceparent at the choke points (no-ops while off).
-export { startTracing, tracingOn, tracingRequested, withSpan, withRemoteParent, contextOf, currentTraceparent, injectTraceparent, traceFields, SpanKind, TRACEPARENT, type TracingOptions, type SpanOptions } from './tracing.js';
+export { startTracing, tracingOn, tracingRequested, withSpan, withRemoteParent, contextOf, currentTraceparent, injectTraceparent, traceFields, SpanKind, SpanStatusCode, TRACEPARENT, type TracingOptions, type SpanOptions } from './tracing.js';

@@ -18,7 +18,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { HubConfig } from './config.js';
 
-export { SpanKind };
+export { SpanKind, SpanStatusCode };
 
 /** The W3C header that carries a trace across HTTP, gRPC metadata, the outbox and the event log. */
 export const TRACEPARENT = 'traceparent';

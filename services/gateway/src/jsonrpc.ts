@@ -1,4 +1,4 @@
-import { HubError, SpanKind, withSpan, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
+import { HubError, SpanKind, SpanStatusCode, withSpan, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { protocolError, RpcCode, toRpcError, type RpcError } from './errors.js';
 
 export type RpcId = string | number | null;
@@ -159,6 +159,8 @@ export class JsonRpcHandler {
     return withSpan(`jsonrpc ${known}`, { kind: SpanKind.SERVER, attributes }, async (span) => {
       const response = await this.dispatchCall(name, params, ctx, id, opened);
       if (response.error) span?.setAttribute('rpc.jsonrpc.error_code', response.error.code);
+      // A refusal is the caller's business; only the hub's own failure marks the span failed.
+      if (response.error?.code === RpcCode.INTERNAL_ERROR) span?.setStatus({ code: SpanStatusCode.ERROR });
       return response;
     });
   }
