@@ -17,6 +17,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { HubConfig } from './config.js';
+import { HubError, Reason } from './errors.js';
 
 export { SpanKind, SpanStatusCode };
 
@@ -125,13 +126,24 @@ export function withSpan<T>(name: string, options: SpanOptions, work: (span: Spa
     try {
       return await work(span);
     } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      if (isFailure(err)) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      } else if (err instanceof HubError) {
+        span.setAttribute('hub.error_reason', Reason[err.reason] ?? String(err.reason));
+      }
       throw err;
     } finally {
       span.end();
     }
   });
+}
+
+const FAILURES: ReadonlySet<Reason> = new Set([Reason.INTERNAL, Reason.UNAVAILABLE, Reason.DEADLINE_EXCEEDED]);
+
+/** A span fails on the hub's own trouble; a refusal (bad params, not found, denied) is an answer. */
+function isFailure(err: unknown): boolean {
+  return !(err instanceof HubError) || FAILURES.has(err.reason);
 }
 
 /** Runs `work` with the trace context `headers` carry (a `traceparent`) as the active one. */

@@ -1,4 +1,5 @@
-import { currentTraceparent, loadConfig, tracingRequested, withSpan } from '@agenthub/runtime';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { currentTraceparent, HubError, loadConfig, Reason, SpanStatusCode, startTracing, tracingRequested, withSpan } from '@agenthub/runtime';
 
 describe('tracing configuration', () => {
   const requested = (env: Record<string, string>) => tracingRequested(loadConfig(env));
@@ -24,5 +25,41 @@ describe('tracing configuration', () => {
       expect(span).toBeUndefined();
       expect(currentTraceparent()).toBeUndefined();
     });
+  });
+});
+
+describe('spans', () => {
+  const exporter = new InMemorySpanExporter();
+  let stop: () => Promise<void>;
+  beforeAll(() => {
+    stop = startTracing(loadConfig({}), { serviceName: 'test', exporter, immediate: true });
+  });
+  afterAll(async () => {
+    await stop();
+  });
+
+  const statusAfter = async (err: unknown) => {
+    exporter.reset();
+    await expect(withSpan('work', {}, async () => Promise.reject(err))).rejects.toBe(err);
+    const [span] = exporter.getFinishedSpans();
+    return { status: span!.status.code, reason: span!.attributes['hub.error_reason'] };
+  };
+
+  it('a refusal is an answer; the hub\'s own trouble fails the span', async () => {
+    expect(await statusAfter(HubError.notFound('Workspace not found'))).toEqual({ status: SpanStatusCode.UNSET, reason: 'NOT_FOUND' });
+    expect(await statusAfter(new HubError(Reason.UNAVAILABLE, 'down'))).toEqual({ status: SpanStatusCode.ERROR, reason: undefined });
+    expect(await statusAfter(new Error('bug'))).toEqual({ status: SpanStatusCode.ERROR, reason: undefined });
+  });
+
+  it('a child continues its parent\'s trace, and the traceparent names the active span', async () => {
+    exporter.reset();
+    await withSpan('parent', {}, async (parent) => {
+      await withSpan('child', {}, async (child) => {
+        expect(currentTraceparent()).toBe(`00-${child!.spanContext().traceId}-${child!.spanContext().spanId}-01`);
+        expect(child!.spanContext().traceId).toBe(parent!.spanContext().traceId);
+      });
+    });
+    const [child, parent] = exporter.getFinishedSpans();
+    expect(child!.parentSpanContext?.spanId).toBe(parent!.spanContext().spanId);
   });
 });
