@@ -120,6 +120,16 @@ describe.each(backends().map((b) => [b.name, b] as const))('tracing (%s)', (_nam
     expectConnected(spansOf(traceId), root);
   });
 
+  it("a caller's traceparent makes the call part of the caller's trace", async () => {
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpan = '00f067aa0ba902b7';
+    const reply = await hub.call(sender.api_key, 'x-hub/workspace.list', {}, { headers: { traceparent: `00-${callerTrace}-${callerSpan}-01` } });
+    expect(reply.body.error).toBeUndefined();
+    const root = await gatewaySpan('x-hub/workspace.list');
+    expect(root.spanContext().traceId).toBe(callerTrace);
+    expect(root.parentSpanContext?.spanId).toBe(callerSpan);
+  });
+
   it('log lines written during a traced call carry its trace_id', async () => {
     const lines: string[] = [];
     const log = createLogger({ level: 'info', destination: new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) }) });
