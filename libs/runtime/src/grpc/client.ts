@@ -132,6 +132,7 @@ export function createClient<S extends GenServiceMethods>(
     } else if (method.methodKind === 'server_streaming') {
       client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
         const { metadata, deadline, signal } = prepare(def.path, callOptions);
+        injectTraceparent((name, value) => metadata.set(name, value));
         return streamOf(channel, def, create(method.input, request as never), metadata, deadline, signal);
       };
     }
