@@ -151,6 +151,13 @@ const schema = z.object({
     .regex(/^\d+(,\d+)*$/, 'must be comma-separated milliseconds')
     .transform((text) => text.split(',').map(Number))
     .optional(),
+  // Tracing (OpenTelemetry, OTLP over HTTP): off unless an endpoint or OTEL_TRACES_EXPORTER=otlp is
+  // set. The exporter also reads the other standard OTEL_EXPORTER_OTLP_* variables (headers, timeout).
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(['http:', 'https:']).optional(),
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
+  OTEL_SDK_DISABLED: bool.default(false),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
 });
 
 export type HubConfig = z.infer<typeof schema>;

@@ -1,5 +1,6 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { prettyDestination, type LogFormat } from './log-format.js';
+import { traceFields } from './tracing.js';
 
 export type { Logger };
 
@@ -78,6 +79,8 @@ export function createLogger(options: LoggerOptions): Logger {
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // Lines written inside a traced call name its trace, to find them from the trace and back.
+      mixin: traceFields,
     },
     options.format === 'pretty'
       ? prettyDestination(options.destination ?? process.stdout, { colors: options.colors ?? false })

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './db/index.js';
+import { currentTraceparent } from './tracing.js';
 
 /**
  * The transactional outbox every service writes its events to, in the same transaction as the
@@ -15,7 +16,9 @@ CREATE TABLE outbox (
   type         text NOT NULL,
   payload      jsonb NOT NULL,
   created_at   bigint NOT NULL,
-  published_at bigint
+  published_at bigint,
+  -- The trace of the call that wrote the event (W3C traceparent), when tracing is on.
+  traceparent  text
 );
 CREATE INDEX outbox_unpublished ON outbox (seq) WHERE published_at IS NULL;
 `;
@@ -41,20 +44,24 @@ export interface EventPayload {
 }
 
 /** The outbox row's columns, in the order `OUTBOX_INSERT_COLUMNS` names them. */
-export const OUTBOX_INSERT_COLUMNS = 'event_id, topic, partition_key, type, payload, created_at';
+export const OUTBOX_INSERT_COLUMNS = 'event_id, topic, partition_key, type, payload, created_at, traceparent';
 
 /**
- * One event's values for `OUTBOX_INSERT_COLUMNS`, for a statement that writes the event together
- * with its change (one round trip instead of a transaction of several).
+ * One event's values for `OUTBOX_INSERT_COLUMNS`, with the active trace context, for a statement
+ * that writes the event together with its change (one round trip instead of a transaction of several).
  */
-export function outboxValues(event: OutboxEvent, now = new Date()): [string, string, string, string, string, number] {
+export function outboxValues(
+  event: OutboxEvent,
+  now = new Date(),
+  traceparent: string | null = currentTraceparent() ?? null,
+): [string, string, string, string, string, number, string | null] {
   const payload: EventPayload = { event: event.type, timestamp: now.toISOString(), data: event.data };
-  return [`evt_${randomUUID()}`, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime()];
+  return [`evt_${randomUUID()}`, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime(), traceparent];
 }
 
-/** Appends one event inside the caller's transaction; returns its id. */
+/** Appends one event inside the caller's transaction, with the active trace context; returns its id. */
 export async function appendEvent(tx: Queryable, event: OutboxEvent, now = new Date()): Promise<string> {
   const values = outboxValues(event, now);
-  await tx.query(`INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, values);
+  await tx.query(`INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, values);
   return values[0];
 }

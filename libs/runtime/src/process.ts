@@ -2,6 +2,7 @@ import { ConfigError, loadConfig, type HubConfig } from './config.js';
 import { ListenError } from './listen.js';
 import { resolveLogFormat } from './log-format.js';
 import { createLogger, type Logger } from './logger.js';
+import { startTracing } from './tracing.js';
 
 /** Stops what a process started, in reverse order of starting. */
 export type Stop = () => Promise<void>;
@@ -46,6 +47,7 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
     colors: format === 'pretty' && process.stdout.isTTY === true && !config.NO_COLOR,
   });
   warnUnsupportedNode(log);
+  const stopTracing = startTracing(config, { serviceName: name === 'all' ? 'agenthub' : `agenthub-${name}` });
   // Listening from the start: a SIGTERM that arrives while migrations run (a rollout, a scale
   // down) stops the process once it started instead of killing it midway. A second signal, while
   // starting or stopping, exits at once.
@@ -57,7 +59,8 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
     stopping = true;
     log.info({ signal: signalled }, 'stopping');
     stop().then(
-      () => process.exit(EXIT.OK),
+      // The last spans are flushed before exit (a failing collector does not hold the exit up).
+      () => stopTracing().finally(() => process.exit(EXIT.OK)),
       (err: unknown) => {
         log.error({ err }, 'unclean stop');
         process.exit(EXIT.FAILED);

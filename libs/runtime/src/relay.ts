@@ -2,6 +2,7 @@ import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, type Bus, type BusMessage } from '.
 import type { Db, Queryable, QueryResult } from './db/index.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
+import { TRACEPARENT } from './tracing.js';
 
 export interface RelayOptions {
   /** The service's database; its search path starts with the schema holding `outbox`. */
@@ -34,13 +35,15 @@ interface OutboxRow {
   partition_key: string;
   type: string;
   payload: unknown;
+  traceparent: string | null;
 }
 
 function toMessage(row: OutboxRow): BusMessage {
   return {
     key: row.partition_key,
     value: JSON.stringify(row.payload),
-    headers: { [EVENT_ID_HEADER]: row.event_id, [EVENT_TYPE_HEADER]: row.type },
+    // The writer's trace rides along, so the consumer's work (webhook deliveries) continues it.
+    headers: { [EVENT_ID_HEADER]: row.event_id, [EVENT_TYPE_HEADER]: row.type, ...(row.traceparent ? { [TRACEPARENT]: row.traceparent } : {}) },
   };
 }
 
@@ -97,7 +100,7 @@ export function startRelay(options: RelayOptions): Relay {
       );
       if (!lock.rows[0]?.locked) return 'busy';
       const { rows } = await tx.query<OutboxRow>(
-        'SELECT seq, event_id, topic, partition_key, type, payload FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE',
+        'SELECT seq, event_id, topic, partition_key, type, payload, traceparent FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE',
         [batchSize],
       );
       if (rows.length === 0) return 'drained';

@@ -196,7 +196,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     relay({ db, bus, log, pollMs: 3_600_000 });
     await eventually(() => bus.published.length === 1, 'the first event was published');
     const values = outboxValues({ topic: 'agenthub.test.events', partitionKey: 'ws_cte', type: 'test.cte', data: {} });
-    await db.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)) SELECT 1`, values);
+    await db.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)) SELECT 1`, values);
     await eventually(() => bus.published.some((m) => m.key === 'ws_cte'), 'the CTE-written event was published without waiting for a poll');
   });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { eventsv1 } from '@agenthub/proto';
-import { HubError, type CallContext } from '@agenthub/runtime';
+import { contextOf, currentTraceparent, HubError, SpanKind, TRACEPARENT, withSpan, type CallContext } from '@agenthub/runtime';
 import type { EventsEnv } from './env.js';
 import { retryAfterMs, type AttemptResult } from './send.js';
 import { webhookHeaders } from './signing.js';
@@ -24,7 +24,13 @@ export interface EventMessage {
  * nothing twice. A message that is not a well-formed event is logged and skipped rather than
  * holding up every later event of its workspace.
  */
-export async function intakeEvent(env: EventsEnv, message: EventMessage): Promise<void> {
+export function intakeEvent(env: EventsEnv, message: EventMessage): Promise<void> {
+  // A consumer span in the trace of the call that wrote the event; its deliveries continue from it.
+  const span = { kind: SpanKind.CONSUMER, parent: contextOf(message.headers[TRACEPARENT]), attributes: { 'event.id': message.headers['event-id'] ?? '' } };
+  return withSpan('event intake', span, () => intake(env, message));
+}
+
+async function intake(env: EventsEnv, message: EventMessage): Promise<void> {
   const eventId = message.headers['event-id'];
   let type: unknown;
   let workspaceId: unknown;
@@ -42,7 +48,8 @@ export async function intakeEvent(env: EventsEnv, message: EventMessage): Promis
     env.log.error({ key: message.key, event_id: eventId }, 'skipped a bus message that is not a workspace event');
     return;
   }
-  const webhookIds = await env.store.intake({ workspaceId, eventId, type, payload: message.value, occurredAt }, env.clock());
+  const traceparent = currentTraceparent() ?? message.headers[TRACEPARENT];
+  const webhookIds = await env.store.intake({ workspaceId, eventId, type, payload: message.value, occurredAt, traceparent }, env.clock());
   if (webhookIds.length > 0) {
     env.log.debug({ event_id: eventId, event: type, workspace_id: workspaceId, deliveries: webhookIds.length }, 'event queued for webhooks');
     env.wake(webhookIds);
@@ -63,7 +70,13 @@ export function decide(env: EventsEnv, result: AttemptResult, failures: number, 
   return { kind: 'retry', at: now + delay };
 }
 
-async function attempt(env: EventsEnv, target: { url: string; secrets: string[]; eventId: string; payload: string }, signal?: AbortSignal) {
+async function attempt(env: EventsEnv, target: { url: string; secrets: string[]; eventId: string; payload: string; traceparent?: string }, signal?: AbortSignal) {
+  // Each attempt is a span of the trace whose call wrote the event; the sender passes it on to the receiver.
+  const span = { kind: SpanKind.CLIENT, parent: contextOf(target.traceparent), attributes: { 'event.id': target.eventId } };
+  return withSpan('webhook delivery', span, () => sendAttempt(env, target, signal));
+}
+
+async function sendAttempt(env: EventsEnv, target: { url: string; secrets: string[]; eventId: string; payload: string }, signal?: AbortSignal) {
   const at = env.clock();
   const timestamp = Math.floor(at / 1000);
   const headers = webhookHeaders(target.secrets, target.eventId, timestamp, target.payload);

@@ -31,6 +31,8 @@ export interface DueDelivery {
   createdBy: string;
   /** The workspace was deleted (its last event, workspace.deleted, still goes out). */
   retired: boolean;
+  /** The trace of the call whose event this delivers (W3C traceparent), when traced. */
+  traceparent?: string;
 }
 
 export interface AttemptRecord {
@@ -89,7 +91,7 @@ function toWebhook(row: WebhookRow): WebhookRecord {
 
 /** What a claim returns, from `deliveries d` joined to `webhooks w`. */
 const DUE_COLUMNS =
-  'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.workspace_id, w.created_by, w.workspace_deleted_at';
+  'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.workspace_id, w.created_by, w.workspace_deleted_at, d.traceparent';
 
 interface DueRow {
   seq: string | number;
@@ -104,6 +106,7 @@ interface DueRow {
   workspace_id: string;
   created_by: string;
   workspace_deleted_at: string | number | null;
+  traceparent: string | null;
 }
 
 function toDue(row: DueRow, now: number): DueDelivery {
@@ -118,6 +121,7 @@ function toDue(row: DueRow, now: number): DueDelivery {
     workspaceId: row.workspace_id,
     createdBy: row.created_by,
     retired: row.workspace_deleted_at !== null,
+    ...(row.traceparent ? { traceparent: row.traceparent } : {}),
   };
 }
 
@@ -207,7 +211,7 @@ export class EventsStore {
    * delivery was queued for.
    */
   async intake(
-    event: { workspaceId: string; eventId: string; type: string; payload: string; occurredAt: number | undefined },
+    event: { workspaceId: string; eventId: string; type: string; payload: string; occurredAt: number | undefined; traceparent?: string },
     now: number,
   ): Promise<string[]> {
     // One statement (no BEGIN/COMMIT round trips): the consumer runs one event at a time, so its
@@ -215,8 +219,8 @@ export class EventsStore {
     // does not keep `workspace.deleted` itself from being queued.
     const { rows } = await this.db.query<{ webhook_id: string }>(
       `WITH queued AS (
-         INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at)
-         SELECT id, $2, $3, $4, 'pending', $5, $5 FROM webhooks
+         INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at, traceparent)
+         SELECT id, $2, $3, $4, 'pending', $5, $5, $7 FROM webhooks
           WHERE workspace_id = $1 AND enabled AND workspace_deleted_at IS NULL
             AND (cardinality(event_types) = 0 OR $3 = ANY (event_types))
             AND ($6::bigint IS NULL OR created_at <= $6::bigint)
@@ -228,7 +232,7 @@ export class EventsStore {
           WHERE $3 = 'workspace.deleted' AND workspace_id = $1 AND workspace_deleted_at IS NULL
        )
        SELECT webhook_id FROM queued`,
-      [event.workspaceId, event.eventId, event.type, event.payload, now, event.occurredAt ?? null],
+      [event.workspaceId, event.eventId, event.type, event.payload, now, event.occurredAt ?? null, event.traceparent ?? null],
     );
     return rows.map((row) => row.webhook_id);
   }

@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import type { IncomingMessage } from 'node:http';
-import { HubError, newId, Reason, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
+import { HubError, newId, Reason, withRemoteParent, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { isOperator, type Authenticator } from './auth.js';
 import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
@@ -58,7 +58,8 @@ export function createApp(options: GatewayAppOptions): Koa {
     const requestId = requestIdOf(ctx.get('X-Request-Id'));
     ctx.set('X-Request-Id', requestId);
     try {
-      await next();
+      // A caller's traceparent makes each JSON-RPC call's span part of the caller's trace.
+      await withRemoteParent(ctx.headers, next);
     } catch (err) {
       options.log.error({ err, path: ctx.path }, 'request failed');
       ctx.status = 500;

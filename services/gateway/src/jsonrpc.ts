@@ -1,4 +1,4 @@
-import { HubError, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
+import { HubError, SpanKind, SpanStatusCode, withSpan, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { protocolError, RpcCode, toRpcError, type RpcError } from './errors.js';
 import { checkParams, DEFAULT_MAX_JSON_DEPTH } from './input.js';
 
@@ -149,7 +149,26 @@ export class JsonRpcHandler {
     return hasId ? response : undefined;
   }
 
-  private async dispatch(
+  /** One call in its own server span: the root of the trace through every service it reaches. */
+  private dispatch(
+    name: string,
+    params: unknown,
+    ctx: RpcContext,
+    id: RpcId,
+    opened?: (events: AsyncIterable<StreamEvent>) => void,
+  ): Promise<RpcResponse> {
+    const known = this.options.methods.has(name) ? name : 'unknown';
+    const attributes = { 'rpc.system': 'jsonrpc', 'rpc.method': known };
+    return withSpan(`jsonrpc ${known}`, { kind: SpanKind.SERVER, attributes }, async (span) => {
+      const response = await this.dispatchCall(name, params, ctx, id, opened);
+      if (response.error) span?.setAttribute('rpc.jsonrpc.error_code', response.error.code);
+      // A refusal is the caller's business; only the hub's own failure marks the span failed.
+      if (response.error?.code === RpcCode.INTERNAL_ERROR) span?.setStatus({ code: SpanStatusCode.ERROR });
+      return response;
+    });
+  }
+
+  private async dispatchCall(
     name: string,
     params: unknown,
     ctx: RpcContext,

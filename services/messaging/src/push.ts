@@ -25,7 +25,7 @@ import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2
 import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
 import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { EgressClient, EgressError, HubError, newId, Reason, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
+import { contextOf, EgressClient, EgressError, HubError, newId, Reason, SpanKind, withSpan, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
 import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { PushMetrics, verdict } from './push-calls.js';
 import { agentText, fromA2AArtifact, fromA2AMessage, toA2AMessage } from './a2a-codec.js';
@@ -306,7 +306,9 @@ class PushWorker {
         const [delivery] = await this.env.store.claimDeliveries(agent.agentId, now, now + this.claimMs, 1);
         if (!delivery) return;
         if (turn > 0) await this.env.store.renewPushAgent(agent.agentId, Date.now() + this.leaseMs);
-        const result = await this.deliver(agent, delivery);
+        // The delivery continues the trace of the send that queued it; the egress client passes it to the agent.
+        const span = { kind: SpanKind.PRODUCER, parent: contextOf(delivery.traceparent), attributes: { 'agent.id': agent.agentId, 'delivery.id': delivery.id } };
+        const result = await withSpan('push delivery', span, () => this.deliver(agent, delivery));
         if (result === 'stopped') return;
         if (result === 'unavailable') {
           failures += 1;

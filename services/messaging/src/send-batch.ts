@@ -11,6 +11,8 @@ export interface NewTaskRows {
   items: SerializedItem[];
   event: Parameters<typeof outboxValues>[0];
   delivery?: { id: string; message: unknown; expiresAt: number };
+  /** The send's trace (W3C traceparent), taken when the send was made: rows are written later, in a batch. */
+  traceparent?: string | null;
 }
 
 interface Pending {
@@ -80,7 +82,7 @@ export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<vo
   const items: string[] = [];
   const events: string[] = [];
   const deliveries: string[] = [];
-  for (const { task, items: taskItems, event, delivery } of all) {
+  for (const { task, items: taskItems, event, delivery, traceparent = null } of all) {
     const id = p(task.id);
     const recipient = p(task.recipientAgentId);
     const updatedAt = p(task.updatedAt);
@@ -93,17 +95,17 @@ export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<vo
     for (const item of taskItems) {
       items.push(`(${id}, ${p(item.kind)}, ${p(next[item.kind]++)}::integer, ${p(item.itemId)}, ${p(item.body)}::jsonb, ${p(item.bytes)}::integer)`);
     }
-    const [eventId, topic, key, type, payload, createdAt] = outboxValues(event, new Date(task.updatedAt));
-    events.push(`(${p(eventId)}, ${p(topic)}, ${p(key)}, ${p(type)}, ${p(payload)}::jsonb, ${p(createdAt)}::bigint)`);
+    const [eventId, topic, key, type, payload, createdAt] = outboxValues(event, new Date(task.updatedAt), traceparent);
+    events.push(`(${p(eventId)}, ${p(topic)}, ${p(key)}, ${p(type)}, ${p(payload)}::jsonb, ${p(createdAt)}::bigint, ${p(traceparent)})`);
     if (delivery) {
-      deliveries.push(`(${p(delivery.id)}, ${id}, ${recipient}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint)`);
+      deliveries.push(`(${p(delivery.id)}, ${id}, ${recipient}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint, ${p(traceparent)})`);
     }
   }
   await db.query(
     `WITH task AS (INSERT INTO tasks (${TASK_INSERT_COLUMNS}) VALUES ${tasks.join(', ')}),${items.length ? `
           item AS (INSERT INTO task_items (task_id, kind, seq, item_id, body, bytes) VALUES ${items.join(', ')}),` : ''}
           event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ${events.join(', ')})${deliveries.length ? `,
-          delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at) VALUES ${deliveries.join(', ')})` : ''}
+          delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent) VALUES ${deliveries.join(', ')})` : ''}
      SELECT 1`,
     params,
   );

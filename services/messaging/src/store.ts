@@ -1,4 +1,4 @@
-import { appendEvent, type Db, type Queryable } from '@agenthub/runtime';
+import { appendEvent, currentTraceparent, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
 import { TaskInsertBatcher } from './send-batch.js';
 import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
@@ -50,6 +50,8 @@ export interface DeliveryRecord {
   message: unknown;
   createdAt: number;
   attempts: number;
+  /** The trace of the send that queued it (W3C traceparent), when traced. */
+  traceparent?: string;
 }
 
 interface TaskRow {
@@ -176,14 +178,14 @@ export class MessagingStore {
     const growth = growthOf(items);
     check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
-    await this.newTasks.insert({ task: created, items, event: transitionEventOf(created, undefined), delivery });
+    await this.newTasks.insert({ task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null });
     return created;
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {
     await tx.query(
-      'INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
-      [delivery.id, task.id, task.recipientAgentId, JSON.stringify(delivery.message), task.updatedAt, delivery.expiresAt],
+      'INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [delivery.id, task.id, task.recipientAgentId, JSON.stringify(delivery.message), task.updatedAt, delivery.expiresAt, currentTraceparent() ?? null],
     );
   }
 
@@ -313,11 +315,12 @@ export class MessagingStore {
         created_at: number | string;
         attempts: number;
         seq: string;
+        traceparent: string | null;
       }>(
         `UPDATE deliveries d SET claimed_until = $2, attempts = d.attempts + 1
            FROM tasks t
           WHERE d.seq = ANY($1::bigint[]) AND t.id = d.task_id
-          RETURNING d.seq, d.id, d.task_id, t.context_id, t.sender_agent_id, d.message, d.created_at, d.attempts`,
+          RETURNING d.seq, d.id, d.task_id, t.context_id, t.sender_agent_id, d.message, d.created_at, d.attempts, d.traceparent`,
         [rows.map((r) => r.seq), claimUntil],
       );
       return claimed.rows
@@ -330,6 +333,7 @@ export class MessagingStore {
           message: json(r.message),
           createdAt: Number(r.created_at),
           attempts: r.attempts,
+          ...(r.traceparent ? { traceparent: r.traceparent } : {}),
         }));
     });
   }

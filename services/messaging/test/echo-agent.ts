@@ -45,6 +45,8 @@ export interface EchoAgent {
   readonly canceled: string[];
   /** The Authorization header of every request, as received ('' when absent). */
   readonly authorizations: string[];
+  /** The W3C traceparent header of every request, as received ('' when absent). */
+  readonly traceparents: string[];
   /** When set, a request without `Authorization: Bearer <this>` is refused with 401 before the SDK sees it. */
   pushSecret: string | undefined;
   stop(): Promise<void>;
@@ -190,8 +192,10 @@ export async function startEchoAgent(
   const app = express();
   let stall = options.stallFirstMs ?? 0;
   const authorizations: string[] = [];
+  const traceparents: string[] = [];
   app.use((req, _res, next) => {
     authorizations.push(req.get('authorization') ?? '');
+    traceparents.push(req.get('traceparent') ?? '');
     next();
   });
   app.use((_req, res, next) => {
@@ -220,7 +224,7 @@ export async function startEchoAgent(
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
   });
-  const agent = { url, received: [] as Received[], canceled: [] as string[], authorizations, pushSecret: options.pushSecret };
+  const agent = { url, received: [] as Received[], canceled: [] as string[], authorizations, traceparents, pushSecret: options.pushSecret };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Executor(behaviour, agent), undefined, undefined, undefined, undefined, undefined, {
     validateInputModes: behaviour === 'text-only',
   });

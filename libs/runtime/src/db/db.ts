@@ -1,3 +1,4 @@
+import { SpanKind, tracingOn, withSpan } from '../tracing.js';
 /** A result the same whichever engine ran the statement. */
 export interface QueryResult<R> {
   rows: R[];
@@ -33,4 +34,18 @@ export function isUniqueViolation(err: unknown): boolean {
 export function assertIdentifier(name: string): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`Not a plain SQL identifier: ${name}`);
   return name;
+}
+
+/**
+ * Runs one statement inside a client span when a traced call is running (background pollers make
+ * none). The span carries the statement's SQL text, never its parameters.
+ */
+export function traceQuery<T>(sql: string, work: () => Promise<T>): Promise<T> {
+  if (!tracingOn()) return work();
+  const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? 'QUERY';
+  return withSpan(
+    operation,
+    { kind: SpanKind.CLIENT, childOnly: true, attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': sql.slice(0, 2048) } },
+    work,
+  );
 }

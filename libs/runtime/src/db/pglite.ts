@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult } from './db.js';
-import { assertIdentifier } from './db.js';
+import { assertIdentifier, traceQuery } from './db.js';
 import { restrictTree } from '../private-files.js';
 
 /**
@@ -50,7 +50,7 @@ export class PgliteDb implements Db {
   }
 
   async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
-    const result = await this.pg.query<R>(sql, params as unknown[]);
+    const result = await traceQuery(sql, () => this.pg.query<R>(sql, params as unknown[]));
     return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
   }
 
@@ -62,7 +62,7 @@ export class PgliteDb implements Db {
     return this.pg.transaction((tx) =>
       work({
         async query<R>(sql: string, params: readonly unknown[] = []) {
-          const result = await tx.query<R>(sql, params as unknown[]);
+          const result = await traceQuery(sql, () => tx.query<R>(sql, params as unknown[]));
           return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
         },
         async exec(sql: string) {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Db, Queryable, QueryResult } from './db.js';
-import { assertIdentifier } from './db.js';
+import { assertIdentifier, traceQuery } from './db.js';
 
 const INT8_OID = 20;
 
@@ -33,7 +33,7 @@ export class PostgresDb implements Db {
   }
 
   async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
-    const result = await this.pool.query(sql, params as unknown[]);
+    const result = await traceQuery(sql, () => this.pool.query(sql, params as unknown[]));
     return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
   }
 
@@ -78,7 +78,7 @@ export class PostgresDb implements Db {
 function clientQueryable(client: pg.PoolClient): Queryable {
   return {
     async query<R>(sql: string, params: readonly unknown[] = []) {
-      const result = await client.query(sql, params as unknown[]);
+      const result = await traceQuery(sql, () => client.query(sql, params as unknown[]));
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
     },
     async exec(sql: string) {

@@ -3,6 +3,7 @@ import https from 'node:https';
 import { isIP } from 'node:net';
 import { HubError, Reason } from '../errors.js';
 import { BlockedAddressError, guardedLookup, hostOf, refusedClass, type EgressPolicy } from './policy.js';
+import { injectTraceparent } from '../tracing.js';
 
 /** Why an outbound call failed; the message of an EgressError is fixed per kind, never the peer's words. */
 export type EgressFailure = 'refused-address' | 'redirect' | 'status' | 'too-large' | 'unreachable' | 'timeout' | 'aborted' | 'bad-url';
@@ -111,6 +112,10 @@ export class EgressClient {
     const headers: Record<string, string> = { ...init.headers };
     if (this.options.userAgent && !Object.keys(headers).some((h) => h.toLowerCase() === 'user-agent')) headers['user-agent'] = this.options.userAgent;
     if (body) headers['content-length'] = String(body.byteLength);
+    // The receiver (webhook endpoint, push agent) may continue the trace this call belongs to.
+    injectTraceparent((name, value) => {
+      headers[name] = value;
+    });
 
     return new Promise<EgressResponse>((resolve, reject) => {
       let settled = false;

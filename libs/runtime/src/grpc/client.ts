@@ -5,6 +5,7 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import { ConfigError } from '../config.js';
 import { HubError, Reason } from '../errors.js';
 import type { Metrics } from '../metrics.js';
+import { injectTraceparent, SpanKind, withSpan } from '../tracing.js';
 import type { Principal } from './principal.js';
 import type { LocalTransport } from './local.js';
 import { methodDefinition, type CallContext, type LocalHandler } from './server.js';
@@ -91,8 +92,13 @@ export function createClient<S extends GenServiceMethods>(
     const def = methodDefinition(method);
     const labels = { service: service.typeName, method: method.name };
     if (method.methodKind === 'unary') {
-      client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
+      const spanOptions = { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.service': service.typeName, 'rpc.method': method.name } };
+      client[method.localName] = (request: unknown, callOptions?: CallOptions) =>
+        withSpan(`${service.typeName}/${method.name}`, spanOptions, () => unary(request, callOptions));
+      const unary = (request: unknown, callOptions?: CallOptions) => {
         const { metadata, deadline, signal, principal } = prepare(def.path, callOptions);
+        // Not covered by the signature, which is fine: a forged trace context grants nothing.
+        injectTraceparent((name, value) => metadata.set(name, value));
         if (signal?.aborted) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The call was cancelled'));
         const started = process.hrtime.bigint();
         const local = options.local?.serverAt(address)?.localHandler(def.path);
@@ -101,7 +107,7 @@ export function createClient<S extends GenServiceMethods>(
             options.metrics?.grpcClientCalls.observe({ ...labels, code: 'LOCAL' }, Number(process.hrtime.bigint() - started) / 1e9),
           );
         }
-        return new Promise((resolve, reject) => {
+        return new Promise<unknown>((resolve, reject) => {
           const call = channel.makeUnaryRequest(
             def.path,
             def.requestSerialize,
@@ -126,6 +132,7 @@ export function createClient<S extends GenServiceMethods>(
     } else if (method.methodKind === 'server_streaming') {
       client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
         const { metadata, deadline, signal } = prepare(def.path, callOptions);
+        injectTraceparent((name, value) => metadata.set(name, value));
         return streamOf(channel, def, create(method.input, request as never), metadata, deadline, signal);
       };
     }

@@ -5,6 +5,7 @@ import { healthv1 } from '@agenthub/proto';
 import { HubError, Reason } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { SpanKind, TRACEPARENT, withRemoteParent, withSpan } from '../tracing.js';
 import type { Principal } from './principal.js';
 import { verifyCall, type InternalKey } from './signature.js';
 import { toStatus } from './status.js';
@@ -206,8 +207,9 @@ export class GrpcServer {
   private async runUnary(serviceName: string, method: DescMethod, handler: UnaryHandler<DescMethod>, request: unknown, ctx: CallContext): Promise<unknown> {
     const started = process.hrtime.bigint();
     let code = grpc.status.OK;
+    const span = { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': serviceName, 'rpc.method': method.name } };
     try {
-      return create(method.output, (await handler(request as never, ctx)) as never);
+      return await withSpan(`${serviceName}/${method.name}`, span, async () => create(method.output, (await handler(request as never, ctx)) as never));
     } catch (err) {
       const hubError = HubError.from(err);
       this.logFailure(serviceName, method, hubError);
@@ -244,7 +246,7 @@ export class GrpcServer {
         done(toStatus(HubError.from(err)) as grpc.ServiceError);
         return;
       }
-      this.runUnary(serviceName, method, handler, call.request, ctx).then(
+      withRemoteParent(traceCarrier(call.metadata), () => this.runUnary(serviceName, method, handler, call.request, ctx)).then(
         (response) => done(null, response),
         (err: HubError) => done(toStatus(err) as grpc.ServiceError),
       );
@@ -261,7 +263,8 @@ export class GrpcServer {
 
   private wrapServerStream(serviceName: string, method: DescMethod, handler: ServerStreamHandler<DescMethod>): grpc.handleServerStreamingCall<unknown, unknown> {
     const path = `/${serviceName}/${method.name}`;
-    return async (call) => {
+    const span = { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': serviceName, 'rpc.method': method.name } };
+    const serve = async (call: grpc.ServerWritableStream<unknown, unknown>) => {
       const controller = new AbortController();
       this.active.add(controller);
       call.on('cancelled', () => controller.abort());
@@ -282,6 +285,8 @@ export class GrpcServer {
         this.active.delete(controller);
       }
     };
+    // The span lasts as long as the stream does.
+    return (call) => withRemoteParent(traceCarrier(call.metadata), () => withSpan(path.slice(1), span, () => serve(call)));
   }
 
   private logFailure(serviceName: string, method: DescMethod, err: HubError): void {
@@ -310,6 +315,12 @@ export class GrpcServer {
       },
     );
   }
+}
+
+/** The caller's trace context from a call's metadata, for withRemoteParent. */
+function traceCarrier(metadata: grpc.Metadata): Record<string, string> | undefined {
+  const traceparent = metadata.get(TRACEPARENT)[0];
+  return typeof traceparent === 'string' ? { [TRACEPARENT]: traceparent } : undefined;
 }
 
 /** The grpc-js method definition for a protobuf-es method descriptor. */

@@ -1,5 +1,10 @@
 import { createClient, type RedisClientType } from 'redis';
+import { SpanKind, withSpan } from '../tracing.js';
 import type { Kv } from './kv.js';
+
+/** A client span for one command run inside a traced call (no key or value on it: keys can name API keys' hashes). */
+const command = <T>(name: string, work: () => Promise<T>): Promise<T> =>
+  withSpan(name, { kind: SpanKind.CLIENT, childOnly: true, attributes: { 'db.system.name': 'redis', 'db.operation.name': name } }, work);
 
 /** Redis: one connection for commands, a second one opened on first subscribe. */
 export class RedisKv implements Kv {
@@ -20,24 +25,24 @@ export class RedisKv implements Kv {
   }
 
   async get(key: string): Promise<string | undefined> {
-    return (await this.client.get(this.prefix + key)) ?? undefined;
+    return (await command('GET', () => this.client.get(this.prefix + key))) ?? undefined;
   }
 
   async set(key: string, value: string, ttlMs?: number): Promise<void> {
-    await this.client.set(this.prefix + key, value, ttlMs === undefined ? undefined : { PX: Math.max(1, Math.round(ttlMs)) });
+    await command('SET', () => this.client.set(this.prefix + key, value, ttlMs === undefined ? undefined : { PX: Math.max(1, Math.round(ttlMs)) }));
   }
 
   async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
-    const reply = await this.client.set(this.prefix + key, value, { NX: true, PX: Math.max(1, Math.round(ttlMs)) });
+    const reply = await command('SET', () => this.client.set(this.prefix + key, value, { NX: true, PX: Math.max(1, Math.round(ttlMs)) }));
     return reply === 'OK';
   }
 
   async del(key: string): Promise<void> {
-    await this.client.del(this.prefix + key);
+    await command('DEL', () => this.client.del(this.prefix + key));
   }
 
   async publish(channel: string, message: string): Promise<void> {
-    await this.client.publish(this.prefix + channel, message);
+    await command('PUBLISH', () => this.client.publish(this.prefix + channel, message));
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void, onGap?: () => void): Promise<() => Promise<void>> {
