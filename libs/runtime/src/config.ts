@@ -49,6 +49,8 @@ const schema = z.object({
   // How long a delivery handed to a connected agent stays hidden, waiting for its ack, before it is
   // handed out again (same delivery id).
   MESSAGING_CLAIM_MS: positiveInt.default(30_000),
+  // How long a repeated (sender, messageId) is the same SendMessage rather than a new one.
+  MESSAGING_IDEMPOTENCY_WINDOW_MS: positiveInt.default(24 * 3600_000),
   HUB_INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),

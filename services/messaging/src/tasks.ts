@@ -32,6 +32,8 @@ export interface MessagingLimits {
    * conversation on one task would make every read of it slower. Continue in a new task instead.
    */
   maxTaskItems: number;
+  /** How long a repeated (sender, messageId) is the same send rather than a new one: 24 h. */
+  idempotencyWindowMs: number;
 }
 
 export const DEFAULT_LIMITS: MessagingLimits = {
@@ -42,6 +44,7 @@ export const DEFAULT_LIMITS: MessagingLimits = {
   defaultTtlSeconds: 30 * 24 * 3600,
   maxParts: 100,
   maxTaskItems: 1000,
+  idempotencyWindowMs: 24 * 3600_000,
 };
 
 /** Refuses a change that would grow the task past `maxTaskItems` messages or artifacts. */
@@ -150,7 +153,7 @@ function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds
 }
 
 /** Waits until the task reaches a terminal or input-required state, or `ms` pass. */
-async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
+export async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
   const settled = (state: string) => isSettled(state as StateName);
   const listener = await listen(env.kv, taskChannel(taskId), signal, settled);
   try {
@@ -166,7 +169,8 @@ async function isOnline(env: MessagingEnv, agentId: string): Promise<boolean> {
   return (await env.kv.get(onlineKey(agentId))) !== undefined;
 }
 
-export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest) {
+/** `newTaskId` is the id a new task gets (send-once.ts reserves it with the message's key). */
+export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest, newTaskId = newId('task')) {
   const message = request.message;
   if (!message) throw HubError.invalidParams('message', 'is required');
   validateParts(message.parts, 'message.parts', env.limits.maxParts);
@@ -219,7 +223,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, agent.id));
     task = {
-      id: newId('task'),
+      id: newTaskId,
       contextId: request.contextId || newId('ctx'),
       senderAgentId: caller.agentId,
       senderTenantId: caller.tenantId,
