@@ -15,6 +15,7 @@ import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstream
 
 export { agentMethods } from './methods/index.js';
 export { adminMethods } from './admin.js';
+export { openRpcDocument } from './openrpc.js';
 export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
 export { RpcCode, toRpcError } from './errors.js';
 export type { Route, Clients } from './route.js';
