@@ -351,8 +351,40 @@ describe.each(backends().slice(0, 1).map((b) => [b.name, b] as const))('A2A TCK,
       expectA2aError(withConfig, -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
     });
 
-    it('CORE-CAP-003: GetExtendedAgentCard MUST return UnsupportedOperationError (-32004) when the card declares none', async () => {
-      expectA2aError(await rpc('GetExtendedAgentCard', {}), -32004, 'UNSUPPORTED_OPERATION');
+    it('CORE-CAP-003: GetExtendedAgentCard returns the authenticated extended card the public card announces', async () => {
+      const publicCard = (await (await fetch(`${hub.url}/agents/${agent.agent_id}/.well-known/agent-card.json`)).json()) as any;
+      expect(publicCard.capabilities.extendedAgentCard).toBe(true);
+      const extended = await ok('GetExtendedAgentCard', {});
+      const { capabilities, ...rest } = extended;
+      const { capabilities: publicCapabilities, ...publicRest } = publicCard;
+      expect(rest).toEqual(publicRest);
+      expect(capabilities).toEqual({
+        ...publicCapabilities,
+        extensions: [{
+          uri: 'urn:agenthub:a2a:reach:v1',
+          description: expect.any(String),
+          required: false,
+          params: { reach: 'same-tenant', canSendMessages: true, hubEndpoint: `${hub.url}/agents/${agent.agent_id}/a2a` },
+        }],
+      });
+      expect(JSON.stringify(extended)).not.toContain('tck');
+
+      // Another tenant's caller learns it needs a grant, then that it has one.
+      const outsider = await hub.agent('outside', 'outsider');
+      const asOutsider = () =>
+        fetch(endpoint, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${outsider.api_key}`, 'A2A-Version': '1.0' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'GetExtendedAgentCard', params: {} }),
+        }).then(async (r) => ((await r.json()) as any).result.capabilities.extensions[0].params);
+      expect(await asOutsider()).toMatchObject({ reach: 'grant-required', canSendMessages: false, requestGrantWith: 'x-hub/grants.request' });
+      const { grant } = await hub.ok(outsider.api_key, 'x-hub/grants.request', { agent_id: agent.agent_id });
+      await hub.ok(agent.api_key, 'x-hub/grants.approve', { grant_id: grant.id });
+      expect(await asOutsider()).toMatchObject({ reach: 'grant-approved', canSendMessages: true });
+
+      // Without a key there is no extended card.
+      const anonymous = await fetch(endpoint, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'GetExtendedAgentCard', params: {} }) });
+      expect(anonymous.status).toBe(401);
     });
   });
 

@@ -1,6 +1,6 @@
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import { messagingv1 } from '@agenthub/proto';
-import type { CallOptions } from '@agenthub/runtime';
+import { identityv1, messagingv1 } from '@agenthub/proto';
+import { HubError, type CallOptions } from '@agenthub/runtime';
 import { isFinal } from '@agenthub/tasks';
 import type { RpcContext, RpcMethod, StreamEvent } from '../jsonrpc.js';
 import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS } from '../methods/messaging.js';
@@ -8,6 +8,7 @@ import type { Clients, Route } from '../route.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import { messageIn, stateIn, stateOut, streamItems, taskOut } from './codec.js';
 import { A2aError } from './errors.js';
+import { extendedAgentCard, type Reach } from './cards.js';
 
 /**
  * The methods of the strict A2A 1.0 endpoint (`POST /agents/{agentId}/a2a/v1`, the path naming
@@ -96,6 +97,29 @@ const unsupported = (build: () => A2aError): RpcMethod => ({
   },
 });
 
+type IdentityClient = {
+  getAgent(request: { agentId: string }, options: CallOptions): Promise<identityv1.GetAgentResponse>;
+  checkGrant(request: { agentId: string; otherAgentId: string }, options: CallOptions): Promise<identityv1.CheckGrantResponse>;
+};
+
+/**
+ * The path's agent's card for the authenticated caller. The agent is looked up as the gateway
+ * itself, as for the public card; the grant check runs as the caller, as a send's would.
+ */
+async function extendedCard(clients: Clients, ctx: RpcContext): Promise<unknown> {
+  const identity = clients.get(identityv1.IdentityService.typeName) as unknown as IdentityClient | undefined;
+  if (!identity) throw new Error(`No client for ${identityv1.IdentityService.typeName}`);
+  const { agent } = await identity.getAgent({ agentId: ctx.targetAgentId ?? '' }, { principal: { kind: 'operator' }, signal: ctx.signal });
+  if (!agent) throw HubError.notFound('Agent not found');
+  const caller = ctx.principal;
+  let reach: Reach = 'same-tenant';
+  if (caller.kind === 'agent' && caller.tenantId !== agent.tenantId) {
+    const grant = await identity.checkGrant({ agentId: caller.agentId, otherAgentId: agent.id }, options(ctx));
+    reach = grant.approved ? 'grant-approved' : 'grant-required';
+  }
+  return extendedAgentCard(agent, ctx.baseUrl ?? '', reach);
+}
+
 export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
   const service = messagingv1.MessagingService;
   const client = (): Client => {
@@ -162,6 +186,6 @@ export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
     ['GetTaskPushNotificationConfig', noPush],
     ['ListTaskPushNotificationConfigs', noPush],
     ['DeleteTaskPushNotificationConfig', noPush],
-    ['GetExtendedAgentCard', unsupported(() => A2aError.unsupportedOperation('This agent has no extended Agent Card (capabilities.extendedAgentCard is false)'))],
+    ['GetExtendedAgentCard', { invoke: (_p, ctx) => extendedCard(clients, ctx) }],
   ]);
 }
