@@ -84,7 +84,7 @@ export function checked(route: Route, schema: z.ZodType | undefined): Route {
       ...route,
       params: schema,
       stream: async (params, ctx) => {
-        parseParams(schema, params);
+        parseParams(schema, params, 'brackets');
         return open(params, ctx);
       },
     };
@@ -94,7 +94,7 @@ export function checked(route: Route, schema: z.ZodType | undefined): Route {
     ...route,
     params: schema,
     invoke: async (params, ctx) => {
-      parseParams(schema, params);
+      parseParams(schema, params, 'brackets');
       return invoke(params, ctx);
     },
   };
