@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eventsv1 } from '@agenthub/proto';
 import { HubError, type CallContext } from '@agenthub/runtime';
+import { matchAgentWebhooks } from './agent-webhooks.js';
 import type { EventsEnv } from './env.js';
 import { retryAfterMs, type AttemptResult } from './send.js';
 import { webhookHeaders } from './signing.js';
@@ -42,7 +43,8 @@ export async function intakeEvent(env: EventsEnv, message: EventMessage): Promis
     env.log.error({ key: message.key, event_id: eventId }, 'skipped a bus message that is not a workspace event');
     return;
   }
-  const webhookIds = await env.store.intake({ workspaceId, eventId, type, payload: message.value, occurredAt }, env.clock());
+  const event = { workspaceId, eventId, type, payload: message.value, occurredAt };
+  const webhookIds = [...(await env.store.intake(event, env.clock())), ...(await matchAgentWebhooks(env, event))];
   if (webhookIds.length > 0) {
     env.log.debug({ event_id: eventId, event: type, workspace_id: workspaceId, deliveries: webhookIds.length }, 'event queued for webhooks');
     env.wake(webhookIds);
