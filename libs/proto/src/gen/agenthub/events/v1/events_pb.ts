@@ -629,7 +629,10 @@ export const DeliveryStatusSchema: GenEnum<DeliveryStatus> = /*@__PURE__*/
  * the Standard Webhooks scheme, retried on a backoff schedule, every attempt recorded.
  *
  * Every call acts for the agent principal carried in metadata and needs the admin role in the
- * workspace, asked of the workspace service's ResolveAccess on every call (never cached). Checks
+ * workspace, asked of the workspace service's ResolveAccess on every call (never cached). An empty
+ * workspace_id names the caller's agent-wide webhooks instead: every workspace the caller owns or
+ * administers when an event is taken from the log (asked as the caller), including ones created
+ * later, so they receive `workspace.created`; only their creator sees or changes them. Checks
  * run in this order: parameters, workspace exists, caller's access, caller's role, then the
  * webhook itself (NOT_FOUND `Webhook not found`). Signing secrets appear only in
  * CreateWebhookResponse and RotateWebhookSecretResponse.
