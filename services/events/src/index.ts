@@ -17,6 +17,9 @@ export { DEFAULT_LIMITS, type EventsLimits, type Clock } from './env.js';
 export { sign, webhookHeaders } from './signing.js';
 export { EVENT_TYPES } from './validate.js';
 
+/** The messaging service's topic (its store names it too): task transitions, keyed by task id. */
+const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
+
 /** Consumer group of every events replica: each event reaches one of them. */
 export const CONSUMER_GROUP = 'agenthub-events';
 
@@ -98,7 +101,8 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
       (server) => server.add(eventsv1.EventsService, createEventsHandlers(env)),
     );
     if (deps.worker?.enabled !== false) worker.start();
-    const subscription = await deps.bus.subscribe(CONSUMER_GROUP, [WORKSPACE_EVENTS_TOPIC], (message) => intakeEvent(env, message));
+    // Task events feed task push notification configs (task-push.ts).
+    const subscription = await deps.bus.subscribe(CONSUMER_GROUP, [WORKSPACE_EVENTS_TOPIC, MESSAGING_EVENTS_TOPIC], (message) => intakeEvent(env, message));
     const service = running;
     return {
       name: service.name,

@@ -24,6 +24,8 @@ export interface DueDelivery {
   url: string;
   /** The current secret first, then the previous one while its window lasts. */
   secrets: string[];
+  /** Headers besides the signature: a task push config's token and authentication (task-push.ts). */
+  headers: Record<string, string>;
 }
 
 export interface AttemptRecord {
@@ -79,7 +81,8 @@ function toWebhook(row: WebhookRow): WebhookRecord {
 }
 
 /** What a claim returns, from `deliveries d` joined to `webhooks w`. */
-const DUE_COLUMNS = 'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at';
+const DUE_COLUMNS =
+  'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.push_token, w.push_auth_scheme, w.push_auth_credentials';
 
 interface DueRow {
   seq: string | number;
@@ -91,6 +94,9 @@ interface DueRow {
   secret: string;
   previous_secret: string | null;
   previous_expires_at: string | number | null;
+  push_token: string | null;
+  push_auth_scheme: string | null;
+  push_auth_credentials: string | null;
 }
 
 function toDue(row: DueRow, now: number): DueDelivery {
@@ -102,6 +108,10 @@ function toDue(row: DueRow, now: number): DueDelivery {
     failures: row.failures,
     url: row.url,
     secrets: secretsOf(row, now),
+    headers: {
+      ...(row.push_token ? { 'X-A2A-Notification-Token': row.push_token } : {}),
+      ...(row.push_auth_scheme ? { Authorization: `${row.push_auth_scheme} ${row.push_auth_credentials ?? ''}`.trim() } : {}),
+    },
   };
 }
 

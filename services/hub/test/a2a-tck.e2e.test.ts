@@ -115,7 +115,7 @@ describe.each(backends().slice(0, 1).map((b) => [b.name, b] as const))('A2A TCK,
         description: 'The system under test',
         version: expect.any(String),
         supportedInterfaces: [{ url: endpoint, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-        capabilities: { streaming: true, pushNotifications: false },
+        capabilities: { streaming: true, pushNotifications: true },
         defaultInputModes: ['text/plain', 'application/json'],
         defaultOutputModes: ['text/plain', 'application/json'],
         skills: [{ id: 'echo', name: 'Echo', description: 'Says it back', tags: ['test'] }],
@@ -342,13 +342,13 @@ describe.each(backends().slice(0, 1).map((b) => [b.name, b] as const))('A2A TCK,
   });
 
   describe('Capabilities', () => {
-    it('CORE-CAP-001: push notification operations MUST return PushNotificationNotSupportedError (-32003)', async () => {
+    it('CORE-CAP-001: the card declares push notifications; a config URL the egress policy refuses is -32602 naming url', async () => {
+      const card = (await (await fetch(`${hub.url}/agents/${agent.agent_id}/.well-known/agent-card.json`)).json()) as any;
+      expect(card.capabilities.pushNotifications).toBe(true);
       const task = await submitted();
-      for (const method of ['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig']) {
-        expectA2aError(await rpc(method, { taskId: task.id, id: 'cfg-1', url: 'https://example.com/hook' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
-      }
-      const withConfig = await rpc('SendMessage', { message: message(), configuration: { taskPushNotificationConfig: { url: 'https://example.com/hook' } } });
-      expectA2aError(withConfig, -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
+      const reply = await rpc('CreateTaskPushNotificationConfig', { taskId: task.id, id: 'cfg-1', url: 'http://127.0.0.1:9/hook' });
+      expect([reply.body.error?.code, reply.body.error?.data?.[0]?.metadata?.field]).toEqual([-32602, 'url']);
+      expect((await ok('ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toEqual([]);
     });
 
     it('CORE-CAP-003: GetExtendedAgentCard returns the authenticated extended card the public card announces', async () => {

@@ -37,7 +37,7 @@ export function agentCard(agent: identityv1.Agent, baseUrl: string): Json {
     supportedInterfaces: [{ url: strictEndpoint(baseUrl, agent.id), protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
     provider: { organization: 'AgentHub', url: baseUrl },
     version: CARD_VERSION,
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true },
+    capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: true },
     ...SECURITY,
     defaultInputModes: DEFAULT_MODES,
     defaultOutputModes: agent.outputModes.length ? agent.outputModes : DEFAULT_MODES,
