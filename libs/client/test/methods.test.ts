@@ -81,9 +81,9 @@ describe('client params', () => {
   it('name exactly the properties of the params schema the gateway validates with', () => {
     const schemaKeys = Object.fromEntries(
       [...agentMethods(new Map())]
-        .filter(([, method]) => method.schema)
+        .filter(([, method]) => method.params)
         .map(([name, method]) => {
-          const json = z.toJSONSchema(method.schema!, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, unknown> };
+          const json = z.toJSONSchema(method.params!, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, unknown> };
           return [name, Object.keys(json.properties ?? {}).sort()];
         }),
     );

@@ -82,6 +82,8 @@ const schema = z.object({
   GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
   GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
   GRPC_TLS_CA_FILE: z.string().min(1).optional(),
+  // How long a repeated (sender, messageId) is the same SendMessage rather than a new one.
+  MESSAGING_IDEMPOTENCY_WINDOW_MS: positiveInt.default(24 * 3600_000),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),

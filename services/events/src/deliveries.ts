@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { eventsv1 } from '@agenthub/proto';
 import { contextOf, currentTraceparent, HubError, SpanKind, TRACEPARENT, withSpan, type CallContext } from '@agenthub/runtime';
+import { matchAgentWebhooks } from './agent-webhooks.js';
+import { intakeTaskEvent } from './task-push.js';
 import type { EventsEnv } from './env.js';
 import { retryAfterMs, type AttemptResult } from './send.js';
 import { webhookHeaders } from './signing.js';
@@ -49,7 +51,10 @@ async function intake(env: EventsEnv, message: EventMessage): Promise<void> {
     return;
   }
   const traceparent = currentTraceparent() ?? message.headers[TRACEPARENT];
-  const webhookIds = await env.store.intake({ workspaceId, eventId, type, payload: message.value, occurredAt, traceparent }, env.clock());
+  const event = { workspaceId, eventId, type, payload: message.value, occurredAt, traceparent };
+  const webhookIds = type.startsWith('messaging.')
+    ? await intakeTaskEvent(env, event)
+    : [...(await env.store.intake(event, env.clock())), ...(await matchAgentWebhooks(env, event))];
   if (webhookIds.length > 0) {
     env.log.debug({ event_id: eventId, event: type, workspace_id: workspaceId, deliveries: webhookIds.length }, 'event queued for webhooks');
     env.wake(webhookIds);
@@ -70,16 +75,20 @@ export function decide(env: EventsEnv, result: AttemptResult, failures: number, 
   return { kind: 'retry', at: now + delay };
 }
 
-async function attempt(env: EventsEnv, target: { url: string; secrets: string[]; eventId: string; payload: string; traceparent?: string }, signal?: AbortSignal) {
+async function attempt(
+  env: EventsEnv,
+  target: { url: string; secrets: string[]; eventId: string; payload: string; headers?: Record<string, string>; traceparent?: string },
+  signal?: AbortSignal,
+) {
   // Each attempt is a span of the trace whose call wrote the event; the sender passes it on to the receiver.
   const span = { kind: SpanKind.CLIENT, parent: contextOf(target.traceparent), attributes: { 'event.id': target.eventId } };
   return withSpan('webhook delivery', span, () => sendAttempt(env, target, signal));
 }
 
-async function sendAttempt(env: EventsEnv, target: { url: string; secrets: string[]; eventId: string; payload: string }, signal?: AbortSignal) {
+async function sendAttempt(env: EventsEnv, target: { url: string; secrets: string[]; eventId: string; payload: string; headers?: Record<string, string> }, signal?: AbortSignal) {
   const at = env.clock();
   const timestamp = Math.floor(at / 1000);
-  const headers = webhookHeaders(target.secrets, target.eventId, timestamp, target.payload);
+  const headers = { ...target.headers, ...webhookHeaders(target.secrets, target.eventId, timestamp, target.payload) };
   const result = await env.sender.post(target.url, headers, target.payload, signal);
   env.metrics.attemptSeconds.observe({ result: result.error ? 'failure' : 'success' }, result.latencyMs / 1000);
   return { at, result };

@@ -25,6 +25,9 @@ export { sign, webhookHeaders } from './signing.js';
 /** The workspace event types of the interface; a webhook filter may name only these. */
 export { EVENT_TYPES } from './validate.js';
 
+/** The messaging service's topic (its store names it too): task transitions, keyed by task id. */
+const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
+
 /** Consumer group of every events replica: each event reaches one of them. */
 export const CONSUMER_GROUP = 'agenthub-events';
 
@@ -109,8 +112,10 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
       (server) => server.add(eventsv1.EventsService, createEventsHandlers(env)),
     );
     if (deps.worker?.enabled !== false) worker.start();
-    const subscription = await deps.bus.subscribe(CONSUMER_GROUP, [WORKSPACE_EVENTS_TOPIC], (message) => intakeEvent(env, message));
-    const stopBacklog = reportBacklog(deps.metrics, deps.db, deps.bus, { group: CONSUMER_GROUP, topics: [WORKSPACE_EVENTS_TOPIC] });
+    // Task events feed task push notification configs (task-push.ts).
+    const topics = [WORKSPACE_EVENTS_TOPIC, MESSAGING_EVENTS_TOPIC];
+    const subscription = await deps.bus.subscribe(CONSUMER_GROUP, topics, (message) => intakeEvent(env, message));
+    const stopBacklog = reportBacklog(deps.metrics, deps.db, deps.bus, { group: CONSUMER_GROUP, topics });
     const service = running;
     return {
       name: service.name,

@@ -2,6 +2,7 @@ import type { eventsv1 } from '@agenthub/proto';
 import type { ServiceHandlers } from '@agenthub/runtime';
 import { listDeliveries, replayDeliveries, testWebhook } from './deliveries.js';
 import type { EventsEnv } from './env.js';
+import { createTaskPushConfig, deleteTaskPushConfig, getTaskPushConfig, listTaskPushConfigs } from './task-push.js';
 import { createWebhook, deleteWebhook, getWebhook, listWebhooks, rotateWebhookSecret } from './webhooks.js';
 
 /** The handlers of `agenthub.events.v1.EventsService`; every one checks the caller's admin role. */
@@ -15,5 +16,9 @@ export function createEventsHandlers(env: EventsEnv): ServiceHandlers<typeof eve
     testWebhook: async (request, ctx) => testWebhook(env, ctx, request),
     listDeliveries: async (request, ctx) => listDeliveries(env, ctx, request),
     replayDeliveries: async (request, ctx) => replayDeliveries(env, ctx, request),
+    createTaskPushConfig: async (request, ctx) => createTaskPushConfig(env, ctx, request),
+    getTaskPushConfig: async (request, ctx) => getTaskPushConfig(env, ctx, request),
+    listTaskPushConfigs: async (request, ctx) => listTaskPushConfigs(env, ctx, request),
+    deleteTaskPushConfig: async (request, ctx) => deleteTaskPushConfig(env, ctx, request),
   };
 }

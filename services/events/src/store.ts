@@ -33,6 +33,8 @@ export interface DueDelivery {
   retired: boolean;
   /** The trace of the call whose event this delivers (W3C traceparent), when traced. */
   traceparent?: string;
+  /** Headers besides the signature: a task push config's token and authentication (task-push.ts). */
+  headers: Record<string, string>;
 }
 
 export interface AttemptRecord {
@@ -91,7 +93,7 @@ function toWebhook(row: WebhookRow): WebhookRecord {
 
 /** What a claim returns, from `deliveries d` joined to `webhooks w`. */
 const DUE_COLUMNS =
-  'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.workspace_id, w.created_by, w.workspace_deleted_at, d.traceparent';
+  'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.workspace_id, w.created_by, w.workspace_deleted_at, d.traceparent, w.push_token, w.push_auth_scheme, w.push_auth_credentials';
 
 interface DueRow {
   seq: string | number;
@@ -107,6 +109,9 @@ interface DueRow {
   created_by: string;
   workspace_deleted_at: string | number | null;
   traceparent: string | null;
+  push_token: string | null;
+  push_auth_scheme: string | null;
+  push_auth_credentials: string | null;
 }
 
 function toDue(row: DueRow, now: number): DueDelivery {
@@ -122,6 +127,10 @@ function toDue(row: DueRow, now: number): DueDelivery {
     createdBy: row.created_by,
     retired: row.workspace_deleted_at !== null,
     ...(row.traceparent ? { traceparent: row.traceparent } : {}),
+    headers: {
+      ...(row.push_token ? { 'X-A2A-Notification-Token': row.push_token } : {}),
+      ...(row.push_auth_scheme ? { Authorization: `${row.push_auth_scheme} ${row.push_auth_credentials ?? ''}`.trim() } : {}),
+    },
   };
 }
 
@@ -129,7 +138,10 @@ function toDue(row: DueRow, now: number): DueDelivery {
 export class EventsStore {
   constructor(readonly db: Db) {}
 
-  /** Inserts a webhook unless the workspace already has `max`; false then. */
+  /**
+   * Inserts a webhook unless the workspace (for an agent-wide one, `workspaceId` '': its creator)
+   * already has `max`; false then.
+   */
   async createWebhook(input: {
     id: string;
     workspaceId: string;
@@ -138,40 +150,71 @@ export class EventsStore {
     description: string;
     secret: string;
     agentId: string;
+    tenantId: string;
     now: number;
     max: number;
   }): Promise<WebhookRecord | undefined> {
     return this.db.transaction(async (tx) => {
       // Serialises creations in one workspace so two concurrent calls cannot both pass the count.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhooks:${input.workspaceId}`]);
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhooks:${input.workspaceId || `agent:${input.agentId}`}`]);
       const count = await tx.query<{ count: number }>(
-        'SELECT count(*)::int AS count FROM webhooks WHERE workspace_id = $1 AND workspace_deleted_at IS NULL',
-        [input.workspaceId],
+        `SELECT count(*)::int AS count FROM webhooks
+          WHERE workspace_id = $1 AND workspace_deleted_at IS NULL AND ($1 <> '' OR created_by = $2)`,
+        [input.workspaceId, input.agentId],
       );
       if ((count.rows[0]?.count ?? 0) >= input.max) return undefined;
       const { rows } = await tx.query<WebhookRow>(
-        `INSERT INTO webhooks (id, workspace_id, url, event_types, description, secret, created_at, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${WEBHOOK_COLUMNS}`,
-        [input.id, input.workspaceId, input.url, input.events, input.description, input.secret, input.now, input.agentId],
+        `INSERT INTO webhooks (id, workspace_id, url, event_types, description, secret, created_at, created_by, agent_tenant_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
+        [input.id, input.workspaceId, input.url, input.events, input.description, input.secret, input.now, input.agentId, input.tenantId],
       );
       return toWebhook(rows[0]!);
     });
   }
 
-  async listWebhooks(workspaceId: string): Promise<WebhookRecord[]> {
+  /** The workspace's webhooks; for `workspaceId` '', the agent-wide ones `agentId` created. */
+  async listWebhooks(workspaceId: string, agentId: string): Promise<WebhookRecord[]> {
     const { rows } = await this.db.query<WebhookRow>(
-      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE workspace_id = $1 AND workspace_deleted_at IS NULL ORDER BY seq`,
-      [workspaceId],
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks
+        WHERE workspace_id = $1 AND workspace_deleted_at IS NULL AND ($1 <> '' OR created_by = $2) ORDER BY seq`,
+      [workspaceId, agentId],
     );
     return rows.map(toWebhook);
   }
 
-  async getWebhook(workspaceId: string, webhookId: string, tx: Queryable = this.db): Promise<WebhookRecord | undefined> {
-    const { rows } = await tx.query<WebhookRow>(
-      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE id = $1 AND workspace_id = $2 AND workspace_deleted_at IS NULL`,
-      [webhookId, workspaceId],
+  /** The webhook of the workspace; for `workspaceId` '', the agent-wide one if `agentId` created it. */
+  async getWebhook(workspaceId: string, webhookId: string, agentId: string): Promise<WebhookRecord | undefined> {
+    const { rows } = await this.db.query<WebhookRow>(
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks
+        WHERE id = $1 AND workspace_id = $2 AND workspace_deleted_at IS NULL AND ($2 <> '' OR created_by = $3)`,
+      [webhookId, workspaceId, agentId],
     );
     return rows[0] && toWebhook(rows[0]);
+  }
+
+  /** Enabled agent-wide webhooks whose filter takes `type` and that existed at `occurredAt`. */
+  async agentWebhooks(type: string, occurredAt: number | undefined): Promise<{ id: string; agentId: string; tenantId: string }[]> {
+    const { rows } = await this.db.query<{ id: string; created_by: string; agent_tenant_id: string }>(
+      `SELECT id, created_by, agent_tenant_id FROM webhooks
+        WHERE workspace_id = '' AND enabled AND (cardinality(event_types) = 0 OR $1 = ANY (event_types))
+          AND ($2::bigint IS NULL OR created_at <= $2::bigint)
+        ORDER BY seq`,
+      [type, occurredAt ?? null],
+    );
+    return rows.map((r) => ({ id: r.id, agentId: r.created_by, tenantId: r.agent_tenant_id }));
+  }
+
+  /** Queues the event for the given (agent-wide) webhooks; idempotent like `intake`. */
+  async intakeFor(webhookIds: string[], event: { eventId: string; type: string; payload: string; traceparent?: string }, now: number): Promise<string[]> {
+    if (webhookIds.length === 0) return [];
+    const { rows } = await this.db.query<{ webhook_id: string }>(
+      `INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at, traceparent)
+       SELECT id, $2, $3, $4, 'pending', $5, $5, $6 FROM webhooks WHERE id = ANY ($1::text[]) ORDER BY seq
+       ON CONFLICT (webhook_id, event_id) DO NOTHING
+       RETURNING webhook_id`,
+      [webhookIds, event.eventId, event.type, event.payload, now, event.traceparent ?? null],
+    );
+    return rows.map((row) => row.webhook_id);
   }
 
   /** The current secret and, within its window, the previous one: what a delivery is signed with. */

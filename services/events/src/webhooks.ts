@@ -22,25 +22,36 @@ export function webhookInfo(webhook: WebhookRecord) {
   };
 }
 
+/**
+ * The workspace a webhook call is about: '' (no workspace_id) names the caller's agent-wide
+ * webhooks, which need no role (they deliver only what the caller administers, checked per event).
+ */
+async function scope(env: EventsEnv, ctx: CallContext, raw: string): Promise<string> {
+  if (raw === '') return '';
+  const workspaceId = validate.workspaceId(raw);
+  await requireAdmin(env.workspace, ctx, workspaceId);
+  return workspaceId;
+}
+
 /** Admin role, then the webhook of that workspace (NOT_FOUND `Webhook not found` otherwise). */
 export async function adminWebhook(env: EventsEnv, ctx: CallContext, request: { workspaceId: string; webhookId: string }) {
-  callerOf(ctx);
-  const workspaceId = validate.workspaceId(request.workspaceId);
+  const caller = callerOf(ctx);
+  if (request.workspaceId !== '') validate.workspaceId(request.workspaceId);
   const webhookId = validate.webhookId(request.webhookId);
-  await requireAdmin(env.workspace, ctx, workspaceId);
-  const webhook = await env.store.getWebhook(workspaceId, webhookId);
+  const workspaceId = await scope(env, ctx, request.workspaceId);
+  const webhook = await env.store.getWebhook(workspaceId, webhookId, caller.agentId);
   if (!webhook) throw HubError.notFound('Webhook not found');
   return webhook;
 }
 
 export async function createWebhook(env: EventsEnv, ctx: CallContext, request: eventsv1.CreateWebhookRequest) {
   const caller = callerOf(ctx);
-  const workspaceId = validate.workspaceId(request.workspaceId);
+  if (request.workspaceId !== '') validate.workspaceId(request.workspaceId);
   const events = validate.eventTypes(request.events);
   const description = validate.description(request.description);
   // Syntax before the role check; the DNS look-up only for an admin.
   const syntaxOnly = await checkTargetUrl(request.url, 'url', { ...env.policy, allowPrivate: true });
-  await requireAdmin(env.workspace, ctx, workspaceId);
+  const workspaceId = await scope(env, ctx, request.workspaceId);
   const url = env.policy.allowPrivate ? syntaxOnly : await checkTargetUrl(request.url, 'url', env.policy);
   const secret = newSigningSecret();
   const max = env.limits.maxWebhooksPerWorkspace;
@@ -52,21 +63,22 @@ export async function createWebhook(env: EventsEnv, ctx: CallContext, request: e
     description,
     secret,
     agentId: caller.agentId,
+    tenantId: caller.tenantId,
     now: env.clock(),
     max,
   });
   if (!webhook) {
-    throw new HubError(Reason.LIMIT_EXCEEDED, `A workspace holds at most ${max} webhooks; delete one first`, { field: 'workspace_id' });
+    throw new HubError(Reason.LIMIT_EXCEEDED, `${workspaceId ? 'A workspace' : 'An agent'} holds at most ${max} webhooks${workspaceId ? '' : ' for all its workspaces'}; delete one first`, { field: 'workspace_id' });
   }
   ctx.log.info({ workspace_id: workspaceId, webhook_id: webhook.id }, 'webhook created');
   return { webhook: webhookInfo(webhook), secret };
 }
 
 export async function listWebhooks(env: EventsEnv, ctx: CallContext, request: eventsv1.ListWebhooksRequest) {
-  callerOf(ctx);
-  const workspaceId = validate.workspaceId(request.workspaceId);
-  await requireAdmin(env.workspace, ctx, workspaceId);
-  return { webhooks: (await env.store.listWebhooks(workspaceId)).map(webhookInfo) };
+  const caller = callerOf(ctx);
+  if (request.workspaceId !== '') validate.workspaceId(request.workspaceId);
+  const workspaceId = await scope(env, ctx, request.workspaceId);
+  return { webhooks: (await env.store.listWebhooks(workspaceId, caller.agentId)).map(webhookInfo) };
 }
 
 export async function getWebhook(env: EventsEnv, ctx: CallContext, request: eventsv1.GetWebhookRequest) {

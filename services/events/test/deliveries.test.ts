@@ -592,9 +592,10 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook deliveries (
     expect((await stack.db.query('SELECT id FROM webhooks WHERE id = $1', [pending.id])).rows.length).toBe(0);
   });
 
-  test('the consumer joins group agenthub-events on the workspace events topic and skips malformed messages', async () => {
+  test('the consumer joins group agenthub-events on the workspace and task events topics and skips malformed messages', async () => {
     expect(stack.bus.group).toBe('agenthub-events');
-    expect(stack.bus.topics).toEqual(['agenthub.workspace.events']);
+    // Task events feed A2A task push notification configs.
+    expect(stack.bus.topics).toEqual(['agenthub.workspace.events', 'agenthub.messaging.events']);
     const workspaceId = await stack.workspaceWith(owner);
     await hook(workspaceId, receiver);
     await stack.bus.publish('agenthub.workspace.events', [

@@ -203,6 +203,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       a2aVersion: ctx.get('A2A-Version') || undefined,
       signal: abort.signal,
       lastEventId: ctx.get('Last-Event-ID') || undefined,
+      baseUrl: `${ctx.protocol}://${ctx.host}`,
     };
     if (handler.isStream(body)) {
       const opened = await handler.open(body, rpcContext);

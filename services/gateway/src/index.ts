@@ -26,6 +26,8 @@ export { agentMethods } from './methods/index.js';
 export { TOOLS as MCP_TOOLS } from './mcp/index.js';
 /** The operator methods, answered only with the admin token. */
 export { adminMethods } from './admin.js';
+/** The OpenRPC description of the agent and operator methods, from the schemas the routes check params with. */
+export { openRpcDocument } from './openrpc.js';
 /** JSON-RPC 2.0 over the routes: batches answered in request order, notifications unanswered, every failure a JSON-RPC error, never a crash. */
 export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
 /** The one mapping of HubError reasons to JSON-RPC codes on this wire. */

@@ -21,6 +21,8 @@ export interface RpcContext {
   readonly signal?: AbortSignal;
   /** The SSE `Last-Event-ID` header of a reconnecting stream. */
   readonly lastEventId?: string;
+  /** This hub's URL as the caller reached it (`https://host`), for documents naming absolute URLs. */
+  readonly baseUrl?: string;
 }
 
 /** One event of a streaming method: the result of one JSON-RPC response object on the stream. */

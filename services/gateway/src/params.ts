@@ -5,11 +5,14 @@ import { HubError } from '@agenthub/runtime';
  * Parses `params` against a method's schema. The first problem becomes -32602 naming the field
  * (`Invalid params: name is required`), so a caller can fix the request without guessing.
  */
-export function parseParams<T>(schema: z.ZodType<T>, params: unknown): T {
+export function parseParams<T>(schema: z.ZodType<T>, params: unknown, indexes: 'dotted' | 'brackets' = 'dotted'): T {
   const parsed = schema.safeParse(params);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  const field = issue.path.length ? issue.path.map(String).join('.') : 'params';
+  // The messaging dialects name list items as `parts[2]`, as A2A clients expect; the rest `tags.2`.
+  const step = (at: string, key: PropertyKey) =>
+    indexes === 'brackets' && typeof key === 'number' ? `${at}[${key}]` : at ? `${at}.${String(key)}` : String(key);
+  const field = issue.path.length ? issue.path.reduce<string>(step, '') : 'params';
   throw HubError.invalidParams(field, describe(issue, params));
 }
 

@@ -12,8 +12,8 @@ export type Clients = ReadonlyMap<string, Record<string, (request: unknown, opti
 export type Route = RpcMethod & {
   readonly service: GenService<GenServiceMethods>;
   readonly rpc: string;
-  /** The params schema of a `route(...)` method (the MCP endpoint describes its tools with it). */
-  readonly schema?: z.ZodType;
+  /** The params schema the method checks first; docs/openrpc.json is generated from it. */
+  readonly params?: z.ZodType;
 };
 
 type Unary<S extends GenServiceMethods> = { [K in keyof S]: S[K] extends { methodKind: 'unary' } ? K : never }[keyof S] & string;
@@ -36,7 +36,7 @@ export function route<S extends GenServiceMethods, K extends Unary<S>, P>(
   return {
     service: service as unknown as GenService<GenServiceMethods>,
     rpc,
-    schema: spec.params,
+    params: spec.params,
     async invoke(raw, ctx) {
       const params = parseParams(spec.params, raw);
       const client = clients.get(service.typeName);

@@ -115,7 +115,7 @@ describe.each(backends().slice(0, 1).map((b) => [b.name, b] as const))('A2A TCK,
         description: 'The system under test',
         version: expect.any(String),
         supportedInterfaces: [{ url: endpoint, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-        capabilities: { streaming: true, pushNotifications: false },
+        capabilities: { streaming: true, pushNotifications: true },
         defaultInputModes: ['text/plain', 'application/json'],
         defaultOutputModes: ['text/plain', 'application/json'],
         skills: [{ id: 'echo', name: 'Echo', description: 'Says it back', tags: ['test'] }],
@@ -342,17 +342,49 @@ describe.each(backends().slice(0, 1).map((b) => [b.name, b] as const))('A2A TCK,
   });
 
   describe('Capabilities', () => {
-    it('CORE-CAP-001: push notification operations MUST return PushNotificationNotSupportedError (-32003)', async () => {
+    it('CORE-CAP-001: the card declares push notifications; a config URL the egress policy refuses is -32602 naming url', async () => {
+      const card = (await (await fetch(`${hub.url}/agents/${agent.agent_id}/.well-known/agent-card.json`)).json()) as any;
+      expect(card.capabilities.pushNotifications).toBe(true);
       const task = await submitted();
-      for (const method of ['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig']) {
-        expectA2aError(await rpc(method, { taskId: task.id, id: 'cfg-1', url: 'https://example.com/hook' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
-      }
-      const withConfig = await rpc('SendMessage', { message: message(), configuration: { taskPushNotificationConfig: { url: 'https://example.com/hook' } } });
-      expectA2aError(withConfig, -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
+      const reply = await rpc('CreateTaskPushNotificationConfig', { taskId: task.id, id: 'cfg-1', url: 'http://127.0.0.1:9/hook' });
+      expect([reply.body.error?.code, reply.body.error?.data?.[0]?.metadata?.field]).toEqual([-32602, 'url']);
+      expect((await ok('ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toEqual([]);
     });
 
-    it('CORE-CAP-003: GetExtendedAgentCard MUST return UnsupportedOperationError (-32004) when the card declares none', async () => {
-      expectA2aError(await rpc('GetExtendedAgentCard', {}), -32004, 'UNSUPPORTED_OPERATION');
+    it('CORE-CAP-003: GetExtendedAgentCard returns the authenticated extended card the public card announces', async () => {
+      const publicCard = (await (await fetch(`${hub.url}/agents/${agent.agent_id}/.well-known/agent-card.json`)).json()) as any;
+      expect(publicCard.capabilities.extendedAgentCard).toBe(true);
+      const extended = await ok('GetExtendedAgentCard', {});
+      const { capabilities, ...rest } = extended;
+      const { capabilities: publicCapabilities, ...publicRest } = publicCard;
+      expect(rest).toEqual(publicRest);
+      expect(capabilities).toEqual({
+        ...publicCapabilities,
+        extensions: [{
+          uri: 'urn:agenthub:a2a:reach:v1',
+          description: expect.any(String),
+          required: false,
+          params: { reach: 'same-tenant', canSendMessages: true, hubEndpoint: `${hub.url}/agents/${agent.agent_id}/a2a` },
+        }],
+      });
+      expect(JSON.stringify(extended)).not.toContain('tck');
+
+      // Another tenant's caller learns it needs a grant, then that it has one.
+      const outsider = await hub.agent('outside', 'outsider');
+      const asOutsider = () =>
+        fetch(endpoint, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${outsider.api_key}`, 'A2A-Version': '1.0' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'GetExtendedAgentCard', params: {} }),
+        }).then(async (r) => ((await r.json()) as any).result.capabilities.extensions[0].params);
+      expect(await asOutsider()).toMatchObject({ reach: 'grant-required', canSendMessages: false, requestGrantWith: 'x-hub/grants.request' });
+      const { grant } = await hub.ok(outsider.api_key, 'x-hub/grants.request', { agent_id: agent.agent_id });
+      await hub.ok(agent.api_key, 'x-hub/grants.approve', { grant_id: grant.id });
+      expect(await asOutsider()).toMatchObject({ reach: 'grant-approved', canSendMessages: true });
+
+      // Without a key there is no extended card.
+      const anonymous = await fetch(endpoint, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'GetExtendedAgentCard', params: {} }) });
+      expect(anonymous.status).toBe(401);
     });
   });
 

@@ -1,6 +1,7 @@
 import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { HubError, waitSignal, type CallContext, type Logger } from '@agenthub/runtime';
+import { SendKeys } from './send-keys.js';
 import type { DeliveryRecord } from './store.js';
 import { listen } from './wake.js';
 import { inboxChannel, onlineKey, taskChannel, type Caller, type MessagingEnv } from './tasks.js';
@@ -86,6 +87,7 @@ export async function sweepExpired(env: MessagingEnv, log: Logger, batch = 100):
       await env.store.deleteExpired(taskId, now);
     }
   }
+  await new SendKeys(env.store.db).prune(now - env.limits.idempotencyWindowMs, batch);
   return failed;
 }
 

@@ -2,6 +2,7 @@ import { messagingv1 } from '@agenthub/proto';
 import type { Db, Kv, ServiceHandlers } from '@agenthub/runtime';
 import { ackDelivery, pollInbox } from './inbox.js';
 import { Recipients } from './recipients.js';
+import { sendMessageOnce } from './send-once.js';
 import { MessagingStore } from './store.js';
 import { watchTask } from './streams.js';
 import {
@@ -11,7 +12,6 @@ import {
   getTask,
   inboxChannel,
   listTasks,
-  sendMessage,
   updateTask,
   type IdentityClient,
   type MessagingEnv,
@@ -42,7 +42,7 @@ export function messagingEnv(deps: {
 export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<typeof messagingv1.MessagingService.method> {
   // Every handler is async so that callerOf's refusal becomes a rejection.
   return {
-    sendMessage: async (request, ctx) => sendMessage(env, ctx, callerOf(ctx), request),
+    sendMessage: async (request, ctx) => sendMessageOnce(env, ctx, callerOf(ctx), request),
     getTask: async (request, ctx) => getTask(env, ctx, callerOf(ctx), request),
     cancelTask: async (request, ctx) => cancelTask(env, ctx, callerOf(ctx), request),
     pollInbox: async (request, ctx) => pollInbox(env, ctx, callerOf(ctx), request),

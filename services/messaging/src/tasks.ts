@@ -38,6 +38,8 @@ export interface MessagingLimits {
    * GetTask returns them in one gRPC message, so this stays well under its 8 MiB bound.
    */
   maxTaskBytes: number;
+  /** How long a repeated (sender, messageId) is the same send rather than a new one: 24 h. */
+  idempotencyWindowMs: number;
 }
 
 export const DEFAULT_LIMITS: MessagingLimits = {
@@ -49,6 +51,7 @@ export const DEFAULT_LIMITS: MessagingLimits = {
   maxParts: 100,
   maxTaskItems: 1000,
   maxTaskBytes: 4 * 1024 * 1024,
+  idempotencyWindowMs: 24 * 3600_000,
 };
 
 /**
@@ -175,7 +178,7 @@ function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds
 const settled = (state: string) => isSettled(state as StateName);
 
 /** Listens for the task's settling transitions; subscribe before the state it guards is read. */
-function listenForSettled(env: MessagingEnv, taskId: string, signal: AbortSignal): Promise<Listener> {
+export function listenForSettled(env: MessagingEnv, taskId: string, signal: AbortSignal): Promise<Listener> {
   return listen(env.kv, taskChannel(taskId), signal, settled);
 }
 
@@ -183,7 +186,7 @@ function listenForSettled(env: MessagingEnv, taskId: string, signal: AbortSignal
  * Waits until the task reaches a terminal or input-required state, or `ms` pass. The
  * unsubscribe is not awaited: the answer does not depend on it.
  */
-async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, listening: Promise<Listener>): Promise<void> {
+export async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, listening: Promise<Listener>): Promise<void> {
   const listener = await listening;
   try {
     const task = await env.store.getTask(taskId, false);
@@ -208,7 +211,8 @@ async function isOnline(env: MessagingEnv, agentId: string): Promise<boolean> {
   return (await env.kv.get(onlineKey(agentId))) !== undefined;
 }
 
-export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest) {
+/** `newTaskId` is the id a new task gets (send-once.ts reserves it with the message's key). */
+export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest, newTaskId = newId('task')) {
   const message = request.message;
   if (!message) throw HubError.invalidParams('message', 'is required');
   validateParts(message.parts, 'message.parts', env.limits.maxParts);
@@ -265,7 +269,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, agent.id));
-    const taskId = newId('task');
+    const taskId = newTaskId;
     // A blocking send subscribes while its task is written (one round trip less on its path); the
     // subscription still exists before waitForSettled reads the task, so no transition is missed.
     if (request.blocking && !offlineNoQueue) {

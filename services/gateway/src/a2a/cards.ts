@@ -41,7 +41,7 @@ export function agentCard(agent: identityv1.Agent, baseUrl: string): Json {
     supportedInterfaces: [{ url: strictEndpoint(baseUrl, agent.id), protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
     provider: { organization: 'AgentHub', url: baseUrl },
     version: CARD_VERSION,
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: true },
     ...SECURITY,
     defaultInputModes: DEFAULT_MODES,
     defaultOutputModes: agent.outputModes.length ? agent.outputModes : DEFAULT_MODES,
@@ -68,6 +68,35 @@ export function hubCard(baseUrl: string): Json {
     defaultOutputModes: DEFAULT_MODES,
     skills: [{ id: 'relay', name: 'Agent messaging', description: 'Relays A2A messages and tasks between registered agents, connected or pushed to.', tags: ['agenthub', 'a2a'] }],
   };
+}
+
+/** The URI of the extension by which an extended card says how the caller may reach the agent. */
+export const REACH_EXTENSION = 'urn:agenthub:a2a:reach:v1';
+
+/** How the calling agent stands with the card's agent: what it needs before its messages are taken. */
+export type Reach = 'same-tenant' | 'grant-approved' | 'grant-required';
+
+/**
+ * The authenticated extended Agent Card (A2A `GetExtendedAgentCard`): the public card plus, as an
+ * extension, what only the caller may learn: whether its messages reach the agent (same tenant, an
+ * approved grant, or a grant to request first) and the hub-dialect endpoint with the `x-hub/`
+ * methods (docs/protocol.md). Still never the push endpoint or the tenant.
+ */
+export function extendedAgentCard(agent: identityv1.Agent, baseUrl: string, reach: Reach): Json {
+  const card = agentCard(agent, baseUrl);
+  const capabilities = card.capabilities as Json;
+  const extension = {
+    uri: REACH_EXTENSION,
+    description: 'How the authenticated caller reaches this agent through AgentHub.',
+    required: false,
+    params: {
+      reach,
+      canSendMessages: reach !== 'grant-required',
+      hubEndpoint: `${baseUrl}/agents/${encodeURIComponent(agent.id)}/a2a`,
+      ...(reach === 'grant-required' ? { requestGrantWith: 'x-hub/grants.request' } : {}),
+    },
+  };
+  return { ...card, capabilities: { ...capabilities, extensions: [extension] } };
 }
 
 export interface CardResponse {

@@ -61,10 +61,6 @@ export class A2aError extends Error {
     super(message);
   }
 
-  static pushNotificationNotSupported(): A2aError {
-    return new A2aError(a2a(A2aCode.PUSH_NOTIFICATION_NOT_SUPPORTED, 'PUSH_NOTIFICATION_NOT_SUPPORTED'), 'Push notifications are not supported: the Agent Card declares pushNotifications false; stream or poll instead');
-  }
-
   static unsupportedOperation(message: string): A2aError {
     return new A2aError(a2a(A2aCode.UNSUPPORTED_OPERATION, 'UNSUPPORTED_OPERATION'), message);
   }

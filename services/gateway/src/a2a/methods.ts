@@ -1,6 +1,6 @@
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import { messagingv1 } from '@agenthub/proto';
-import type { CallOptions } from '@agenthub/runtime';
+import { identityv1, messagingv1 } from '@agenthub/proto';
+import { HubError, type CallOptions } from '@agenthub/runtime';
 import { isFinal } from '@agenthub/tasks';
 import type { RpcContext, RpcMethod, StreamEvent } from '../jsonrpc.js';
 import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS } from '../methods/messaging.js';
@@ -8,6 +8,8 @@ import type { Clients, Route } from '../route.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import { messageIn, stateIn, stateOut, streamItems, taskOut } from './codec.js';
 import { A2aError } from './errors.js';
+import { extendedAgentCard, type Reach } from './cards.js';
+import { configIn, createConfig, pushConfigMethods } from './push-configs.js';
 
 /**
  * The methods of the strict A2A 1.0 endpoint (`POST /agents/{agentId}/a2a/v1`, the path naming
@@ -33,7 +35,6 @@ async function sendRequest(params: Json, ctx: RpcContext, client: Client) {
   const cfg = params.configuration ?? {};
   if (!isObject(cfg)) throw bad('configuration', 'must be an object');
   const c = 'configuration.';
-  if (cfg.taskPushNotificationConfig !== undefined && cfg.taskPushNotificationConfig !== null) throw A2aError.pushNotificationNotSupported();
   const modes = cfg.acceptedOutputModes ?? [];
   if (!Array.isArray(modes) || modes.some((m) => typeof m !== 'string')) throw bad(`${c}acceptedOutputModes`, 'must be an array of strings');
   if (inbound.taskId && inbound.contextId) {
@@ -90,11 +91,36 @@ async function watch(client: Client, request: messagingv1.WatchTaskRequest | Jso
  */
 const NO_STATE_FILTER: ReadonlySet<string> = new Set(['TASK_STATE_UNSPECIFIED', 'UNRECOGNIZED']);
 
-const unsupported = (build: () => A2aError): RpcMethod => ({
-  async invoke() {
-    throw build();
-  },
-});
+
+type IdentityClient = {
+  getAgent(request: { agentId: string }, options: CallOptions): Promise<identityv1.GetAgentResponse>;
+  checkGrant(request: { agentId: string; otherAgentId: string }, options: CallOptions): Promise<identityv1.CheckGrantResponse>;
+};
+
+/**
+ * The path's agent's card for the authenticated caller. The agent is looked up as the gateway
+ * itself, as for the public card; the grant check runs as the caller, as a send's would.
+ */
+async function extendedCard(clients: Clients, ctx: RpcContext): Promise<unknown> {
+  const identity = clients.get(identityv1.IdentityService.typeName) as unknown as IdentityClient | undefined;
+  if (!identity) throw new Error(`No client for ${identityv1.IdentityService.typeName}`);
+  const { agent } = await identity.getAgent({ agentId: ctx.targetAgentId ?? '' }, { principal: { kind: 'operator' }, signal: ctx.signal });
+  if (!agent) throw HubError.notFound('Agent not found');
+  const caller = ctx.principal;
+  let reach: Reach = 'same-tenant';
+  if (caller.kind === 'agent' && caller.tenantId !== agent.tenantId) {
+    const grant = await identity.checkGrant({ agentId: caller.agentId, otherAgentId: agent.id }, options(ctx));
+    reach = grant.approved ? 'grant-approved' : 'grant-required';
+  }
+  return extendedAgentCard(agent, ctx.baseUrl ?? '', reach);
+}
+
+/** SendMessage's `configuration.taskPushNotificationConfig`, when given. */
+function pushConfigOf(params: Json): unknown {
+  const cfg = isObject(params.configuration) ? params.configuration : {};
+  const push = cfg.taskPushNotificationConfig;
+  return push === undefined || push === null ? undefined : push;
+}
 
 export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
   const service = messagingv1.MessagingService;
@@ -114,11 +140,16 @@ export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
     rpc,
     stream: (params, ctx) => open(params, ctx, client()),
   });
-  const noPush = unsupported(() => A2aError.pushNotificationNotSupported());
 
   return new Map<string, RpcMethod>([
     ['SendMessage', unary('sendMessage', async (p, ctx, c) => {
-      const response = (await c.sendMessage!(await sendRequest(p, ctx, c), options(ctx, WAITING_CALL_MS))) as messagingv1.SendMessageResponse;
+      const raw = pushConfigOf(p);
+      const push = raw === undefined ? undefined : configIn(raw, 'configuration.taskPushNotificationConfig', '');
+      const request = await sendRequest(p, ctx, c);
+      // With a push config the send returns at once, and the config is made for the new task
+      // right away: the task's updates go to it rather than to a waiting answer.
+      const response = (await c.sendMessage!(push ? { ...request, blocking: false } : request, options(ctx, WAITING_CALL_MS))) as messagingv1.SendMessageResponse;
+      if (push) await createConfig(clients, ctx, { ...push, taskId: response.task!.id });
       return { task: taskOut(response.task!) };
     })],
     ['SendStreamingMessage', streaming('watchTask', async (p, ctx, c) => {
@@ -158,10 +189,7 @@ export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
       // nextPageToken is always present, empty on the last page (A2A §3.1.4).
       return { tasks: r.tasks.map((t) => taskOut(t, { artifacts: includeArtifacts })), nextPageToken: r.nextPageToken, pageSize, totalSize: r.totalSize };
     })],
-    ['CreateTaskPushNotificationConfig', noPush],
-    ['GetTaskPushNotificationConfig', noPush],
-    ['ListTaskPushNotificationConfigs', noPush],
-    ['DeleteTaskPushNotificationConfig', noPush],
-    ['GetExtendedAgentCard', unsupported(() => A2aError.unsupportedOperation('This agent has no extended Agent Card (capabilities.extendedAgentCard is false)'))],
+    ...pushConfigMethods(clients),
+    ['GetExtendedAgentCard', { invoke: (_p, ctx) => extendedCard(clients, ctx) }],
   ]);
 }

@@ -278,7 +278,7 @@ export interface ToolDescription {
 
 /** A tool as `tools/list` shows it: its JSON Schema generated from the schema that validates it. */
 export function describeTool(tool: ToolSpec, methods: ReadonlyMap<string, Route>): ToolDescription {
-  const schema = tool.input?.schema ?? methods.get(tool.method)?.schema;
+  const schema = tool.input?.schema ?? methods.get(tool.method)?.params;
   if (!schema) throw new Error(`MCP tool ${tool.name}: method ${tool.method} has no params schema`);
   const { $schema: _, ...json } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown> & {
     properties?: Record<string, Record<string, unknown>>;

@@ -5,6 +5,7 @@ import { partFromInterface, partToInterface, STATE_WORDS, stateOfWord, UPDATE_TA
 import type { RpcContext, StreamEvent } from '../jsonrpc.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import type { Clients, Route } from '../route.js';
+import { checked, MESSAGING_PARAMS } from './messaging-params.js';
 
 /**
  * Messaging and tasks in the interface's dialect (A2A: camelCase, parts tagged by `kind`,
@@ -272,6 +273,10 @@ async function* inboxEvents(
 }
 
 export function messagingMethods(clients: Clients): [string, Route][] {
+  return unchecked(clients).map(([name, route]) => [name, checked(route, MESSAGING_PARAMS[name])]);
+}
+
+function unchecked(clients: Clients): [string, Route][] {
   const withHistory = (params: Json) => {
     const cfg = isObject(params.configuration) ? params.configuration : {};
     return cfg.historyLength !== undefined || cfg.blocking === true;

@@ -14,7 +14,8 @@ function webhookView(webhook: eventsv1.Webhook | undefined, secret?: string) {
   if (!webhook) return undefined;
   return {
     id: webhook.id,
-    workspace_id: webhook.workspaceId,
+    // Agent-wide webhooks belong to no one workspace.
+    workspace_id: webhook.workspaceId || null,
     url: webhook.url,
     events: webhook.events,
     description: webhook.description,
@@ -51,7 +52,21 @@ function deliveryView(delivery: eventsv1.Delivery) {
 
 // Shapes only: the events service checks URLs (and their addresses), event names and limits,
 // and names the field.
-const webhookParams = z.object({ workspace_id: field.workspaceId, webhook_id: field.id });
+const scoped = {
+  workspace_id: field.workspaceId.optional(),
+  scope: z.enum(['workspace', 'agent']).optional().describe('agent: the caller\'s agent-wide webhooks, for every workspace it owns or administers (then no workspace_id)'),
+};
+const webhookParams = z.object({ ...scoped, webhook_id: field.id });
+
+/** The service's workspace id: the given one, or '' for `scope: "agent"` (agent-wide webhooks). */
+function workspaceOf(p: { workspace_id?: string; scope?: 'workspace' | 'agent' }): string {
+  if (p.scope === 'agent') {
+    if (p.workspace_id !== undefined) throw HubError.invalidParams('workspace_id', 'must be absent with scope agent');
+    return '';
+  }
+  if (p.workspace_id === undefined) throw HubError.invalidParams('workspace_id', 'is required');
+  return p.workspace_id;
+}
 
 /** `since` of a replay: an ISO 8601 date-time. */
 function sinceMs(text: string): bigint {
@@ -70,37 +85,37 @@ export function webhookMethods(clients: Clients): [string, Route][] {
   return [
     ['x-hub/webhooks.create', route(clients, events, 'createWebhook', {
       params: z.object({
-        workspace_id: field.workspaceId,
+        ...scoped,
         url: z.string(),
         events: z.array(z.string()).max(50).optional(),
         description: z.string().optional(),
       }),
-      request: (p) => ({ workspaceId: p.workspace_id, url: p.url, events: p.events ?? [], description: p.description ?? '' }),
+      request: (p) => ({ workspaceId: workspaceOf(p), url: p.url, events: p.events ?? [], description: p.description ?? '' }),
       result: (r) => ({ webhook: webhookView(r.webhook, r.secret) }),
     })],
     ['x-hub/webhooks.list', route(clients, events, 'listWebhooks', {
-      params: z.object({ workspace_id: field.workspaceId }),
-      request: (p) => ({ workspaceId: p.workspace_id }),
+      params: z.object(scoped),
+      request: (p) => ({ workspaceId: workspaceOf(p) }),
       result: (r) => ({ webhooks: r.webhooks.map((w) => webhookView(w)) }),
     })],
     ['x-hub/webhooks.get', route(clients, events, 'getWebhook', {
       params: webhookParams,
-      request: (p) => ({ workspaceId: p.workspace_id, webhookId: p.webhook_id }),
+      request: (p) => ({ workspaceId: workspaceOf(p), webhookId: p.webhook_id }),
       result: (r) => ({ webhook: webhookView(r.webhook) }),
     })],
     ['x-hub/webhooks.delete', route(clients, events, 'deleteWebhook', {
       params: webhookParams,
-      request: (p) => ({ workspaceId: p.workspace_id, webhookId: p.webhook_id }),
+      request: (p) => ({ workspaceId: workspaceOf(p), webhookId: p.webhook_id }),
       result: (r) => ({ deleted: true, webhook_id: r.webhookId }),
     })],
     ['x-hub/webhooks.rotate_secret', route(clients, events, 'rotateWebhookSecret', {
       params: webhookParams,
-      request: (p) => ({ workspaceId: p.workspace_id, webhookId: p.webhook_id }),
+      request: (p) => ({ workspaceId: workspaceOf(p), webhookId: p.webhook_id }),
       result: (r) => ({ webhook: webhookView(r.webhook, r.secret), previous_secret_expires_at: iso(r.previousSecretExpiresAt) }),
     })],
     ['x-hub/webhooks.test', route(clients, events, 'testWebhook', {
       params: webhookParams,
-      request: (p) => ({ workspaceId: p.workspace_id, webhookId: p.webhook_id }),
+      request: (p) => ({ workspaceId: workspaceOf(p), webhookId: p.webhook_id }),
       result: (r) => ({
         delivery: {
           event_id: r.delivery?.eventId,
@@ -117,7 +132,7 @@ export function webhookMethods(clients: Clients): [string, Route][] {
         status: z.enum(['pending', 'delivered', 'failed']).optional(),
       }),
       request: (p) => ({
-        workspaceId: p.workspace_id,
+        workspaceId: workspaceOf(p),
         webhookId: p.webhook_id,
         limit: p.limit ?? 0,
         status: p.status ? statusOf[p.status] : DeliveryStatus.UNSPECIFIED,
@@ -131,7 +146,7 @@ export function webhookMethods(clients: Clients): [string, Route][] {
           throw HubError.invalidParams(p.event_id === undefined ? 'event_id' : 'since', 'exactly one of event_id and since is required');
         }
         return {
-          workspaceId: p.workspace_id,
+          workspaceId: workspaceOf(p),
           webhookId: p.webhook_id,
           target: p.event_id !== undefined
             ? { case: 'eventId' as const, value: p.event_id }

@@ -10,7 +10,211 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agenthub/events/v1/events.proto.
  */
 export const file_agenthub_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hZ2VudGh1Yi9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJhZ2VudGh1Yi5ldmVudHMudjEixAEKB1dlYmhvb2sSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEgsKA3VybBgDIAEoCRIOCgZldmVudHMYBCADKAkSEwoLZGVzY3JpcHRpb24YBSABKAkSDwoHZW5hYmxlZBgGIAEoCBISCgpjcmVhdGVkX2F0GAcgASgDEhcKD2Rpc2FibGVkX3JlYXNvbhgIIAEoCRITCgtkaXNhYmxlZF9hdBgJIAEoAxISCgpjcmVhdGVkX2J5GAogASgJIl4KFENyZWF0ZVdlYmhvb2tSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRILCgN1cmwYAiABKAkSDgoGZXZlbnRzGAMgAygJEhMKC2Rlc2NyaXB0aW9uGAQgASgJIlUKFUNyZWF0ZVdlYmhvb2tSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsuYWdlbnRodWIuZXZlbnRzLnYxLldlYmhvb2sSDgoGc2VjcmV0GAIgASgJIisKE0xpc3RXZWJob29rc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkUKFExpc3RXZWJob29rc1Jlc3BvbnNlEi0KCHdlYmhvb2tzGAEgAygLMhsuYWdlbnRodWIuZXZlbnRzLnYxLldlYmhvb2siPQoRR2V0V2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiQgoSR2V0V2ViaG9va1Jlc3BvbnNlEiwKB3dlYmhvb2sYASABKAsyGy5hZ2VudGh1Yi5ldmVudHMudjEuV2ViaG9vayJAChREZWxldGVXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCSIrChVEZWxldGVXZWJob29rUmVzcG9uc2USEgoKd2ViaG9va19pZBgBIAEoCSJGChpSb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCSJ/ChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USLAoHd2ViaG9vaxgBIAEoCzIbLmFnZW50aHViLmV2ZW50cy52MS5XZWJob29rEg4KBnNlY3JldBgCIAEoCRIiChpwcmV2aW91c19zZWNyZXRfZXhwaXJlc19hdBgDIAEoAyI+ChJUZXN0V2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiawoMVGVzdERlbGl2ZXJ5EhAKCGV2ZW50X2lkGAEgASgJEhMKC3N0YXR1c19jb2RlGAIgASgFEhIKCmxhdGVuY3lfbXMYAyABKAUSDQoFZXJyb3IYBCABKAkSEQoJZGVsaXZlcmVkGAUgASgIIkkKE1Rlc3RXZWJob29rUmVzcG9uc2USMgoIZGVsaXZlcnkYASABKAsyIC5hZ2VudGh1Yi5ldmVudHMudjEuVGVzdERlbGl2ZXJ5Ik0KB0F0dGVtcHQSCgoCYXQYASABKAMSEwoLc3RhdHVzX2NvZGUYAiABKAUSEgoKbGF0ZW5jeV9tcxgDIAEoBRINCgVlcnJvchgEIAEoCSK7AQoIRGVsaXZlcnkSEAoIZXZlbnRfaWQYASABKAkSDQoFZXZlbnQYAiABKAkSMgoGc3RhdHVzGAMgASgOMiIuYWdlbnRodWIuZXZlbnRzLnYxLkRlbGl2ZXJ5U3RhdHVzEi0KCGF0dGVtcHRzGAQgAygLMhsuYWdlbnRodWIuZXZlbnRzLnYxLkF0dGVtcHQSFwoPbmV4dF9hdHRlbXB0X2F0GAUgASgDEhIKCmNyZWF0ZWRfYXQYBiABKAMihAEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRINCgVsaW1pdBgDIAEoBRIyCgZzdGF0dXMYBCABKA4yIi5hZ2VudGh1Yi5ldmVudHMudjEuRGVsaXZlcnlTdGF0dXMiSgoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIwCgpkZWxpdmVyaWVzGAEgAygLMhwuYWdlbnRodWIuZXZlbnRzLnYxLkRlbGl2ZXJ5InIKF1JlcGxheURlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhIKCGV2ZW50X2lkGAMgASgJSAASDwoFc2luY2UYBCABKANIAEIICgZ0YXJnZXQiLAoYUmVwbGF5RGVsaXZlcmllc1Jlc3BvbnNlEhAKCHJlcGxheWVkGAEgASgFKokBCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAhIaChZERUxJVkVSWV9TVEFUVVNfRkFJTEVEEAMyywYKDUV2ZW50c1NlcnZpY2USZAoNQ3JlYXRlV2ViaG9vaxIoLmFnZW50aHViLmV2ZW50cy52MS5DcmVhdGVXZWJob29rUmVxdWVzdBopLmFnZW50aHViLmV2ZW50cy52MS5DcmVhdGVXZWJob29rUmVzcG9uc2USYQoMTGlzdFdlYmhvb2tzEicuYWdlbnRodWIuZXZlbnRzLnYxLkxpc3RXZWJob29rc1JlcXVlc3QaKC5hZ2VudGh1Yi5ldmVudHMudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2USWwoKR2V0V2ViaG9vaxIlLmFnZW50aHViLmV2ZW50cy52MS5HZXRXZWJob29rUmVxdWVzdBomLmFnZW50aHViLmV2ZW50cy52MS5HZXRXZWJob29rUmVzcG9uc2USZAoNRGVsZXRlV2ViaG9vaxIoLmFnZW50aHViLmV2ZW50cy52MS5EZWxldGVXZWJob29rUmVxdWVzdBopLmFnZW50aHViLmV2ZW50cy52MS5EZWxldGVXZWJob29rUmVzcG9uc2USdgoTUm90YXRlV2ViaG9va1NlY3JldBIuLmFnZW50aHViLmV2ZW50cy52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBovLmFnZW50aHViLmV2ZW50cy52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USXgoLVGVzdFdlYmhvb2sSJi5hZ2VudGh1Yi5ldmVudHMudjEuVGVzdFdlYmhvb2tSZXF1ZXN0GicuYWdlbnRodWIuZXZlbnRzLnYxLlRlc3RXZWJob29rUmVzcG9uc2USZwoOTGlzdERlbGl2ZXJpZXMSKS5hZ2VudGh1Yi5ldmVudHMudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GiouYWdlbnRodWIuZXZlbnRzLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USbQoQUmVwbGF5RGVsaXZlcmllcxIrLmFnZW50aHViLmV2ZW50cy52MS5SZXBsYXlEZWxpdmVyaWVzUmVxdWVzdBosLmFnZW50aHViLmV2ZW50cy52MS5SZXBsYXlEZWxpdmVyaWVzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("Ch9hZ2VudGh1Yi9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJhZ2VudGh1Yi5ldmVudHMudjEijAEKDlRhc2tQdXNoQ29uZmlnEgoKAmlkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSCwoDdXJsGAMgASgJEg0KBXRva2VuGAQgASgJEhMKC2F1dGhfc2NoZW1lGAUgASgJEhgKEGF1dGhfY3JlZGVudGlhbHMYBiABKAkSEgoKY3JlYXRlZF9hdBgHIAEoAyJRChtDcmVhdGVUYXNrUHVzaENvbmZpZ1JlcXVlc3QSMgoGY29uZmlnGAEgASgLMiIuYWdlbnRodWIuZXZlbnRzLnYxLlRhc2tQdXNoQ29uZmlnImoKHENyZWF0ZVRhc2tQdXNoQ29uZmlnUmVzcG9uc2USMgoGY29uZmlnGAEgASgLMiIuYWdlbnRodWIuZXZlbnRzLnYxLlRhc2tQdXNoQ29uZmlnEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIjcKGEdldFRhc2tQdXNoQ29uZmlnUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEgoKAmlkGAIgASgJIk8KGUdldFRhc2tQdXNoQ29uZmlnUmVzcG9uc2USMgoGY29uZmlnGAEgASgLMiIuYWdlbnRodWIuZXZlbnRzLnYxLlRhc2tQdXNoQ29uZmlnIi0KGkxpc3RUYXNrUHVzaENvbmZpZ3NSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkiUgobTGlzdFRhc2tQdXNoQ29uZmlnc1Jlc3BvbnNlEjMKB2NvbmZpZ3MYASADKAsyIi5hZ2VudGh1Yi5ldmVudHMudjEuVGFza1B1c2hDb25maWciOgobRGVsZXRlVGFza1B1c2hDb25maWdSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSCgoCaWQYAiABKAkiHgocRGVsZXRlVGFza1B1c2hDb25maWdSZXNwb25zZSLEAQoHV2ViaG9vaxIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSCwoDdXJsGAMgASgJEg4KBmV2ZW50cxgEIAMoCRITCgtkZXNjcmlwdGlvbhgFIAEoCRIPCgdlbmFibGVkGAYgASgIEhIKCmNyZWF0ZWRfYXQYByABKAMSFwoPZGlzYWJsZWRfcmVhc29uGAggASgJEhMKC2Rpc2FibGVkX2F0GAkgASgDEhIKCmNyZWF0ZWRfYnkYCiABKAkiXgoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA3VybBgCIAEoCRIOCgZldmVudHMYAyADKAkSEwoLZGVzY3JpcHRpb24YBCABKAkiVQoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEiwKB3dlYmhvb2sYASABKAsyGy5hZ2VudGh1Yi5ldmVudHMudjEuV2ViaG9vaxIOCgZzZWNyZXQYAiABKAkiKwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRQoUTGlzdFdlYmhvb2tzUmVzcG9uc2USLQoId2ViaG9va3MYASADKAsyGy5hZ2VudGh1Yi5ldmVudHMudjEuV2ViaG9vayI9ChFHZXRXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCSJCChJHZXRXZWJob29rUmVzcG9uc2USLAoHd2ViaG9vaxgBIAEoCzIbLmFnZW50aHViLmV2ZW50cy52MS5XZWJob29rIkAKFERlbGV0ZVdlYmhvb2tSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJIisKFURlbGV0ZVdlYmhvb2tSZXNwb25zZRISCgp3ZWJob29rX2lkGAEgASgJIkYKGlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJIn8KG1JvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsuYWdlbnRodWIuZXZlbnRzLnYxLldlYmhvb2sSDgoGc2VjcmV0GAIgASgJEiIKGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAMgASgDIj4KElRlc3RXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCSJrCgxUZXN0RGVsaXZlcnkSEAoIZXZlbnRfaWQYASABKAkSEwoLc3RhdHVzX2NvZGUYAiABKAUSEgoKbGF0ZW5jeV9tcxgDIAEoBRINCgVlcnJvchgEIAEoCRIRCglkZWxpdmVyZWQYBSABKAgiSQoTVGVzdFdlYmhvb2tSZXNwb25zZRIyCghkZWxpdmVyeRgBIAEoCzIgLmFnZW50aHViLmV2ZW50cy52MS5UZXN0RGVsaXZlcnkiTQoHQXR0ZW1wdBIKCgJhdBgBIAEoAxITCgtzdGF0dXNfY29kZRgCIAEoBRISCgpsYXRlbmN5X21zGAMgASgFEg0KBWVycm9yGAQgASgJIrsBCghEZWxpdmVyeRIQCghldmVudF9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIyCgZzdGF0dXMYAyABKA4yIi5hZ2VudGh1Yi5ldmVudHMudjEuRGVsaXZlcnlTdGF0dXMSLQoIYXR0ZW1wdHMYBCADKAsyGy5hZ2VudGh1Yi5ldmVudHMudjEuQXR0ZW1wdBIXCg9uZXh0X2F0dGVtcHRfYXQYBSABKAMSEgoKY3JlYXRlZF9hdBgGIAEoAyKEAQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEg0KBWxpbWl0GAMgASgFEjIKBnN0YXR1cxgEIAEoDjIiLmFnZW50aHViLmV2ZW50cy52MS5EZWxpdmVyeVN0YXR1cyJKChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEjAKCmRlbGl2ZXJpZXMYASADKAsyHC5hZ2VudGh1Yi5ldmVudHMudjEuRGVsaXZlcnkicgoXUmVwbGF5RGVsaXZlcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEgoIZXZlbnRfaWQYAyABKAlIABIPCgVzaW5jZRgEIAEoA0gAQggKBnRhcmdldCIsChhSZXBsYXlEZWxpdmVyaWVzUmVzcG9uc2USEAoIcmVwbGF5ZWQYASABKAUqiQEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBACEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQAzKrCgoNRXZlbnRzU2VydmljZRJkCg1DcmVhdGVXZWJob29rEiguYWdlbnRodWIuZXZlbnRzLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0GikuYWdlbnRodWIuZXZlbnRzLnYxLkNyZWF0ZVdlYmhvb2tSZXNwb25zZRJhCgxMaXN0V2ViaG9va3MSJy5hZ2VudGh1Yi5ldmVudHMudjEuTGlzdFdlYmhvb2tzUmVxdWVzdBooLmFnZW50aHViLmV2ZW50cy52MS5MaXN0V2ViaG9va3NSZXNwb25zZRJbCgpHZXRXZWJob29rEiUuYWdlbnRodWIuZXZlbnRzLnYxLkdldFdlYmhvb2tSZXF1ZXN0GiYuYWdlbnRodWIuZXZlbnRzLnYxLkdldFdlYmhvb2tSZXNwb25zZRJkCg1EZWxldGVXZWJob29rEiguYWdlbnRodWIuZXZlbnRzLnYxLkRlbGV0ZVdlYmhvb2tSZXF1ZXN0GikuYWdlbnRodWIuZXZlbnRzLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZRJ2ChNSb3RhdGVXZWJob29rU2VjcmV0Ei4uYWdlbnRodWIuZXZlbnRzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0Gi8uYWdlbnRodWIuZXZlbnRzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRJeCgtUZXN0V2ViaG9vaxImLmFnZW50aHViLmV2ZW50cy52MS5UZXN0V2ViaG9va1JlcXVlc3QaJy5hZ2VudGh1Yi5ldmVudHMudjEuVGVzdFdlYmhvb2tSZXNwb25zZRJnCg5MaXN0RGVsaXZlcmllcxIpLmFnZW50aHViLmV2ZW50cy52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKi5hZ2VudGh1Yi5ldmVudHMudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRJtChBSZXBsYXlEZWxpdmVyaWVzEisuYWdlbnRodWIuZXZlbnRzLnYxLlJlcGxheURlbGl2ZXJpZXNSZXF1ZXN0GiwuYWdlbnRodWIuZXZlbnRzLnYxLlJlcGxheURlbGl2ZXJpZXNSZXNwb25zZRJ5ChRDcmVhdGVUYXNrUHVzaENvbmZpZxIvLmFnZW50aHViLmV2ZW50cy52MS5DcmVhdGVUYXNrUHVzaENvbmZpZ1JlcXVlc3QaMC5hZ2VudGh1Yi5ldmVudHMudjEuQ3JlYXRlVGFza1B1c2hDb25maWdSZXNwb25zZRJwChFHZXRUYXNrUHVzaENvbmZpZxIsLmFnZW50aHViLmV2ZW50cy52MS5HZXRUYXNrUHVzaENvbmZpZ1JlcXVlc3QaLS5hZ2VudGh1Yi5ldmVudHMudjEuR2V0VGFza1B1c2hDb25maWdSZXNwb25zZRJ2ChNMaXN0VGFza1B1c2hDb25maWdzEi4uYWdlbnRodWIuZXZlbnRzLnYxLkxpc3RUYXNrUHVzaENvbmZpZ3NSZXF1ZXN0Gi8uYWdlbnRodWIuZXZlbnRzLnYxLkxpc3RUYXNrUHVzaENvbmZpZ3NSZXNwb25zZRJ5ChREZWxldGVUYXNrUHVzaENvbmZpZxIvLmFnZW50aHViLmV2ZW50cy52MS5EZWxldGVUYXNrUHVzaENvbmZpZ1JlcXVlc3QaMC5hZ2VudGh1Yi5ldmVudHMudjEuRGVsZXRlVGFza1B1c2hDb25maWdSZXNwb25zZWIGcHJvdG8z");
+
+/**
+ * @generated from message agenthub.events.v1.TaskPushConfig
+ */
+export type TaskPushConfig = Message<"agenthub.events.v1.TaskPushConfig"> & {
+  /**
+   * The client's id for the config (unique per task and creator); generated when not given.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string task_id = 2;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string url = 3;
+   */
+  url: string;
+
+  /**
+   * Sent back as the `X-A2A-Notification-Token` header.
+   *
+   * @generated from field: string token = 4;
+   */
+  token: string;
+
+  /**
+   * Sent as `Authorization: <auth_scheme> <auth_credentials>` when auth_scheme is set.
+   *
+   * @generated from field: string auth_scheme = 5;
+   */
+  authScheme: string;
+
+  /**
+   * @generated from field: string auth_credentials = 6;
+   */
+  authCredentials: string;
+
+  /**
+   * Epoch milliseconds.
+   *
+   * @generated from field: int64 created_at = 7;
+   */
+  createdAt: bigint;
+};
+
+/**
+ * Describes the message agenthub.events.v1.TaskPushConfig.
+ * Use `create(TaskPushConfigSchema)` to create a new message.
+ */
+export const TaskPushConfigSchema: GenMessage<TaskPushConfig> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 0);
+
+/**
+ * @generated from message agenthub.events.v1.CreateTaskPushConfigRequest
+ */
+export type CreateTaskPushConfigRequest = Message<"agenthub.events.v1.CreateTaskPushConfigRequest"> & {
+  /**
+   * @generated from field: agenthub.events.v1.TaskPushConfig config = 1;
+   */
+  config?: TaskPushConfig | undefined;
+};
+
+/**
+ * Describes the message agenthub.events.v1.CreateTaskPushConfigRequest.
+ * Use `create(CreateTaskPushConfigRequestSchema)` to create a new message.
+ */
+export const CreateTaskPushConfigRequestSchema: GenMessage<CreateTaskPushConfigRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 1);
+
+/**
+ * @generated from message agenthub.events.v1.CreateTaskPushConfigResponse
+ */
+export type CreateTaskPushConfigResponse = Message<"agenthub.events.v1.CreateTaskPushConfigResponse"> & {
+  /**
+   * @generated from field: agenthub.events.v1.TaskPushConfig config = 1;
+   */
+  config?: TaskPushConfig | undefined;
+
+  /**
+   * The Standard Webhooks signing secret of the config's deliveries; shown only here.
+   *
+   * @generated from field: string signing_secret = 2;
+   */
+  signingSecret: string;
+};
+
+/**
+ * Describes the message agenthub.events.v1.CreateTaskPushConfigResponse.
+ * Use `create(CreateTaskPushConfigResponseSchema)` to create a new message.
+ */
+export const CreateTaskPushConfigResponseSchema: GenMessage<CreateTaskPushConfigResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 2);
+
+/**
+ * @generated from message agenthub.events.v1.GetTaskPushConfigRequest
+ */
+export type GetTaskPushConfigRequest = Message<"agenthub.events.v1.GetTaskPushConfigRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message agenthub.events.v1.GetTaskPushConfigRequest.
+ * Use `create(GetTaskPushConfigRequestSchema)` to create a new message.
+ */
+export const GetTaskPushConfigRequestSchema: GenMessage<GetTaskPushConfigRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 3);
+
+/**
+ * @generated from message agenthub.events.v1.GetTaskPushConfigResponse
+ */
+export type GetTaskPushConfigResponse = Message<"agenthub.events.v1.GetTaskPushConfigResponse"> & {
+  /**
+   * @generated from field: agenthub.events.v1.TaskPushConfig config = 1;
+   */
+  config?: TaskPushConfig | undefined;
+};
+
+/**
+ * Describes the message agenthub.events.v1.GetTaskPushConfigResponse.
+ * Use `create(GetTaskPushConfigResponseSchema)` to create a new message.
+ */
+export const GetTaskPushConfigResponseSchema: GenMessage<GetTaskPushConfigResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 4);
+
+/**
+ * @generated from message agenthub.events.v1.ListTaskPushConfigsRequest
+ */
+export type ListTaskPushConfigsRequest = Message<"agenthub.events.v1.ListTaskPushConfigsRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+};
+
+/**
+ * Describes the message agenthub.events.v1.ListTaskPushConfigsRequest.
+ * Use `create(ListTaskPushConfigsRequestSchema)` to create a new message.
+ */
+export const ListTaskPushConfigsRequestSchema: GenMessage<ListTaskPushConfigsRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 5);
+
+/**
+ * @generated from message agenthub.events.v1.ListTaskPushConfigsResponse
+ */
+export type ListTaskPushConfigsResponse = Message<"agenthub.events.v1.ListTaskPushConfigsResponse"> & {
+  /**
+   * @generated from field: repeated agenthub.events.v1.TaskPushConfig configs = 1;
+   */
+  configs: TaskPushConfig[];
+};
+
+/**
+ * Describes the message agenthub.events.v1.ListTaskPushConfigsResponse.
+ * Use `create(ListTaskPushConfigsResponseSchema)` to create a new message.
+ */
+export const ListTaskPushConfigsResponseSchema: GenMessage<ListTaskPushConfigsResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 6);
+
+/**
+ * @generated from message agenthub.events.v1.DeleteTaskPushConfigRequest
+ */
+export type DeleteTaskPushConfigRequest = Message<"agenthub.events.v1.DeleteTaskPushConfigRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message agenthub.events.v1.DeleteTaskPushConfigRequest.
+ * Use `create(DeleteTaskPushConfigRequestSchema)` to create a new message.
+ */
+export const DeleteTaskPushConfigRequestSchema: GenMessage<DeleteTaskPushConfigRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 7);
+
+/**
+ * @generated from message agenthub.events.v1.DeleteTaskPushConfigResponse
+ */
+export type DeleteTaskPushConfigResponse = Message<"agenthub.events.v1.DeleteTaskPushConfigResponse"> & {
+};
+
+/**
+ * Describes the message agenthub.events.v1.DeleteTaskPushConfigResponse.
+ * Use `create(DeleteTaskPushConfigResponseSchema)` to create a new message.
+ */
+export const DeleteTaskPushConfigResponseSchema: GenMessage<DeleteTaskPushConfigResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 8);
 
 /**
  * @generated from message agenthub.events.v1.Webhook
@@ -87,7 +291,7 @@ export type Webhook = Message<"agenthub.events.v1.Webhook"> & {
  * Use `create(WebhookSchema)` to create a new message.
  */
 export const WebhookSchema: GenMessage<Webhook> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 0);
+  messageDesc(file_agenthub_events_v1_events, 9);
 
 /**
  * @generated from message agenthub.events.v1.CreateWebhookRequest
@@ -125,7 +329,7 @@ export type CreateWebhookRequest = Message<"agenthub.events.v1.CreateWebhookRequ
  * Use `create(CreateWebhookRequestSchema)` to create a new message.
  */
 export const CreateWebhookRequestSchema: GenMessage<CreateWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 1);
+  messageDesc(file_agenthub_events_v1_events, 10);
 
 /**
  * @generated from message agenthub.events.v1.CreateWebhookResponse
@@ -149,7 +353,7 @@ export type CreateWebhookResponse = Message<"agenthub.events.v1.CreateWebhookRes
  * Use `create(CreateWebhookResponseSchema)` to create a new message.
  */
 export const CreateWebhookResponseSchema: GenMessage<CreateWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 2);
+  messageDesc(file_agenthub_events_v1_events, 11);
 
 /**
  * @generated from message agenthub.events.v1.ListWebhooksRequest
@@ -166,7 +370,7 @@ export type ListWebhooksRequest = Message<"agenthub.events.v1.ListWebhooksReques
  * Use `create(ListWebhooksRequestSchema)` to create a new message.
  */
 export const ListWebhooksRequestSchema: GenMessage<ListWebhooksRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 3);
+  messageDesc(file_agenthub_events_v1_events, 12);
 
 /**
  * @generated from message agenthub.events.v1.ListWebhooksResponse
@@ -183,7 +387,7 @@ export type ListWebhooksResponse = Message<"agenthub.events.v1.ListWebhooksRespo
  * Use `create(ListWebhooksResponseSchema)` to create a new message.
  */
 export const ListWebhooksResponseSchema: GenMessage<ListWebhooksResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 4);
+  messageDesc(file_agenthub_events_v1_events, 13);
 
 /**
  * @generated from message agenthub.events.v1.GetWebhookRequest
@@ -205,7 +409,7 @@ export type GetWebhookRequest = Message<"agenthub.events.v1.GetWebhookRequest"> 
  * Use `create(GetWebhookRequestSchema)` to create a new message.
  */
 export const GetWebhookRequestSchema: GenMessage<GetWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 5);
+  messageDesc(file_agenthub_events_v1_events, 14);
 
 /**
  * @generated from message agenthub.events.v1.GetWebhookResponse
@@ -222,7 +426,7 @@ export type GetWebhookResponse = Message<"agenthub.events.v1.GetWebhookResponse"
  * Use `create(GetWebhookResponseSchema)` to create a new message.
  */
 export const GetWebhookResponseSchema: GenMessage<GetWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 6);
+  messageDesc(file_agenthub_events_v1_events, 15);
 
 /**
  * @generated from message agenthub.events.v1.DeleteWebhookRequest
@@ -244,7 +448,7 @@ export type DeleteWebhookRequest = Message<"agenthub.events.v1.DeleteWebhookRequ
  * Use `create(DeleteWebhookRequestSchema)` to create a new message.
  */
 export const DeleteWebhookRequestSchema: GenMessage<DeleteWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 7);
+  messageDesc(file_agenthub_events_v1_events, 16);
 
 /**
  * @generated from message agenthub.events.v1.DeleteWebhookResponse
@@ -261,7 +465,7 @@ export type DeleteWebhookResponse = Message<"agenthub.events.v1.DeleteWebhookRes
  * Use `create(DeleteWebhookResponseSchema)` to create a new message.
  */
 export const DeleteWebhookResponseSchema: GenMessage<DeleteWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 8);
+  messageDesc(file_agenthub_events_v1_events, 17);
 
 /**
  * @generated from message agenthub.events.v1.RotateWebhookSecretRequest
@@ -283,7 +487,7 @@ export type RotateWebhookSecretRequest = Message<"agenthub.events.v1.RotateWebho
  * Use `create(RotateWebhookSecretRequestSchema)` to create a new message.
  */
 export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 9);
+  messageDesc(file_agenthub_events_v1_events, 18);
 
 /**
  * @generated from message agenthub.events.v1.RotateWebhookSecretResponse
@@ -312,7 +516,7 @@ export type RotateWebhookSecretResponse = Message<"agenthub.events.v1.RotateWebh
  * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
  */
 export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 10);
+  messageDesc(file_agenthub_events_v1_events, 19);
 
 /**
  * @generated from message agenthub.events.v1.TestWebhookRequest
@@ -334,7 +538,7 @@ export type TestWebhookRequest = Message<"agenthub.events.v1.TestWebhookRequest"
  * Use `create(TestWebhookRequestSchema)` to create a new message.
  */
 export const TestWebhookRequestSchema: GenMessage<TestWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 11);
+  messageDesc(file_agenthub_events_v1_events, 20);
 
 /**
  * @generated from message agenthub.events.v1.TestDelivery
@@ -375,7 +579,7 @@ export type TestDelivery = Message<"agenthub.events.v1.TestDelivery"> & {
  * Use `create(TestDeliverySchema)` to create a new message.
  */
 export const TestDeliverySchema: GenMessage<TestDelivery> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 12);
+  messageDesc(file_agenthub_events_v1_events, 21);
 
 /**
  * @generated from message agenthub.events.v1.TestWebhookResponse
@@ -392,7 +596,7 @@ export type TestWebhookResponse = Message<"agenthub.events.v1.TestWebhookRespons
  * Use `create(TestWebhookResponseSchema)` to create a new message.
  */
 export const TestWebhookResponseSchema: GenMessage<TestWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 13);
+  messageDesc(file_agenthub_events_v1_events, 22);
 
 /**
  * @generated from message agenthub.events.v1.Attempt
@@ -428,7 +632,7 @@ export type Attempt = Message<"agenthub.events.v1.Attempt"> & {
  * Use `create(AttemptSchema)` to create a new message.
  */
 export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 14);
+  messageDesc(file_agenthub_events_v1_events, 23);
 
 /**
  * @generated from message agenthub.events.v1.Delivery
@@ -476,7 +680,7 @@ export type Delivery = Message<"agenthub.events.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 15);
+  messageDesc(file_agenthub_events_v1_events, 24);
 
 /**
  * @generated from message agenthub.events.v1.ListDeliveriesRequest
@@ -512,7 +716,7 @@ export type ListDeliveriesRequest = Message<"agenthub.events.v1.ListDeliveriesRe
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 16);
+  messageDesc(file_agenthub_events_v1_events, 25);
 
 /**
  * @generated from message agenthub.events.v1.ListDeliveriesResponse
@@ -531,7 +735,7 @@ export type ListDeliveriesResponse = Message<"agenthub.events.v1.ListDeliveriesR
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 17);
+  messageDesc(file_agenthub_events_v1_events, 26);
 
 /**
  * @generated from message agenthub.events.v1.ReplayDeliveriesRequest
@@ -574,7 +778,7 @@ export type ReplayDeliveriesRequest = Message<"agenthub.events.v1.ReplayDeliveri
  * Use `create(ReplayDeliveriesRequestSchema)` to create a new message.
  */
 export const ReplayDeliveriesRequestSchema: GenMessage<ReplayDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 18);
+  messageDesc(file_agenthub_events_v1_events, 27);
 
 /**
  * @generated from message agenthub.events.v1.ReplayDeliveriesResponse
@@ -593,7 +797,7 @@ export type ReplayDeliveriesResponse = Message<"agenthub.events.v1.ReplayDeliver
  * Use `create(ReplayDeliveriesResponseSchema)` to create a new message.
  */
 export const ReplayDeliveriesResponseSchema: GenMessage<ReplayDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 19);
+  messageDesc(file_agenthub_events_v1_events, 28);
 
 /**
  * @generated from enum agenthub.events.v1.DeliveryStatus
@@ -638,7 +842,10 @@ export const DeliveryStatusSchema: GenEnum<DeliveryStatus> = /*@__PURE__*/
  * the Standard Webhooks scheme, retried on a backoff schedule, every attempt recorded.
  *
  * Every call acts for the agent principal carried in metadata and needs the admin role in the
- * workspace, asked of the workspace service's ResolveAccess on every call (never cached). Checks
+ * workspace, asked of the workspace service's ResolveAccess on every call (never cached). An empty
+ * workspace_id names the caller's agent-wide webhooks instead: every workspace the caller owns or
+ * administers when an event is taken from the log (asked as the caller), including ones created
+ * later, so they receive `workspace.created`; only their creator sees or changes them. Checks
  * run in this order: parameters, workspace exists, caller's access, caller's role, then the
  * webhook itself (NOT_FOUND `Webhook not found`). Signing secrets appear only in
  * CreateWebhookResponse and RotateWebhookSecretResponse.
@@ -724,6 +931,43 @@ export const EventsService: GenService<{
     methodKind: "unary";
     input: typeof ReplayDeliveriesRequestSchema;
     output: typeof ReplayDeliveriesResponseSchema;
+  },
+  /**
+   * A2A task push notification configs (the strict endpoint's *TaskPushNotificationConfig*
+   * methods): each a webhook bound to one task, delivered every transition of the task as an A2A
+   * StreamResponse, signed like any webhook and carrying the config's authentication. The caller
+   * (the gateway has checked that the task is the caller's) sees only the configs it created.
+   *
+   * @generated from rpc agenthub.events.v1.EventsService.CreateTaskPushConfig
+   */
+  createTaskPushConfig: {
+    methodKind: "unary";
+    input: typeof CreateTaskPushConfigRequestSchema;
+    output: typeof CreateTaskPushConfigResponseSchema;
+  },
+  /**
+   * @generated from rpc agenthub.events.v1.EventsService.GetTaskPushConfig
+   */
+  getTaskPushConfig: {
+    methodKind: "unary";
+    input: typeof GetTaskPushConfigRequestSchema;
+    output: typeof GetTaskPushConfigResponseSchema;
+  },
+  /**
+   * @generated from rpc agenthub.events.v1.EventsService.ListTaskPushConfigs
+   */
+  listTaskPushConfigs: {
+    methodKind: "unary";
+    input: typeof ListTaskPushConfigsRequestSchema;
+    output: typeof ListTaskPushConfigsResponseSchema;
+  },
+  /**
+   * @generated from rpc agenthub.events.v1.EventsService.DeleteTaskPushConfig
+   */
+  deleteTaskPushConfig: {
+    methodKind: "unary";
+    input: typeof DeleteTaskPushConfigRequestSchema;
+    output: typeof DeleteTaskPushConfigResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agenthub_events_v1_events, 0);
