@@ -274,7 +274,7 @@ describe('agenthub command', () => {
   describe('long jobs', () => {
     it('memories reembed and secrets rotate-kek show progress on stderr, the result on stdout', async () => {
       for (const content of ['The sky is blue', 'Grass is green']) {
-        expect((await rpc(alice.api_key, 'x-hub/workspace.store', { workspace_id: workspaceId, content })).body.result).toBeDefined();
+        expect((await rpc(alice.api_key, 'x-hub/workspace.store', { workspace_id: workspaceId, content })).body.result.memory.content).toBe(content);
       }
       const reembed = await agenthub(['memories', 'reembed', '--workspace', workspaceId, '--json'], env);
       expect(reembed.code).toBe(0);
