@@ -146,8 +146,8 @@ describe('a port already in use', () => {
 describe('logs free of credentials end to end', () => {
   it('a trace-level `serve all` never writes an API key or the operator token, whatever the calls', async () => {
     const token = `operator-${Math.random().toString(36).slice(2)}-logged-never`;
-    const served = await serveUntil('all', { HUB_ADMIN_TOKEN: token, HUB_PORT: '0', LOG_LEVEL: 'trace', LOG_FORMAT: 'json', NODE_ENV: 'development' }, /gateway listening/);
-    const url = (JSON.parse(served.output().stdout.split('\n').find((line) => line.includes('gateway listening'))!) as { url: string }).url;
+    const served = await serveUntil('all', { HUB_ADMIN_TOKEN: token, HUB_PORT: '0', LOG_LEVEL: 'trace', LOG_FORMAT: 'json', NODE_ENV: 'development' }, /AgentHub is listening on \S+ /);
+    const url = /AgentHub is listening on (\S+) /.exec(served.output().stdout)![1]!;
     const rpc = async (path: string, bearer: string | undefined, method: string, params: unknown = {}) => {
       const response = await fetch(`${url}${path}`, {
         method: 'POST',
