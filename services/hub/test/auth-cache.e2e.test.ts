@@ -1,5 +1,6 @@
 import { backends } from '@agenthub/testing';
 import { startTestHub, type TestHub } from './harness.js';
+import { splitMode, type SplitStack } from './split-hub.js';
 
 /**
  * README: `HUB_AUTH_CACHE_MS` is how long the gateway caches an API key's owner, 0 disables it, and
@@ -26,4 +27,42 @@ describe.each(backends().map((b) => [b.name, b] as const))('API key revocation w
     expect(accepted.status).toBe(200);
     expect(accepted.body.result.count).toBe(0);
   });
+});
+
+/**
+ * Two gateway replicas, each caching key owners (the default HUB_AUTH_CACHE_MS, 30 s): a key
+ * revoked through one is refused by the other on its next call, as the README promises.
+ */
+const real = backends().find((b) => b.name === 'postgres+redis');
+(real ? describe : describe.skip)('API key revocation across two gateway replicas (split)', () => {
+  let hub: TestHub & SplitStack;
+  let second: string;
+
+  beforeAll(async () => {
+    hub = await startTestHub(splitMode(real!));
+    second = (await hub.addGateway()).url;
+  }, 240_000);
+  afterAll(() => hub?.stop(), 120_000);
+
+  const callOn = async (url: string, key: string) => {
+    const response = await fetch(`${url}/a2a`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x-hub/workspace.list', params: {} }),
+    });
+    return { status: response.status, body: (await response.json()) as { error?: { code: number; message: string } } };
+  };
+
+  it('a key revoked through one gateway is refused by the other on its next call', async () => {
+    const dave = await hub.agent('acme', 'dave');
+    const spare = await hub.admin('keys.create', { agent_id: dave.agent_id });
+    // Both replicas have now seen (and cached) the key.
+    for (const url of [hub.url, second, hub.url, second]) expect((await callOn(url, dave.api_key)).status).toBe(200);
+    await hub.admin('keys.revoke', { key_id: dave.key_id });
+    for (const url of [second, hub.url]) {
+      const refused = await callOn(url, dave.api_key);
+      expect([url, refused.status, refused.body.error]).toEqual([url, 401, { code: -32000, message: 'Unauthorized: Missing or invalid API key' }]);
+    }
+    for (const url of [second, hub.url]) expect((await callOn(url, spare.api_key)).status).toBe(200);
+  }, 60_000);
 });
