@@ -112,11 +112,14 @@ describe('gRPC bridge', () => {
 
   it('on shutdown, a waiting call keeps waiting through the grace, then answers with what it has instead of being cut', async () => {
     let waited = 0;
+    let reached!: () => void;
+    const handlerReached = new Promise<void>((resolve) => (reached = resolve));
     const { server, client } = await setup(
       {
         // Waits like a blocking send: for news that never comes, until told to stop waiting.
         getAgent: async (req, ctx) => {
           const started = Date.now();
+          reached();
           await new Promise<void>((resolve) => waitSignal(ctx).addEventListener('abort', () => resolve(), { once: true }));
           waited = Date.now() - started;
           return { agent: { id: req.agentId, name: 'as it stands' } };
@@ -125,7 +128,8 @@ describe('gRPC bridge', () => {
       { timeoutMs: 10_000 },
     );
     const answer = client.getAgent({ agentId: 'a1' });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Shut down only once the call is in the handler (an explicit signal, not a sleep).
+    await handlerReached;
     const stopped = server.shutdown(3000);
     expect((await answer).agent).toMatchObject({ id: 'a1', name: 'as it stands' });
     await stopped;

@@ -36,7 +36,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('logged database erro
       await db.exec('CREATE TABLE hooks (id text PRIMARY KEY, secret text UNIQUE)');
       await db.query('INSERT INTO hooks (id, secret) VALUES ($1, $2)', ['h1', secret]);
       const failure = await db.query('INSERT INTO hooks (id, secret) VALUES ($1, $2)', ['h2', secret]).then(() => undefined, (err: unknown) => err);
-      expect(failure).toBeDefined();
+      expect(failure).toBeInstanceOf(Error);
       log.error({ err: failure }, 'statement failed');
       log.error({ err: HubError.from(failure) }, 'rpc failed');
       log.error({ err: new Error('wrapped', { cause: failure }) }, 'wrapped');

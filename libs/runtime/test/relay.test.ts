@@ -218,6 +218,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
   });
 
   it('runs from serveGrpc for a service given a bus, and stops with it', async () => {
+    const POLL_MS = 20;
     const schema = `svc_${randomBytes(4).toString('hex')}`;
     const dir = await mkdtemp(join(tmpdir(), 'agenthub-relay-'));
     await writeFile(join(dir, '001_outbox.sql'), OUTBOX_TABLE_SQL);
@@ -225,7 +226,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     opened.push(db);
     const bus = new RecordingBus();
     const kv = new MemoryKv();
-    const deps = { db, kv, log, metrics: new Metrics({ defaultMetrics: false }), listen: '127.0.0.1:0', grpcTimeoutMs: 5_000, internalKey: InternalKey.generate(), bus, outboxPollMs: 3_600_000 };
+    const deps = { db, kv, log, metrics: new Metrics({ defaultMetrics: false }), listen: '127.0.0.1:0', grpcTimeoutMs: 5_000, internalKey: InternalKey.generate(), bus, outboxPollMs: POLL_MS };
     let running: RunningService | undefined;
     try {
       running = await serveGrpc('svc', deps, { schema, migrations: pathToFileURL(`${dir}/`) }, () => undefined);
@@ -235,7 +236,11 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
       await running.stop(0);
       running = undefined;
       await append(db, 1);
+      // A running relay polls every POLL_MS (and is woken by the commit): after 100 of its periods
+      // the row would be gone. Absence can only be shown by waiting; the margin holds on a loaded machine.
+      await new Promise((resolve) => setTimeout(resolve, 100 * POLL_MS));
       expect(await unpublished(db)).toBe(1);
+      expect(bus.published).toHaveLength(1);
     } finally {
       await running?.stop(0);
       await kv.close();

@@ -113,7 +113,7 @@ describe('JsonRpcHandler', () => {
   });
 
   it('gives the standard parse error', () => {
-    expect(handler().rpc.parseError()).toMatchObject({ id: null, error: { code: RpcCode.PARSE_ERROR } });
+    expect(handler().rpc.parseError()).toMatchObject({ id: null, error: { code: RpcCode.PARSE_ERROR, message: expect.stringMatching(/^Parse error: \S/) } });
   });
 
   // Issue 12 item 8: these reached PostgreSQL or a codec and came back as -32603.
@@ -132,6 +132,6 @@ describe('JsonRpcHandler', () => {
     }
     expect(calls).toHaveLength(0);
     const within = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'echo', params: { data: { a: { b: { c: 'deep enough' } } } } }, ctx)) as RpcResponse;
-    expect(within.result).toBeDefined();
+    expect(within.result).toEqual({ echoed: { data: { a: { b: { c: 'deep enough' } } } } });
   });
 });

@@ -1,5 +1,4 @@
-import { backends } from '@agenthub/testing';
-import { startTestHub, type Agent, type TestHub } from './harness.js';
+import { hubModes, startTestHub, type Agent, type TestHub } from './harness.js';
 
 /**
  * The MUST requirements of the A2A TCK (a2aproject/a2a-tck, `tck/requirements/`) that apply to
@@ -26,7 +25,8 @@ const message = (parts: unknown[] = [text('Hello from the TCK')], extra: Record<
   ...extra,
 });
 
-describe.each(backends().slice(0, 1).map((b) => [b.name, b] as const))('A2A TCK, JSON-RPC binding (%s)', (_name, backend) => {
+// The A2A requirements hold on every backend and in split mode, not only on the embedded one.
+describe.each(hubModes().map((m) => [m.name, m] as const))('A2A TCK, JSON-RPC binding (%s)', (_name, backend) => {
   let hub: TestHub;
   let client: Agent;
   let agent: Agent;

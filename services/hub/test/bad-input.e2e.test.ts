@@ -68,6 +68,33 @@ describe.each(backends().map((b) => [b.name, b] as const))('bad input is the cal
     expect(after.workspaces).toBe(before.workspaces + 1);
   });
 
+  it('refuses invalid agent skills with -32602 naming the field, registering no agent', async () => {
+    const agents = async () => (await hub.admin('agents.list', { tenant_id: 'skills' })).agents.length;
+    const good = { id: 'plan', name: 'Planning', description: 'Builds an itinerary', tags: ['trips'] };
+    const refusals: [unknown, string][] = [
+      [[{ ...good, id: '' }], 'skills.0.id'],
+      [[good, { name: 'No id' }], 'skills.1.id'],
+      [[{ ...good, name: '' }], 'skills.0.name'],
+      [[{ ...good, id: 'x'.repeat(65) }], 'skills.0.id'],
+      [[{ ...good, description: 'd'.repeat(2001) }], 'skills.0.description'],
+      [[{ ...good, tags: Array.from({ length: 17 }, (_, i) => `t${i}`) }], 'skills.0.tags'],
+      [[{ ...good, tags: 'trips' }], 'skills.0.tags'],
+      [Array.from({ length: 33 }, (_, i) => ({ id: `s${i}`, name: `S${i}` })), 'skills'],
+      ['plan:Planning', 'skills'],
+    ];
+    for (const [skills, field] of refusals) {
+      const reply = await hub.call(hub.adminToken, 'agents.create', { tenant_id: 'skills', name: 'skilled', create_tenant: true, skills }, { path: '/admin' });
+      expect([field, reply.status, reply.body.error?.code, reply.body.error?.data?.field]).toEqual([field, 200, -32602, field]);
+    }
+    const listed = await hub.call(hub.adminToken, 'agents.list', { tenant_id: 'skills' }, { path: '/admin' });
+    expect(listed.body.result?.agents ?? []).toEqual([]);
+    // The same registration with valid skills is accepted and its card carries them.
+    const { agent } = await hub.admin('agents.create', { tenant_id: 'skills', name: 'skilled', create_tenant: true, skills: [good] });
+    expect(await agents()).toBe(1);
+    const card = (await (await fetch(`${hub.url}/agents/${agent.id}/.well-known/agent-card.json`)).json()) as { skills: unknown[] };
+    expect(card.skills).toEqual([expect.objectContaining(good)]);
+  });
+
   it('refuses a deeply nested data part (strict endpoint) or metadata with -32602', async () => {
     const before = await counts();
     for (const levels of [100, 20_000]) {

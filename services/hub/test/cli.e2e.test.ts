@@ -274,7 +274,7 @@ describe('agenthub command', () => {
   describe('long jobs', () => {
     it('memories reembed and secrets rotate-kek show progress on stderr, the result on stdout', async () => {
       for (const content of ['The sky is blue', 'Grass is green']) {
-        expect((await rpc(alice.api_key, 'x-hub/workspace.store', { workspace_id: workspaceId, content })).body.result).toBeDefined();
+        expect((await rpc(alice.api_key, 'x-hub/workspace.store', { workspace_id: workspaceId, content })).body.result.memory.content).toBe(content);
       }
       const reembed = await agenthub(['memories', 'reembed', '--workspace', workspaceId, '--json'], env);
       expect(reembed.code).toBe(0);
@@ -286,6 +286,36 @@ describe('agenthub command', () => {
       expect(rotate.stderr).toBe('Rewrapping workspace data keys under the newest KEK…\n');
       expect(rotate.stdout).toMatch(/^Rewrapped \d+ data key\(s\) under KEK v1; \d+ in all\n$/);
     }, 3 * COMMAND_TIMEOUT_MS);
+
+    it('secrets rotate-key re-seals one workspace and exits 0; bad usage exits 2, a refusal 1 (README exit codes)', async () => {
+      const set = await rpc(alice.api_key, 'x-hub/workspace.secrets.set', { workspace_id: workspaceId, key: 'ROTATED', value: 'still-readable' });
+      expect(set.body.result.key).toBe('ROTATED');
+      const rotated = await agenthub(['secrets', 'rotate-key', '--workspace', workspaceId], env);
+      expect(rotated.code).toBe(0);
+      expect(rotated.stdout).toMatch(new RegExp(`^Workspace ${workspaceId}: data key generation \\d+, 1 secret\\(s\\) re-sealed\n$`));
+      expect((await rpc(alice.api_key, 'x-hub/workspace.secrets.get', { workspace_id: workspaceId, key: 'ROTATED' })).body.result.value).toBe('still-readable');
+      const [missing, unreachable] = await Promise.all([
+        agenthub(['secrets', 'rotate-key'], env),
+        agenthub(['secrets', 'rotate-key', '--workspace', workspaceId], { ...env, HUB_PORT: String(await freePort()) }),
+      ]);
+      expect(missing).toMatchObject({ code: 2, stderr: 'agenthub: Missing --workspace. See agenthub secrets rotate-key --help.\n' });
+      expect(unreachable.code).toBe(1);
+    }, 4 * COMMAND_TIMEOUT_MS);
+
+    it('memories reembed exits 2 without --workspace and 1 for another model or an unknown workspace (README exit codes)', async () => {
+      const [missing, otherModel, unknown] = await Promise.all([
+        agenthub(['memories', 'reembed'], env),
+        agenthub(['memories', 'reembed', '--workspace', workspaceId, '--model', 'not-the-configured-model'], env),
+        agenthub(['memories', 'reembed', '--workspace', 'ws_doesnotexist'], env),
+      ]);
+      expect(missing).toMatchObject({ code: 2, stderr: 'agenthub: Missing --workspace. See agenthub memories reembed --help.\n' });
+      expect(otherModel.code).toBe(1);
+      expect(otherModel.stdout).toBe('');
+      expect(unknown.code).toBe(1);
+      // Nothing was changed by the refused run: the memories are still found.
+      const listed = await rpc(alice.api_key, 'x-hub/workspace.memories', { workspace_id: workspaceId });
+      expect(listed.body.result.memories.map((m: { content: string }) => m.content)).toEqual(expect.arrayContaining(['The sky is blue', 'Grass is green']));
+    }, 4 * COMMAND_TIMEOUT_MS);
   });
 
   describe('restart', () => {

@@ -38,7 +38,23 @@ export interface TestHub extends RunningHub {
 let nextId = 1;
 
 /** How a suite runs the hub: all-in-one on a backend, or split mode (split-hub.ts). */
-export type HubMode = Backend | SplitMode;
+export type HubMode = Backend | SplitMode | InprocMode;
+
+/**
+ * The all-in-one hub on the real backend with `HUB_TRANSPORT=inproc`: the gateway calls the
+ * services' handlers directly instead of over loopback gRPC. Suites that list `withInproc(...)`
+ * run in this mode too (a representative subset: workspaces, secrets, messaging).
+ */
+export interface InprocMode {
+  readonly name: 'inproc';
+  provision(): Promise<ProvisionedBackend>;
+}
+
+/** `modes` plus the in-process transport on the real backend, when it is there. */
+export function withInproc(modes: HubMode[]): HubMode[] {
+  const real = backends().find((backend) => backend.name === 'postgres+redis');
+  return real ? [...modes, { name: 'inproc', provision: () => real.provision() }] : modes;
+}
 
 /**
  * The modes an end-to-end suite covers: the all-in-one hub on every backend, plus split mode (one
@@ -56,6 +72,7 @@ export async function startTestHub(mode: HubMode, env?: Record<string, string>):
 export async function startTestHub(backend: HubMode, env: Record<string, string> = {}): Promise<TestHub> {
   const provisioned = await backend.provision();
   const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-test-'));
+  if (backend.name === 'inproc') return startOn(provisioned, dataDir, { HUB_TRANSPORT: 'inproc', ...env }, false);
   if (backend.name !== 'split') return startOn(provisioned, dataDir, env, false);
   // Chosen once, so that restart() brings the processes back with the same keys.
   return startOn(provisioned, dataDir, { ...splitCredentials(), ...env }, true);

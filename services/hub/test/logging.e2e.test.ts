@@ -142,3 +142,43 @@ describe('a port already in use', () => {
     });
   }, HOOK_TIMEOUT_MS);
 });
+
+describe('logs free of credentials end to end', () => {
+  it('a trace-level `serve all` never writes an API key or the operator token, whatever the calls', async () => {
+    const token = `operator-${Math.random().toString(36).slice(2)}-logged-never`;
+    const served = await serveUntil('all', { HUB_ADMIN_TOKEN: token, HUB_PORT: '0', LOG_LEVEL: 'trace', LOG_FORMAT: 'json', NODE_ENV: 'development' }, /AgentHub is listening on \S+ /);
+    const url = /AgentHub is listening on (\S+) /.exec(served.output().stdout)![1]!;
+    const rpc = async (path: string, bearer: string | undefined, method: string, params: unknown = {}) => {
+      const response = await fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...(bearer === undefined ? {} : { Authorization: `Bearer ${bearer}` }) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      });
+      return { status: response.status, body: (await response.json()) as { result?: any; error?: { code: number } } };
+    };
+    const created = await rpc('/admin', token, 'agents.create', { tenant_id: 'acme', name: 'logged', create_tenant: true });
+    expect(created.status).toBe(200);
+    const key = created.body.result.api_key as string;
+    const second = (await rpc('/admin', token, 'keys.create', { agent_id: created.body.result.agent.id })).body.result.api_key as string;
+    expect(key).toMatch(/^ahk_/);
+    expect((await rpc('/a2a', key, 'x-hub/workspace.list')).body.result.count).toBe(0);
+    // Refusals carry the credentials where a careless log line would echo them.
+    expect((await rpc('/a2a', `${key}x`, 'x-hub/workspace.list')).status).toBe(401);
+    expect((await rpc('/a2a', token, 'x-hub/workspace.list')).status).toBe(401);
+    expect((await rpc('/admin', key, 'tenants.list')).status).toBe(401);
+    expect((await rpc('/admin', `${token}x`, 'tenants.list')).status).toBe(401);
+    expect((await rpc('/a2a', key, 'x-hub/workspace.create', { name: key, description: token })).body.result.workspace.id).toMatch(/^ws_/);
+    expect((await rpc('/a2a', key, 'x-hub/nope', { api_key: key })).body.error?.code).toBe(-32601);
+    const keyId = created.body.result.key.id as string;
+    expect((await rpc('/admin', token, 'keys.revoke', { key_id: keyId })).status).toBe(200);
+    expect((await rpc('/a2a', key, 'x-hub/workspace.list')).status).toBe(401);
+    expect((await rpc('/a2a', second, 'x-hub/workspace.list')).status).toBe(200);
+    expect(await stop(served)).toEqual({ code: 0, signal: null });
+
+    const { stdout, stderr } = served.output();
+    // The log did record the calls (trace level, one line per request), so its silence about keys means something.
+    expect(stdout).toContain('x-hub/workspace.list');
+    const log = stdout + stderr;
+    for (const secret of [key, second, token, key.slice(4), token.slice(0, 16)]) expect(log).not.toContain(secret);
+  }, HOOK_TIMEOUT_MS);
+});

@@ -1,4 +1,4 @@
-import { hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Messaging end to end over real HTTP on both backends: a sender's SendMessage/GetTask/CancelTask
@@ -18,7 +18,7 @@ const MIXED = [
 /** The task byte limit the hub of this file runs with. */
 const TASK_MAX_BYTES = 600_000;
 
-describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP (%s)', (_name, backend) => {
+describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('messaging over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let sender: Agent;
   let recipient: Agent;
@@ -276,6 +276,20 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP 
     const listed = await ok(sender, 'ListTasks', { contextId: sent.contextId });
     expect(listed.tasks.map((t: { id: string }) => t.id)).toEqual([sent.id]);
     expect(listed.tasks[0].messages).toHaveLength(2 * continued + 2);
+  });
+
+  it('after a grant is revoked a cross-tenant send is -32104 again and nothing reaches the other tenant’s inbox', async () => {
+    const asker = await hub.agent('acme', 'asker-revoked');
+    const outsider = await hub.agent('globex', 'outsider-revoked');
+    const { grant } = await ok(asker, 'x-hub/grants.request', { agent_id: outsider.agent_id });
+    await ok(outsider, 'x-hub/grants.approve', { grant_id: grant.id });
+    const before = (await send(asker, outsider)).body.result;
+    expect(before.status.state).toBe('submitted');
+    expect((await receive(outsider, before.id)).from_agent_id).toBe(asker.agent_id);
+    expect((await ok(outsider, 'x-hub/grants.revoke', { grant_id: grant.id })).grant.status).toBe('revoked');
+    const refused = await send(asker, outsider);
+    expect(refused.body.error).toMatchObject({ code: -32104, message: 'No access grant to target agent. Request access first with x-hub/grants.request.' });
+    expect((await ok(outsider, 'x-hub/inbox.poll', { wait_ms: 0, max: 10 })).deliveries).toEqual([]);
   });
 
   it('acceptedOutputModes matches as HTTP does: ranges, parameters, any case; an agent that declares none takes anything', async () => {

@@ -18,7 +18,8 @@ describe.each(backends().map((b) => [b.name, b] as const))('HTTP JSON-RPC protoc
     it('answers a call without a key with HTTP 401 and a JSON-RPC error echoing the id', async () => {
       const reply = await hub.call(undefined, 'x-hub/workspace.list');
       expect(reply.status).toBe(401);
-      expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, message: expect.stringContaining('API key') } });
+      // The README's error table: `Unauthorized: Missing or invalid API key`, with `WWW-Authenticate: Bearer`.
+      expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32000, message: 'Unauthorized: Missing or invalid API key' } });
       expect(reply.body.id).toEqual(expect.any(Number));
     });
 
@@ -58,11 +59,11 @@ describe.each(backends().map((b) => [b.name, b] as const))('HTTP JSON-RPC protoc
     it('answers unparseable JSON with -32700', async () => {
       const response = await post('{"jsonrpc": "2.0", ', auth());
       expect(response.status).toBe(200);
-      expect(await response.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: expect.any(String) } });
+      expect(await response.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: expect.stringMatching(/^Parse error: \S/) } });
     });
 
     it('answers a non-request with -32600 and an unknown method with -32601', async () => {
-      expect(await (await post('{"id": 1}', auth())).json()).toMatchObject({ error: { code: -32600 } });
+      expect(await (await post('{"id": 1}', auth())).json()).toMatchObject({ error: { code: -32600, message: expect.stringMatching(/^Invalid Request: \S/) } });
       const unknown = await hub.call(alice.api_key, 'x-hub/workspace.nope');
       expect(unknown.body.error).toEqual({ code: -32601, message: 'Method not found: x-hub/workspace.nope' });
     });
@@ -82,16 +83,16 @@ describe.each(backends().map((b) => [b.name, b] as const))('HTTP JSON-RPC protoc
 
     it('limits batch size and body size with documented errors', async () => {
       const tooMany = Array.from({ length: 6 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'x-hub/workspace.types' }));
-      expect(await (await post(JSON.stringify(tooMany), auth())).json()).toMatchObject({ error: { code: -32600, message: expect.stringContaining('at most 5') } });
+      expect(await (await post(JSON.stringify(tooMany), auth())).json()).toMatchObject({ error: { code: -32600, message: expect.stringMatching(/^Invalid Request: .*at most 5/) } });
       const huge = await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x-hub/workspace.create', params: { name: 'x'.repeat(5000) } }), auth());
       expect(huge.status).toBe(413);
-      expect(await huge.json()).toMatchObject({ error: { code: -32600, message: expect.stringContaining('4096 bytes') } });
+      expect(await huge.json()).toMatchObject({ error: { code: -32600, message: expect.stringMatching(/^Invalid Request: .*4096 bytes/) } });
     });
 
     it('accepts A2A-Version 1.0 or none, and refuses others with -32009', async () => {
-      expect((await hub.call(alice.api_key, 'x-hub/workspace.types', {}, { headers: { 'A2A-Version': '1.0' } })).body.result).toBeDefined();
+      expect((await hub.call(alice.api_key, 'x-hub/workspace.types', {}, { headers: { 'A2A-Version': '1.0' } })).body.result.types).toContain('fact');
       const other = await hub.call(alice.api_key, 'x-hub/workspace.types', {}, { headers: { 'A2A-Version': '0.2' } });
-      expect(other.body.error).toMatchObject({ code: -32009, message: expect.stringContaining('0.2') });
+      expect(other.body.error).toMatchObject({ code: -32009, message: 'A2A version 0.2 is not supported; use 1.0' });
     });
 
     it('answers the per-agent endpoint with the same methods', async () => {

@@ -56,7 +56,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('secrets never logged
 
       const values = Array.from({ length: 4 }, (_, i) => `logged-value-${i}-${randomBytes(12).toString('hex')}`);
       for (const [i, value] of values.entries()) {
-        expect((await rpc(owner, 'x-hub/workspace.secrets.set', { workspace_id: workspaceId, key: `k${i}`, value })).result).toBeDefined();
+        expect((await rpc(owner, 'x-hub/workspace.secrets.set', { workspace_id: workspaceId, key: `k${i}`, value })).result).toMatchObject({ key: `k${i}`, created: true });
         expect((await rpc(owner, 'x-hub/workspace.secrets.get', { workspace_id: workspaceId, key: `k${i}` })).result.value).toBe(value);
       }
       // Refusals and bad parameters, each carrying a value.
@@ -65,11 +65,11 @@ describe.each(backends().map((b) => [b.name, b] as const))('secrets never logged
       expect((await rpc(owner, 'x-hub/workspace.secrets.set', { workspace_id: workspaceId, key: 'big', value: values[2]!.padEnd(70_000, '!') })).error?.code).toBe(-32602);
       expect((await rpc(owner, 'x-hub/workspace.secrets.set', { workspace_id: 'ws_unknown', key: 'k', value: values[3] })).error?.code).toBe(-32101);
       expect((await rpc(owner, 'x-hub/workspace.secrets.nope', { workspace_id: workspaceId, key: 'k', value: values[3] })).error?.code).toBe(-32601);
-      expect((await admin('secrets.rotate_kek')).result).toBeDefined();
+      expect((await admin('secrets.rotate_kek')).result).toMatchObject({ failed: 0 });
       expect((await admin('secrets.rotate_workspace_key', { workspace_id: workspaceId })).result.resealed).toBe(4);
       expect((await rpc(owner, 'x-hub/workspace.secrets.list', { workspace_id: workspaceId })).result.count).toBe(4);
       expect((await rpc(owner, 'x-hub/workspace.secrets.delete', { workspace_id: workspaceId, key: 'k3' })).result.deleted).toBe(true);
-      expect((await rpc(owner, 'x-hub/workspace.delete', { workspace_id: workspaceId })).result).toBeDefined();
+      expect((await rpc(owner, 'x-hub/workspace.delete', { workspace_id: workspaceId })).result).toEqual({ deleted: true, workspace_id: workspaceId });
       expect((await rpc(owner, 'x-hub/workspace.secrets.get', { workspace_id: workspaceId, key: 'k0' })).error?.code).toBe(-32101);
 
       const output = lines.join('');

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Workspace secrets end to end: real HTTP into the gateway, gRPC to the secrets service, which
@@ -9,7 +9,7 @@ import { hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from 
 
 const UNKNOWN_WS = 'ws_doesnotexist0000000';
 
-describe.each(hubModes().map((m) => [m.name, m] as const))('secrets over HTTP (%s)', (_name, backend) => {
+describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('secrets over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let owner: Agent;
   let reader: Agent;

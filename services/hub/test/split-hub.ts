@@ -66,6 +66,11 @@ export interface SplitStack extends RunningHub {
    * `env`, and resolves once it reports ready; `processes[name]` is then the new process.
    */
   respawn(name: SplitProcessName, env?: Record<string, string>): Promise<SplitProcess>;
+  /**
+   * Starts one more gateway replica on the same services, Redis and credentials (its own ports,
+   * plus `env`) and resolves with its URL once it is ready; `stop()` stops it with the rest.
+   */
+  addGateway(env?: Record<string, string>): Promise<{ url: string; process: SplitProcess }>;
 }
 
 /** Every child this test process started, killed if the test process goes away first. */
@@ -228,8 +233,10 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
     gateway: gateway({}),
   };
 
+  const extraGateways: SplitProcess[] = [];
   /** SIGTERMs the gateway, then every service together; fails naming each unclean exit. */
   const stop = async () => {
+    await Promise.allSettled(extraGateways.map((p) => p.stop()));
     const results = await Promise.allSettled([processes.gateway.stop()]);
     const services = Object.values(processes).filter((p) => p !== processes.gateway);
     results.push(...(await Promise.allSettled(services.map((p) => p.stop()))));
@@ -272,6 +279,19 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
         throw err;
       }
       return proc;
+    },
+    async addGateway(extra = {}) {
+      const [port, ops] = [await freePort(), await freePort()];
+      const extraUrl = `http://127.0.0.1:${port}`;
+      const proc = spawnProcess(`gateway-${extraGateways.length + 2}`, 'gateway', { ...common, HUB_HOST: '127.0.0.1', HUB_PORT: String(port), OPS_PORT: String(ops), ...extra }, extraUrl);
+      extraGateways.push(proc);
+      try {
+        await waitReady(proc);
+      } catch (err) {
+        await proc.stop('SIGKILL').catch(() => undefined);
+        throw err;
+      }
+      return { url: extraUrl, process: proc };
     },
     stop,
   };

@@ -1,4 +1,4 @@
-import { hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Workspaces, members and access grants end to end: real HTTP into the gateway, real gRPC to
@@ -16,7 +16,7 @@ const ADMIN_REQUIRED = { code: -32102, message: 'Admin access required' } as con
 const OWNER_REQUIRED = { code: -32102, message: 'Owner access required' } as const;
 const OWNER_NOT_REMOVABLE = { code: -32103, message: 'Cannot remove workspace owner' } as const;
 
-describe.each(hubModes().map((m) => [m.name, m] as const))('workspaces over HTTP (%s)', (_name, backend) => {
+describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('workspaces over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
 
   beforeAll(async () => {

@@ -22,6 +22,21 @@ async function collect(stream: AsyncIterable<messagingv1.WatchTaskResponse>): Pr
   return events;
 }
 
+/** A stream whose first event has been read (the watcher is subscribed), and the rest to collect. */
+async function started(stream: AsyncIterable<messagingv1.WatchTaskResponse>): Promise<{ first: Event; rest: () => Promise<Event[]> }> {
+  const iterator = stream[Symbol.asyncIterator]();
+  const head = await iterator.next();
+  if (head.done) throw new Error('the stream ended before its first event');
+  return {
+    first: head.value.event,
+    rest: async () => {
+      const events: Event[] = [];
+      for (let item = await iterator.next(); !item.done; item = await iterator.next()) events.push(item.value.event);
+      return events;
+    },
+  };
+}
+
 /** Reads events until `n` arrived, then leaves the stream open for the caller to cancel. */
 async function take(stream: AsyncIterable<messagingv1.WatchTaskResponse>, n: number): Promise<Event[]> {
   const events: Event[] = [];
@@ -58,17 +73,15 @@ describe.each(backends().map((b) => [b.name, b] as const))('task streams and lis
 
   it('a watcher on one replica gets the task, then every transition made on the other, and the stream ends at the terminal one', async () => {
     const { task } = await a().sendMessage({ recipientAgentId: recipient.id, message: message('work') }, sender.as);
-    const watched = collect(b().watchTask({ taskId: task!.id }, { ...sender.as, timeoutMs: 30_000 }));
     // The first event proves the watcher is subscribed before the recipient moves the task.
-    await b().getTask({ taskId: task!.id }, sender.as);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const watching = await started(b().watchTask({ taskId: task!.id }, { ...sender.as, timeoutMs: 30_000 }));
     await a().updateTask({ taskId: task!.id, state: TaskState.WORKING }, recipient.as);
     await a().updateTask({ taskId: task!.id, state: TaskState.WORKING, artifacts: [artifact('partial')] }, recipient.as);
     await a().updateTask(
       { taskId: task!.id, state: TaskState.COMPLETED, message: { role: 'agent', parts: [text('done')] }, artifacts: [artifact('final')] },
       recipient.as,
     );
-    const events = await watched;
+    const events = [watching.first, ...(await watching.rest())];
     expect(summary(events)).toEqual(['task:SUBMITTED@1', 'WORKING@2', 'WORKING@3+1art', 'COMPLETED@4+1art final']);
     const last = events.at(-1)!;
     expect(last.case === 'transition' && last.value.message?.parts[0]?.content).toEqual({ case: 'text', value: expect.objectContaining({ text: 'done' }) });
@@ -83,11 +96,11 @@ describe.each(backends().map((b) => [b.name, b] as const))('task streams and lis
     // While nobody watches, the task moves three times.
     await b().updateTask({ taskId: task!.id, state: TaskState.WORKING }, recipient.as);
     await b().updateTask({ taskId: task!.id, state: TaskState.INPUT_REQUIRED, message: { role: 'agent', parts: [text('which?')] } }, recipient.as);
-    const resumed = collect(a().watchTask({ taskId: task!.id, afterVersion: 1n }, { ...sender.as, timeoutMs: 30_000 }));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Its first event (the first missed transition) shows the resumed watcher is running.
+    const resumed = await started(a().watchTask({ taskId: task!.id, afterVersion: 1n }, { ...sender.as, timeoutMs: 30_000 }));
     await b().sendMessage({ taskId: task!.id, message: message('the blue one') }, sender.as);
     await b().updateTask({ taskId: task!.id, state: TaskState.COMPLETED }, recipient.as);
-    expect(summary(await resumed)).toEqual(['WORKING@2', 'INPUT_REQUIRED@3', 'SUBMITTED@4', 'COMPLETED@5 final']);
+    expect(summary([resumed.first, ...(await resumed.rest())])).toEqual(['WORKING@2', 'INPUT_REQUIRED@3', 'SUBMITTED@4', 'COMPLETED@5 final']);
   });
 
   it('watching a finished task gives the task and ends; resuming after its last version gives nothing', async () => {

@@ -25,12 +25,15 @@ describe('sealing', () => {
     expect(() => open(dataKey, 'ws_a', 'k', { ...sealed, ciphertext: flipped })).toThrow(SecretIntegrityError);
     expect(() => open(dataKey, 'ws_a', 'k', { ...sealed, ciphertext: sealed.ciphertext.subarray(0, 10) })).toThrow(SecretIntegrityError);
     // The error names the secret, never the value.
+    let thrown: unknown;
     try {
       open(dataKey, 'ws_b', 'k', sealed);
     } catch (err) {
-      expect((err as Error).message).toContain('"k" of ws_b');
-      expect((err as Error).message).not.toContain('hello');
+      thrown = err;
     }
+    expect(thrown).toBeInstanceOf(SecretIntegrityError);
+    expect((thrown as Error).message).toContain('"k" of ws_b');
+    expect((thrown as Error).message).not.toContain('hello');
   });
 
   test('the same value sealed twice gives different nonces and ciphertexts', () => {

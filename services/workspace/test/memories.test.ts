@@ -214,8 +214,8 @@ describe.each(backends().map((b) => [b.name, b] as const))('memories over gRPC (
   test('roles: read may query and list; store, update and forget need write; non-members are denied', async () => {
     const ws = await workspace();
     const { memory } = await store(ws, 'A memory for role checks.');
-    await expect(stack.workspace.queryMemories({ workspaceId: ws, query: 'role' }, reader.as)).resolves.toBeDefined();
-    await expect(stack.workspace.listMemories({ workspaceId: ws }, reader.as)).resolves.toBeDefined();
+    expect((await stack.workspace.queryMemories({ workspaceId: ws, query: 'role' }, reader.as)).memories.map((m) => m.id)).toEqual([memory!.id]);
+    expect((await stack.workspace.listMemories({ workspaceId: ws }, reader.as)).memories.map((m) => m.id)).toEqual([memory!.id]);
     expect(await failure(store(ws, 'Readers cannot store.', {}, reader.as))).toEqual(writeRequired);
     expect(await failure(stack.workspace.updateMemory({ workspaceId: ws, id: memory!.id, content: 'x' }, reader.as))).toEqual(writeRequired);
     expect(await failure(stack.workspace.forgetMemories({ workspaceId: ws, id: memory!.id }, reader.as))).toEqual(writeRequired);
