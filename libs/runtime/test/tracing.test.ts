@@ -32,7 +32,7 @@ describe('spans', () => {
   const exporter = new InMemorySpanExporter();
   let stop: () => Promise<void>;
   beforeAll(() => {
-    stop = startTracing(loadConfig({}), { serviceName: 'test', exporter, immediate: true });
+    stop = startTracing(loadConfig({ OTEL_SERVICE_NAME: 'agenthub-under-test' }), { serviceName: 'test', exporter, immediate: true });
   });
   afterAll(async () => {
     await stop();
@@ -44,6 +44,13 @@ describe('spans', () => {
     const [span] = exporter.getFinishedSpans();
     return { status: span!.status.code, reason: span!.attributes['hub.error_reason'] };
   };
+
+  it('names the service by OTEL_SERVICE_NAME when set, over the name the process gives', async () => {
+    exporter.reset();
+    await withSpan('named', {}, async () => undefined);
+    const [span] = exporter.getFinishedSpans();
+    expect(span!.resource.attributes['service.name']).toBe('agenthub-under-test');
+  });
 
   it('a refusal is an answer; the hub\'s own trouble fails the span', async () => {
     expect(await statusAfter(HubError.notFound('Workspace not found'))).toEqual({ status: SpanStatusCode.UNSET, reason: 'NOT_FOUND' });
