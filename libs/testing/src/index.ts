@@ -173,3 +173,6 @@ export async function failure(call: Promise<unknown>): Promise<{ reason: Reason;
 export { forgedCall, forgeSignature, methodPaths, type ForgedCall, type ForgedPrincipal } from './forged-calls.js';
 /** A throwaway CA and certificates (openssl CLI) for mutual TLS tests, with one from a foreign CA the hub must refuse. */
 export { makeTestCertificates, type TestCertificates } from './certificates.js';
+
+/** A free loopback port outside the ephemeral range, so a test can restart a process on it. */
+export { freePort } from './ports.js';

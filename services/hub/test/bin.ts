@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -67,17 +66,7 @@ export async function agenthub(args: string[], env: Record<string, string>, inpu
   return { ...exit, stdout, stderr };
 }
 
-/** A port nobody listens on right now: bind to 0, read it, let it go. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '@agenthub/testing';
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,12 +16,15 @@ const TOKEN = 'operator-token-for-logging-tests';
 /** Upstreams nobody answers on: a split gateway starts without them (its readiness says so). */
 const NOWHERE = { IDENTITY_ADDR: '127.0.0.1:1', WORKSPACE_ADDR: '127.0.0.1:1', SECRETS_ADDR: '127.0.0.1:1', MESSAGING_ADDR: '127.0.0.1:1', EVENTS_ADDR: '127.0.0.1:1' };
 
+/** Split-mode processes refuse to start without the key that signs internal calls. */
+const INTERNAL_KEY = { HUB_INTERNAL_KEY: randomBytes(32).toString('base64') };
+
 let dataDir: string;
 const started: Served[] = [];
 
 /** Starts `agenthub serve <service>` and waits until its stdout matches `ready`. */
 async function serveUntil(service: string, env: Record<string, string>, ready: RegExp): Promise<Served> {
-  const child = spawnBin(['serve', service], { HUB_DATA_DIR: dataDir, GRPC_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'info', ...env });
+  const child = spawnBin(['serve', service], { HUB_DATA_DIR: dataDir, GRPC_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'info', ...INTERNAL_KEY, ...env });
   let stdout = '';
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -86,7 +90,7 @@ describe('log format', () => {
   }, HOOK_TIMEOUT_MS);
 
   it('refuses an unknown LOG_FORMAT naming the variable', async () => {
-    const result = await agenthub(['serve', 'identity'], { HUB_DATA_DIR: dataDir, LOG_FORMAT: 'xml' });
+    const result = await agenthub(['serve', 'identity'], { HUB_DATA_DIR: dataDir, LOG_FORMAT: 'xml', ...INTERNAL_KEY });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('LOG_FORMAT');
   }, COMMAND_TIMEOUT_MS);
@@ -125,7 +129,7 @@ describe('request lines', () => {
 describe('a port already in use', () => {
   it('the gateway says which variable to change and exits 3, without a stack trace', async () => {
     await withPortTaken(async (port) => {
-      const result = await agenthub(['serve', 'gateway'], { ...NOWHERE, HUB_ADMIN_TOKEN: TOKEN, HUB_PORT: String(port), HUB_DATA_DIR: dataDir });
+      const result = await agenthub(['serve', 'gateway'], { ...NOWHERE, ...INTERNAL_KEY, HUB_ADMIN_TOKEN: TOKEN, HUB_PORT: String(port), HUB_DATA_DIR: dataDir });
       expect(result.code).toBe(3);
       expect(result.stderr).toBe(`agenthub: Port ${port} is already in use (HUB_PORT); stop whatever holds it or set HUB_PORT to a free port.\n`);
       expect(result.stdout).not.toMatch(/\n\s+at /);
@@ -134,7 +138,7 @@ describe('a port already in use', () => {
 
   it('a gRPC service names GRPC_PORT', async () => {
     await withPortTaken(async (port) => {
-      const result = await agenthub(['serve', 'identity'], { HUB_DATA_DIR: dataDir, GRPC_PORT: String(port), OPS_PORT: '0' });
+      const result = await agenthub(['serve', 'identity'], { HUB_DATA_DIR: dataDir, GRPC_PORT: String(port), OPS_PORT: '0', ...INTERNAL_KEY });
       expect(result.code).toBe(3);
       // grpc-js also reports the failed bind on stderr, in its own one-line format.
       expect(result.stderr).toContain(`agenthub: Port ${port} is already in use (GRPC_PORT); stop whatever holds it or set GRPC_PORT to a free port.\n`);
