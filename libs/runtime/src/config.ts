@@ -62,6 +62,16 @@ const schema = z.object({
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
   HUB_MAX_BATCH: positiveInt.default(50),
   HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),
+  // Rate limits (token buckets, per second and burst; 0 a second turns one off) and the cap on
+  // each agent's waiting calls. Operators override them per tenant (`agenthub tenants limits`).
+  HUB_RATE_KEY_PER_SEC: z.coerce.number().min(0).default(300),
+  HUB_RATE_KEY_BURST: positiveInt.default(600),
+  HUB_RATE_TENANT_PER_SEC: z.coerce.number().min(0).default(1_000),
+  HUB_RATE_TENANT_BURST: positiveInt.default(2_000),
+  HUB_RATE_ADDRESS_PER_SEC: z.coerce.number().min(0).default(10),
+  HUB_RATE_ADDRESS_BURST: positiveInt.default(200),
+  HUB_RATE_TRUST_FORWARDED_FOR: bool.default(false),
+  HUB_MAX_WAITING_PER_AGENT: positiveInt.default(100),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
   // Key-encryption keys of the secrets service, `v2:<base64 of 32 bytes>,v1:<…>`; the highest

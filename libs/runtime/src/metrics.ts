@@ -12,6 +12,7 @@ export class Metrics {
   readonly rpcRequests: Counter<'method' | 'code'>;
   readonly rpcDuration: Histogram<'method'>;
   readonly httpRequests: Counter<'route' | 'status'>;
+  readonly limitedRequests: Counter<'reason' | 'tenant'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'agenthub_' });
@@ -47,6 +48,12 @@ export class Metrics {
       name: 'agenthub_http_requests_total',
       help: 'HTTP requests served by the gateway, by route and status.',
       labelNames: ['route', 'status'],
+      registers: [this.registry],
+    });
+    this.limitedRequests = new Counter({
+      name: 'agenthub_limited_requests_total',
+      help: 'Requests refused by a rate limit, concurrency cap or quota, by reason (key, tenant, address, waiting, or the quota) and tenant ("" before authentication).',
+      labelNames: ['reason', 'tenant'],
       registers: [this.registry],
     });
   }

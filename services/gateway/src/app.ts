@@ -6,6 +6,7 @@ import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
 import { writeSse } from './sse.js';
 import { cardResponse, hubCard } from './a2a/index.js';
+import type { Limits } from './limits/index.js';
 
 export interface Readiness {
   ready: boolean;
@@ -27,6 +28,8 @@ export interface GatewayAppOptions {
   /** Whether `/metrics` is served here; false when it has a port of its own (split mode). */
   publicMetrics: boolean;
   log: Logger;
+  /** Rate limits and caps; absent, nothing is limited. */
+  limits?: Limits;
 }
 
 const AGENT_PATH = /^\/agents\/([^/]+)\/a2a$/;
@@ -89,6 +92,7 @@ export function createApp(options: GatewayAppOptions): Koa {
     }
     const cardPath = AGENT_CARD_PATH.exec(ctx.path);
     if ((cardPath || ctx.path === HUB_CARD_PATH) && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      if (options.limits && !(options.limits.preAuth(ctx) && (await options.limits.card(ctx)))) return;
       // Cards name absolute URLs; this hub's as the caller reached it.
       const baseUrl = `${ctx.protocol}://${ctx.host}`;
       const card = cardPath ? await options.agentCard(decodeURIComponent(cardPath[1]!), baseUrl) : hubCard(baseUrl);
@@ -109,6 +113,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       return;
     }
 
+    if (options.limits && !options.limits.preAuth(ctx)) return;
     let raw: Buffer;
     try {
       raw = await readBody(ctx.req, options.maxBodyBytes);
@@ -131,6 +136,7 @@ export function createApp(options: GatewayAppOptions): Koa {
     let principal: Principal;
     if (ctx.path === '/admin') {
       if (!isOperator(authorization, options.adminToken)) {
+        if (options.limits && (await options.limits.authFailed(ctx, body))) return;
         unauthorized(ctx, idOf(body), 'Operator token required');
         return;
       }
@@ -141,6 +147,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       } catch (err) {
         const hubError = HubError.from(err);
         if (hubError.reason === Reason.UNAUTHENTICATED) {
+          if (options.limits && (await options.limits.authFailed(ctx, body))) return;
           unauthorized(ctx, idOf(body), 'Missing or invalid API key');
         } else {
           ctx.body = { jsonrpc: '2.0', id: idOf(body), error: toRpcError(hubError) };
@@ -149,6 +156,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       }
     }
 
+    if (options.limits && !(await options.limits.admit(ctx, principal, authorization, body, Boolean(strictPath)))) return;
     const handler = ctx.path === '/admin' ? options.adminRpc : strictPath ? options.a2aRpc : options.agentRpc;
     if (!parsed) {
       ctx.body = handler.parseError();

@@ -9,8 +9,9 @@ import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
 import { serveMetrics } from './metrics-server.js';
 import { protocolError, RpcCode } from './errors.js';
-import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
+import { JsonRpcHandler, type RpcContext, type RpcMethod } from './jsonrpc.js';
 import { agentMethods } from './methods/index.js';
+import { Limits, type LimitsConfig } from './limits/index.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 
@@ -19,6 +20,7 @@ export { adminMethods } from './admin.js';
 export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
 export { RpcCode, toRpcError } from './errors.js';
 export type { Route, Clients } from './route.js';
+export { limitsConfig, type LimitsConfig } from './limits/index.js';
 export { UPSTREAMS, type UpstreamName, type UpstreamAddresses } from './upstreams.js';
 
 /** The A2A protocol versions the interface's endpoints accept; absent means 1.0. */
@@ -47,6 +49,8 @@ export interface GatewayDeps {
   metricsListen?: { host: string; port: number };
   /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
   local?: LocalTransport;
+  /** Rate limits and caps (`limitsConfig`); absent, nothing is limited. */
+  limits?: LimitsConfig;
 }
 
 export interface RunningGateway {
@@ -82,10 +86,11 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
+  const limits = deps.limits ? new Limits(deps.kv, deps.limits, deps.metrics) : undefined;
   const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
   const app = createApp({
     agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
-    adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
+    adminRpc: new JsonRpcHandler({ ...common, methods: new Map<string, RpcMethod>([...adminMethods(clients), ...(limits?.adminMethods() ?? [])]) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
       methods: a2aMethods(clients),
@@ -103,6 +108,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     metrics: deps.metrics,
     publicMetrics: !deps.metricsListen,
     log: deps.log,
+    limits,
   });
 
   const server: Server = createServer(app.callback());

@@ -1,5 +1,5 @@
 import { ConfigError, Metrics, openKv, splitSecurity, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { startGateway } from './index.js';
+import { limitsConfig, startGateway } from './index.js';
 
 /**
  * The gateway as its own process (split mode): HTTP on HUB_HOST:HUB_PORT, forwarding to
@@ -26,6 +26,7 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     // key, so a separate gateway only caches when the cache is shared.
     authCacheMs: config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+    limits: limitsConfig(config),
     internalKey,
     tls,
     // Like every split process, its metrics are on the ops port, which no Ingress routes to.

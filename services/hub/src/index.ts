@@ -1,4 +1,4 @@
-import { startGateway } from '@agenthub/gateway';
+import { limitsConfig, startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
 import { clientOptions, createClient, egressAllowPrivate, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
@@ -129,6 +129,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       authCacheMs: config.HUB_AUTH_CACHE_MS,
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
       internalKey,
+      limits: limitsConfig(config),
     });
     stops.push(() => gateway.stop(config.HUB_SHUTDOWN_GRACE_MS));
     const services = {

@@ -242,6 +242,20 @@ describe('agenthub command', () => {
       expect(JSON.parse(json.stdout).tenants).toEqual([expect.objectContaining({ id: 'acme', name: 'acme' })]);
     }, COMMAND_TIMEOUT_MS);
 
+    it('tenants limits overrides some of a tenant’s rate limits and resets them', async () => {
+      const set = await agenthub(['tenants', 'limits', 'acme', '--key', '50/100', '--max-waiting', '7'], env);
+      expect(set.code).toBe(0);
+      expect(set.stdout).toContain('per key:     50/s, burst 100 (override)');
+      expect(set.stdout).toContain('waiting calls per agent: 7 (override)');
+      const shown = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--tenant-rate', '500/900', '--json'], env)).stdout);
+      expect(shown.overrides).toEqual({ key: { per_sec: 50, burst: 100 }, tenant: { per_sec: 500, burst: 900 }, max_waiting_per_agent: 7 });
+      const bad = await agenthub(['tenants', 'limits', 'acme', '--key', 'fast'], env);
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toContain('--key fast: expected <per-sec>/<burst>');
+      const reset = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--reset', '--json'], env)).stdout);
+      expect(reset.overrides).toEqual({});
+    }, COMMAND_TIMEOUT_MS);
+
     it('agents list and agents get show the agent', async () => {
       const [list, get] = await Promise.all([agenthub(['agents', 'list', '--tenant', 'acme'], env), agenthub(['agents', 'get', alice.agent_id], env)]);
       expect(list.code).toBe(0);
