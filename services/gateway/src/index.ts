@@ -86,7 +86,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
-  const limits = deps.limits ? new Limits(deps.kv, deps.limits, deps.metrics) : undefined;
+  const limits = deps.limits ? new Limits({ kv: deps.kv, identity, config: deps.limits, metrics: deps.metrics, log: deps.log }) : undefined;
   const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
   const app = createApp({
     agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),

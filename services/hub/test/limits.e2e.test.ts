@@ -86,6 +86,8 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     const bad = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-tenant', limits: { key: { per_sec: -1, burst: 3 } } }, { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } });
     expect(bad.body.error?.code).toBe(-32602);
     expect(bad.body.error?.data.field).toBe('limits.key.per_sec');
+    const unknown = await hub.call(undefined, 'tenants.get_limits', { tenant_id: 'no-such-tenant' }, { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } });
+    expect(unknown.body.error).toMatchObject({ code: -32101, message: 'Tenant not found' });
   });
 
   it('limits failed authentications and card fetches per client address, then refuses before any lookup', async () => {
@@ -132,6 +134,13 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="tenant",tenant="rl-tenant"\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="address",tenant=""\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="waiting",tenant="rl-wait"\} [1-9]/);
+  });
+
+  it('keeps a tenant’s overrides across a restart', async () => {
+    hub = await hub.restart();
+    const got = await hub.admin('tenants.get_limits', { tenant_id: 'rl-tenant' });
+    expect(got.overrides).toEqual({ tenant: { per_sec: 0.01, burst: 3 } });
+    expect(got.limits.tenant).toEqual({ per_sec: 0.01, burst: 3 });
   });
 });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Kv, Metrics } from '@agenthub/runtime';
+import { identityv1 } from '@agenthub/proto';
+import type { ClientOf, Kv, Logger, Metrics, Principal } from '@agenthub/runtime';
 
 /** One token bucket's shape: `perSec` tokens a second, up to `burst`; `perSec` 0 turns it off. */
 export interface Rate {
@@ -49,8 +50,7 @@ export interface Admission {
   remaining: number;
 }
 
-const OVERRIDE_KEY = (tenantId: string) => `limits:tenant:${tenantId}`;
-/** How long a replica reuses a tenant's override before reading it again. */
+/** How long a replica reuses a tenant's overrides before asking identity again. */
 const OVERRIDE_CACHE_MS = 5_000;
 
 /**
@@ -64,12 +64,15 @@ export class Buckets {
 
   constructor(
     private readonly kv: Kv,
+    private readonly identity: ClientOf<typeof identityv1.IdentityService>,
     readonly config: LimitsConfig,
     private readonly metrics: Metrics,
+    private readonly log: Logger,
   ) {}
 
-  async limitsOf(tenantId: string): Promise<TenantLimits> {
-    const override = await this.override(tenantId);
+  /** `principal` reads the overrides: the tenant's own agent, or the operator. */
+  async limitsOf(tenantId: string, principal: Principal): Promise<TenantLimits> {
+    const override = await this.override(tenantId, principal);
     const d = this.config.defaults;
     return {
       key: override.key ? { perSec: override.key.per_sec, burst: override.key.burst } : d.key,
@@ -78,18 +81,35 @@ export class Buckets {
     };
   }
 
-  async override(tenantId: string): Promise<Override> {
+  /**
+   * The tenant's overrides, cached for a few seconds. `fresh` asks identity now and lets its
+   * errors (no such tenant) through; otherwise a failure means the defaults.
+   */
+  async override(tenantId: string, principal: Principal, fresh = false): Promise<Override> {
     const cached = this.overrides.get(tenantId);
-    if (cached && cached.until > Date.now()) return cached.value;
-    const raw = await this.kv.get(OVERRIDE_KEY(tenantId));
-    const value = raw ? overrideSchema.parse(JSON.parse(raw)) : {};
+    if (!fresh && cached && cached.until > Date.now()) return cached.value;
+    let value: Override;
+    try {
+      const { limits } = await this.identity.getTenantLimits({ tenantId }, { principal });
+      value = overrideOf(limits);
+    } catch (err) {
+      if (fresh) throw err;
+      // Limits must not take the hub down with identity: the defaults apply until it answers.
+      this.log.warn({ err, tenantId }, 'tenant limits unavailable; using the defaults');
+      return {};
+    }
+    if (this.overrides.size > 10_000) this.overrides.clear();
     this.overrides.set(tenantId, { value, until: Date.now() + OVERRIDE_CACHE_MS });
     return value;
   }
 
-  async setOverride(tenantId: string, value: Override): Promise<void> {
-    if (Object.keys(value).length === 0) await this.kv.del(OVERRIDE_KEY(tenantId));
-    else await this.kv.set(OVERRIDE_KEY(tenantId), JSON.stringify(value));
+  /** Replaces the tenant's overrides (operator only; identity checks). */
+  async setOverride(tenantId: string, value: Override, principal: Principal): Promise<void> {
+    const rate = (r: { per_sec: number; burst: number } | undefined) => r && { perSec: r.per_sec, burst: r.burst };
+    await this.identity.setTenantLimits(
+      { tenantId, limits: { key: rate(value.key), tenant: rate(value.tenant), maxWaitingPerAgent: value.max_waiting_per_agent } },
+      { principal },
+    );
     this.overrides.delete(tenantId);
   }
 
@@ -136,4 +156,12 @@ export class Buckets {
     this.metrics.limitedRequests.inc({ reason: scope, tenant: tenantId });
     return { scope, retryAfterMs, limit: r.burst, remaining };
   }
+}
+
+function overrideOf(limits: identityv1.TenantLimits | undefined): Override {
+  const override: Override = {};
+  if (limits?.key) override.key = { per_sec: limits.key.perSec, burst: limits.key.burst };
+  if (limits?.tenant) override.tenant = { per_sec: limits.tenant.perSec, burst: limits.tenant.burst };
+  if (limits?.maxWaitingPerAgent !== undefined) override.max_waiting_per_agent = limits.maxWaitingPerAgent;
+  return override;
 }

@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import { z } from 'zod';
-import { HubError, sha256Hex, type HubConfig, type Kv, type Metrics, type Principal } from '@agenthub/runtime';
+import type { identityv1 } from '@agenthub/proto';
+import { HubError, sha256Hex, type ClientOf, type HubConfig, type Kv, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { bearerToken } from '../auth.js';
 import { toA2aRpcError } from '../a2a/errors.js';
 import { toRpcError } from '../errors.js';
@@ -33,8 +34,8 @@ export class Limits {
   private readonly buckets: Buckets;
   private readonly waiting = new WaitingCalls();
 
-  constructor(kv: Kv, config: LimitsConfig, metrics: Metrics) {
-    this.buckets = new Buckets(kv, config, metrics);
+  constructor(deps: { kv: Kv; identity: ClientOf<typeof identityv1.IdentityService>; config: LimitsConfig; metrics: Metrics; log: Logger }) {
+    this.buckets = new Buckets(deps.kv, deps.identity, deps.config, deps.metrics, deps.log);
   }
 
   /** The client's address: the last hop of X-Forwarded-For behind a trusted proxy, else the peer's. */
@@ -70,7 +71,7 @@ export class Limits {
    */
   async admit(ctx: Koa.Context, principal: Principal, authorization: string | undefined, body: unknown, strict: boolean): Promise<boolean> {
     if (principal.kind !== 'agent') return true;
-    const limits = await this.buckets.limitsOf(principal.tenantId);
+    const limits = await this.buckets.limitsOf(principal.tenantId, principal);
     const calls = Array.isArray(body) ? Math.max(1, body.length) : 1;
     const keyId = sha256Hex(bearerToken(authorization) ?? '').slice(0, 32);
     const drawn = await this.buckets.request(principal.tenantId, keyId, calls, limits);
@@ -96,8 +97,9 @@ export class Limits {
   /** `tenants.set_limits` and `tenants.get_limits` of `POST /admin`. */
   adminMethods(): [string, RpcMethod][] {
     const tenant = z.object({ tenant_id: z.string().min(1).max(63) });
-    const view = async (tenantId: string) => {
-      const limits = await this.buckets.limitsOf(tenantId);
+    const view = async (tenantId: string, principal: Principal) => {
+      const overrides = await this.buckets.override(tenantId, principal, true);
+      const limits = await this.buckets.limitsOf(tenantId, principal);
       return {
         tenant_id: tenantId,
         limits: {
@@ -105,17 +107,19 @@ export class Limits {
           tenant: { per_sec: limits.tenant.perSec, burst: limits.tenant.burst },
           max_waiting_per_agent: limits.maxWaitingPerAgent,
         },
-        overrides: await this.buckets.override(tenantId),
+        overrides,
       };
     };
     return [
-      ['tenants.get_limits', { invoke: async (raw) => view(parseParams(tenant, raw).tenant_id) }],
+      ['tenants.get_limits', {
+        invoke: async (raw, ctx) => view(parseParams(tenant, raw).tenant_id, ctx.principal),
+      }],
       ['tenants.set_limits', {
         // Replaces the tenant's overrides; what is left out falls back to the defaults.
-        invoke: async (raw) => {
+        invoke: async (raw, ctx) => {
           const p = parseParams(tenant.extend({ limits: overrideSchema }).strict(), raw);
-          await this.buckets.setOverride(p.tenant_id, p.limits);
-          return view(p.tenant_id);
+          await this.buckets.setOverride(p.tenant_id, p.limits, ctx.principal);
+          return view(p.tenant_id, ctx.principal);
         },
       }],
     ];
