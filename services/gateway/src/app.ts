@@ -190,6 +190,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       ctx.status = 204;
       return;
     }
+    if (!Array.isArray(response) && response.error?.code === RpcCode.RATE_LIMITED) ctx.status = 429;
     ctx.body = response;
   });
   return app;

@@ -2,7 +2,7 @@ import { limitsConfig, startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
 import { clientOptions, createClient, egressAllowPrivate, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { destroySecretsWith, startWorkspace } from '@agenthub/workspace';
+import { destroySecretsWith, startWorkspace, workspaceQuotas } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { startMessaging } from '@agenthub/messaging';
 import { startEvents } from '@agenthub/events';
@@ -61,6 +61,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       log: log.child({ service: 'workspace' }),
       identityAddr: identity.address,
       memory: config,
+      quotas: workspaceQuotas(config),
       afterDelete: destroySecretsWith(() => secretsClient),
     });
     stops.push(() => workspace.stop(config.HUB_SHUTDOWN_GRACE_MS));

@@ -14,6 +14,8 @@ const LIMITS = {
   HUB_RATE_ADDRESS_BURST: '3',
   HUB_RATE_TRUST_FORWARDED_FOR: 'true',
   HUB_MAX_WAITING_PER_AGENT: '2',
+  HUB_QUOTA_WORKSPACES_PER_TENANT: '2',
+  HUB_QUOTA_MEMORIES_PER_WORKSPACE: '2',
 };
 
 let nextId = 1;
@@ -128,12 +130,38 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect((await post(hub.url, agent.api_key, call('x-hub/inbox.poll', { wait_ms: 10 }), '10.0.0.5')).status).toBe(200);
   });
 
+  it('refuses past a quota, naming it', async () => {
+    const agent = await hub.agent('rl-quota', 'a');
+    const other = await hub.agent('rl-quota-other', 'b');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-quota', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const create = (key: string) => post(hub.url, key, call('x-hub/workspace.create', { name: 'q' }), '10.0.0.6');
+    const first = await create(agent.api_key);
+    await create(agent.api_key);
+    const refused = await create(agent.api_key);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: -32029, message: expect.stringContaining('at most 2 workspaces'), data: { reason: 'quota_exceeded', field: 'workspaces_per_tenant' } });
+    expect(refused.body.error.data.retry_after_ms).toBeUndefined();
+    // Another tenant has its own quota.
+    expect((await create(other.api_key)).status).toBe(200);
+
+    const ws = first.body.result.workspace.id;
+    const store = (content: string) => post(hub.url, agent.api_key, call('x-hub/workspace.store', { workspace_id: ws, content }), '10.0.0.6');
+    expect((await store('The first memory.')).status).toBe(200);
+    expect((await store('The second memory.')).status).toBe(200);
+    const full = await store('One memory too many.');
+    expect(full.body.error).toMatchObject({ code: -32029, data: { field: 'memories_per_workspace' } });
+    // A duplicate merges into an existing memory: no new one, no refusal.
+    expect((await store('The first memory.')).status).toBe(200);
+  });
+
   it('counts refusals by reason and tenant in /metrics', async () => {
     const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="key",tenant="rl-key"\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="tenant",tenant="rl-tenant"\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="address",tenant=""\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="waiting",tenant="rl-wait"\} [1-9]/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="workspaces_per_tenant",tenant="rl-quota"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="memories_per_workspace",tenant="rl-quota"\} 1/);
   });
 
   it('keeps a tenant’s overrides across a restart', async () => {

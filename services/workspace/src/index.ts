@@ -9,6 +9,7 @@ import { createEmbedder, createVectorStore, describeMemoryBackends, type MemoryC
 import { createWorkspaceHandlers } from './server.js';
 import type { VectorStore } from './vectors.js';
 import type { AfterDelete } from './workspaces.js';
+import type { WorkspaceQuotas } from './quotas.js';
 
 export { createWorkspaceHandlers } from './server.js';
 export { destroySecretsWith, type AfterDelete } from './workspaces.js';
@@ -21,6 +22,7 @@ export type { VectorStore, VectorPoint, VectorSearch, VectorHit, VectorFilter } 
 export { EmbeddedVectorStore } from './vectors-embedded.js';
 export { QdrantVectorStore } from './vectors-qdrant.js';
 export { MEMORY_LIMITS } from './memories-params.js';
+export { workspaceQuotas, DEFAULT_WORKSPACE_QUOTAS, type WorkspaceQuotas } from './quotas.js';
 
 export interface WorkspaceDeps extends ServiceDeps {
   /** `host:port` of the identity service, asked for agents and grants on every call that needs them. */
@@ -33,6 +35,8 @@ export interface WorkspaceDeps extends ServiceDeps {
   vectors?: VectorStore;
   /** Told after a workspace's deletion commits (the secrets service destroys its data key). */
   afterDelete?: AfterDelete;
+  /** HUB_QUOTA_* (`workspaceQuotas(config)`); absent, the defaults. */
+  quotas?: WorkspaceQuotas;
 }
 
 /**
@@ -50,7 +54,7 @@ export async function startWorkspace(deps: WorkspaceDeps): Promise<RunningServic
       'workspace',
       deps,
       { schema: 'workspace', migrations: new URL('../migrations/', import.meta.url) },
-      (server) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db: deps.db, identity, embedder, vectors, afterDelete: deps.afterDelete })),
+      (server) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db: deps.db, identity, embedder, vectors, afterDelete: deps.afterDelete, quotas: deps.quotas })),
     );
     deps.log.info(describeMemoryBackends(embedder, vectors), 'memory backends');
     return {

@@ -1,6 +1,6 @@
 import { secretsv1 } from '@agenthub/proto';
 import { clientOptions, ConfigError, createClient, serviceProcess, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { destroySecretsWith, startWorkspace } from './index.js';
+import { destroySecretsWith, startWorkspace, workspaceQuotas } from './index.js';
 
 /**
  * The workspace service as its own process (split mode): gRPC on GRPC_HOST:GRPC_PORT. With
@@ -13,7 +13,7 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
   const secretsAddr = config.SECRETS_ADDR;
   return serviceProcess(config, log, 'workspace', async (deps) => {
     const secrets = secretsAddr ? createClient(secretsv1.SecretsService, secretsAddr, clientOptions(deps)) : undefined;
-    const running = await startWorkspace({ ...deps, identityAddr, memory: config, afterDelete: destroySecretsWith(() => secrets) });
+    const running = await startWorkspace({ ...deps, identityAddr, memory: config, quotas: workspaceQuotas(config), afterDelete: destroySecretsWith(() => secrets) });
     return {
       ...running,
       async stop(graceMs) {
