@@ -76,6 +76,7 @@ const schema = z.object({
   HUB_QUOTA_WORKSPACES_PER_TENANT: positiveInt.default(1_000),
   HUB_QUOTA_MEMORIES_PER_WORKSPACE: positiveInt.default(100_000),
   HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE: positiveInt.default(256 * 1024 * 1024),
+  HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: positiveInt.default(1_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
   // Key-encryption keys of the secrets service, `v2:<base64 of 32 bytes>,v1:<…>`; the highest

@@ -13,7 +13,12 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     startMessaging({
       ...deps,
       identityAddr,
-      limits: { blockingMs: config.MESSAGING_BLOCKING_MS, onlineMs: config.MESSAGING_ONLINE_MS, claimMs: config.MESSAGING_CLAIM_MS },
+      limits: {
+        blockingMs: config.MESSAGING_BLOCKING_MS,
+        onlineMs: config.MESSAGING_ONLINE_MS,
+        claimMs: config.MESSAGING_CLAIM_MS,
+        maxTasksInFlightPerSender: config.HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER,
+      },
       sweepIntervalMs: config.MESSAGING_SWEEP_MS,
       push: {
         maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS,

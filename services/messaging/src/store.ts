@@ -114,9 +114,21 @@ export class MessagingStore {
     return rows[0] && toTask(rows[0]);
   }
 
-  /** Inserts a task with its first event and, unless undefined, its delivery. */
-  async createTask(task: TaskRecord, delivery: NewDelivery | undefined): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  /**
+   * Inserts a task with its first event and, unless undefined, its delivery; false, and nothing
+   * written, when its sender already has `maxInFlight` tasks submitted or working.
+   */
+  async createTask(task: TaskRecord, delivery: NewDelivery | undefined, maxInFlight = Infinity): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      if (Number.isFinite(maxInFlight)) {
+        // Serialises one sender's creations so two concurrent sends cannot both pass the count.
+        await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tasks:${task.senderAgentId}`]);
+        const { rows } = await tx.query<{ count: number }>(
+          `SELECT count(*)::int AS count FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working')`,
+          [task.senderAgentId],
+        );
+        if ((rows[0]?.count ?? 0) >= maxInFlight) return false;
+      }
       await tx.query(
         `INSERT INTO tasks (${TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1)`,
         [
@@ -134,6 +146,7 @@ export class MessagingStore {
       );
       await transitionEvent(tx, task, undefined, task.updatedAt);
       if (delivery) await this.insertDelivery(tx, task, delivery);
+      return true;
     });
   }
 

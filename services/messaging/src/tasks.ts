@@ -15,6 +15,8 @@ type TaskState = messagingv1.TaskState;
 export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant'>;
 
 export interface MessagingLimits {
+  /** Quota: tasks one agent has sent that are still submitted or working (HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER). */
+  maxTasksInFlightPerSender: number;
   /** Longest SendMessage blocking wait (the interface's 60 s). */
   blockingMs: number;
   /** A connected agent counts as online this long after its last inbox poll. */
@@ -42,6 +44,7 @@ export const DEFAULT_LIMITS: MessagingLimits = {
   defaultTtlSeconds: 30 * 24 * 3600,
   maxParts: 100,
   maxTaskItems: 1000,
+  maxTasksInFlightPerSender: 1000,
 };
 
 /** Refuses a change that would grow the task past `maxTaskItems` messages or artifacts. */
@@ -235,7 +238,10 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
-    await env.store.createTask(task, delivery);
+    const max = env.limits.maxTasksInFlightPerSender;
+    if (!(await env.store.createTask(task, delivery, max))) {
+      throw HubError.quotaExceeded('tasks_in_flight_per_sender', `Quota exceeded: an agent may have at most ${max} tasks submitted or working; wait for some to finish`);
+    }
   }
   if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
 
