@@ -91,6 +91,8 @@ const schema = z.object({
   EMBEDDINGS_API_KEY: z.string().min(1).optional(),
   EMBEDDINGS_TIMEOUT_MS: positiveInt.default(30_000),
   EMBEDDINGS_THREADS: z.coerce.number().int().min(1).max(16).optional(),
+  // Texts waiting for the built-in model's workers; past it a store or query is refused, retryable.
+  EMBEDDINGS_MAX_QUEUE: positiveInt.default(1_000),
   // Vectors in Qdrant when set, else exact search over vectors kept in the workspace schema.
   QDRANT_URL: url(['http:', 'https:']).optional(),
   QDRANT_API_KEY: z.string().min(1).optional(),
