@@ -12,6 +12,7 @@ Run:
 Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/admin-token):
   agenthub tenants create <tenant-id> [--name <name>]
   agenthub tenants list
+  agenthub tenants usage <tenant-id>               a tenant's workspaces and memories against their quotas
   agenthub tenants limits <tenant-id> [--key <per-sec>/<burst>] [--tenant-rate <per-sec>/<burst>]
                          [--max-waiting <n>] [--reset]
                                                    show a tenant's rate limits, or override some
@@ -77,6 +78,10 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
   'tenants list': async ({ admin, print }) => {
     const result = await admin.call<{ tenants: { id: string; name: string }[] }>('tenants.list');
     print(result, result.tenants.map((t) => `${t.id}\t${t.name}`).join('\n'));
+  },
+  'tenants usage': async ({ admin, arg, print }) => {
+    const result = await admin.call<{ usage: { quota: string; scope: string; used: number; limit: number }[] }>('tenants.usage', { tenant_id: need(arg, 'tenant id') });
+    print(result, result.usage.map((u) => `${u.quota}${u.scope ? ` ${u.scope}` : ''}\t${u.used} / ${u.limit}`).join('\n'));
   },
   'tenants limits': async ({ admin, values, arg, print }) => {
     type Rate = { per_sec: number; burst: number };

@@ -254,6 +254,9 @@ describe('agenthub command', () => {
       expect(bad.stderr).toContain('--key fast: expected <per-sec>/<burst>');
       const reset = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--reset', '--json'], env)).stdout);
       expect(reset.overrides).toEqual({});
+      const usage = await agenthub(['tenants', 'usage', 'acme'], env);
+      expect(usage.code).toBe(0);
+      expect(usage.stdout.split('\n')).toContain('workspaces_per_tenant\t1 / 1000');
     }, COMMAND_TIMEOUT_MS);
 
     it('agents list and agents get show the agent', async () => {

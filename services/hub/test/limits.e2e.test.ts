@@ -152,6 +152,11 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(full.body.error).toMatchObject({ code: -32029, data: { field: 'memories_per_workspace' } });
     // A duplicate merges into an existing memory: no new one, no refusal.
     expect((await store('The first memory.')).status).toBe(200);
+
+    const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-quota' });
+    expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 2, limit: 2 });
+    expect(usage).toContainEqual({ quota: 'memories_per_workspace', scope: ws, used: 2, limit: 2 });
+    expect(usage).toContainEqual({ quota: 'memory_bytes_per_workspace', scope: ws, used: 'The first memory.The second memory.'.length, limit: 268435456 });
   });
 
   it('counts refusals by reason and tenant in /metrics', async () => {

@@ -1,4 +1,5 @@
-import { HubError, type HubConfig } from '@agenthub/runtime';
+import { HubError, Reason, type CallContext, type HubConfig } from '@agenthub/runtime';
+import type { WorkspaceEnv } from './access.js';
 
 /** Per-tenant and per-workspace quotas of the workspace service (HUB_QUOTA_*). */
 export interface WorkspaceQuotas {
@@ -30,4 +31,21 @@ export function workspacesQuotaExceeded(max: number): HubError {
 export function memoriesQuotaExceeded(quota: 'memories_per_workspace' | 'memory_bytes_per_workspace', max: number): HubError {
   const what = quota === 'memories_per_workspace' ? `${max} memories` : `${max} bytes of memories`;
   return HubError.quotaExceeded(quota, `Quota exceeded: a workspace holds at most ${what}; forget some first`);
+}
+
+/** Operator only: the tenant's workspaces against their quota, and each one's memories against theirs. */
+export async function tenantUsage(env: WorkspaceEnv, ctx: CallContext, tenantId: string) {
+  if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
+  const rows = await env.store.tenantUsage(tenantId);
+  const q = env.quotas;
+  const usage = (quota: string, scope: string, used: number, limit: number) => ({ quota, scope, used: BigInt(used), limit: BigInt(limit) });
+  return {
+    usage: [
+      usage('workspaces_per_tenant', '', rows.length, q.workspacesPerTenant),
+      ...rows.flatMap((r) => [
+        usage('memories_per_workspace', r.id, r.memories, q.memoriesPerWorkspace),
+        usage('memory_bytes_per_workspace', r.id, Number(r.bytes), q.memoryBytesPerWorkspace),
+      ]),
+    ],
+  };
 }

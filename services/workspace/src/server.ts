@@ -5,7 +5,7 @@ import type { Embedder } from './embedder.js';
 import { forgetMemories, listMemories, queryMemories, reembedWorkspace, storeMemory, updateMemory, type MemoryEnv } from './memories.js';
 import { addMember, listMembers, removeMember } from './members.js';
 import { MEMORY_TYPES } from './memory-types.js';
-import { DEFAULT_WORKSPACE_QUOTAS, type WorkspaceQuotas } from './quotas.js';
+import { DEFAULT_WORKSPACE_QUOTAS, tenantUsage, type WorkspaceQuotas } from './quotas.js';
 import { WorkspaceStore } from './store.js';
 import * as validate from './validate.js';
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, type AfterDelete, type DeleteEnv } from './workspaces.js';
@@ -56,5 +56,6 @@ export function createWorkspaceHandlers(deps: {
     forgetMemories: async (request, ctx) => forgetMemories(memory(), ctx, callerOf(ctx), request),
     listMemories: async (request, ctx) => listMemories(memory(), ctx, callerOf(ctx), request),
     reembedWorkspace: async (request, ctx) => reembedWorkspace(memory(), ctx, request),
+    getTenantUsage: async (request, ctx) => tenantUsage(env, ctx, request.tenantId),
   };
 }

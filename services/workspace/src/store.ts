@@ -115,6 +115,17 @@ export class WorkspaceStore {
     });
   }
 
+  /** Each workspace the tenant owns, with its memories and their content's bytes. */
+  async tenantUsage(tenantId: string): Promise<{ id: string; memories: number; bytes: string | number }[]> {
+    const { rows } = await this.db.query<{ id: string; memories: number; bytes: string | number }>(
+      `SELECT w.id, count(m.id)::int AS memories, coalesce(sum(octet_length(m.content)), 0)::bigint AS bytes
+         FROM workspaces w LEFT JOIN memories m ON m.workspace_id = w.id
+        WHERE w.owner_tenant_id = $1 GROUP BY w.id ORDER BY w.id`,
+      [tenantId],
+    );
+    return rows;
+  }
+
   async getWorkspace(id: string): Promise<WorkspaceRecord | undefined> {
     const { rows } = await this.db.query<WorkspaceRow>('SELECT * FROM workspaces WHERE id = $1', [id]);
     return rows[0] && toWorkspace(rows[0]);
