@@ -94,9 +94,10 @@ export class Buckets {
       value = overrideOf(limits);
     } catch (err) {
       if (fresh) throw err;
-      // Limits must not take the hub down with identity: the defaults apply until it answers.
-      this.log.warn({ err, tenantId }, 'tenant limits unavailable; using the defaults');
-      return {};
+      // Limits must not take the hub down with identity: the last known overrides (else the
+      // defaults) apply, and are kept a while, so a struggling identity is not asked on every call.
+      this.log.warn({ err, tenantId }, 'tenant limits unavailable; using the last known or the defaults');
+      value = cached?.value ?? {};
     }
     if (this.overrides.size > 10_000) this.overrides.clear();
     this.overrides.set(tenantId, { value, until: Date.now() + OVERRIDE_CACHE_MS });
