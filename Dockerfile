@@ -3,7 +3,7 @@
 #   docker run agenthub gateway      (identity | workspace | secrets | messaging | events | gateway | all)
 # Build: docker build -t agenthub .
 
-ARG NODE_IMAGE=node:20-slim
+ARG NODE_IMAGE=node:24-slim
 
 # ---- build: all dependencies, compile TypeScript (generated protobuf code is committed) ----
 FROM ${NODE_IMAGE} AS build

@@ -10,7 +10,7 @@ export default {
     ],
   },
   moduleNameMapper: {
-    '^@agenthub/(proto|runtime|testing|tasks)$': '<rootDir>/libs/$1/src/index.ts',
+    '^@agenthub/(proto|runtime|testing|tasks|client)$': '<rootDir>/libs/$1/src/index.ts',
     '^@agenthub/(gateway|identity|workspace|secrets|messaging|events|hub)$': '<rootDir>/services/$1/src/index.ts',
     '^@agenthub/(gateway|identity|workspace|secrets|messaging|events)/main$': '<rootDir>/services/$1/src/main.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',

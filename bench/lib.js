@@ -300,3 +300,52 @@ export function processTicks(pid) {
 
 /** Linux's USER_HZ: 100 on every mainstream architecture. */
 export const TICKS_PER_SECOND = 100;
+
+/**
+ * `node args…` as a child process (cwd the project root, `env` over ours); resolves with the first
+ * stdout line's match of `ready` once it prints it, and registers its stop in `cleanups`.
+ */
+export async function startNodeProcess(cleanups, root, args, env, ready) {
+  const { spawn } = await import('node:child_process');
+  const { createInterface } = await import('node:readline');
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail = [];
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const exited = new Promise((ok) => child.once('exit', ok));
+  cleanups.push(async () => {
+    process.removeListener('exit', killOnExit);
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  });
+  const match = await new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`${args.join(' ')} did not start within 30 s:\n${tail.join('\n')}`)), 30_000);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const found = ready.exec(line);
+      if (found) {
+        clearTimeout(timer);
+        ok(found);
+      } else tail.push(line);
+    });
+    createInterface({ input: child.stderr }).on('line', (line) => tail.push(line));
+    exited.then((code) => {
+      clearTimeout(timer);
+      fail(new Error(`${args.join(' ')} exited (${code}):\n${tail.join('\n')}`));
+    });
+  });
+  return { match, pid: child.pid };
+}
+
+/** RSS of a process in MiB from /proc; null where there is none. */
+export function processRssMiB(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+    return Number.isFinite(kb) ? round(kb / 1024, 1) : null;
+  } catch {
+    return null;
+  }
+}

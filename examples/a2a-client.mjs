@@ -3,7 +3,8 @@
 //
 //   node examples/a2a-client.mjs http://127.0.0.1:8080/agents/<agent id>/.well-known/agent-card.json <api key>
 //
-// The agent must answer: a connected agent polling x-hub/inbox.poll (see the README), or a push agent.
+// The agent must answer: a connected agent (examples/echo-agent.mjs, or one polling x-hub/inbox.poll as
+// in the README), or a push agent.
 import { Role } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 

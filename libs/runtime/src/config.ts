@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { MAX_AUTH_CACHE_MS } from './auth-cache.js';
 import { ConfigError } from './config-error.js';
@@ -6,6 +7,20 @@ import { DEFAULT_MAX_CONNECTION_AGE_GRACE_MS, DEFAULT_MAX_CONNECTION_AGE_MS } fr
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const isAddressOrRange = (entry: string) => {
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+};
+const isBaseUrl = (value: string) => {
+  try {
+    const u = new URL(value);
+    return (u.protocol === 'https:' || u.protocol === 'http:') && !u.search && !u.hash && !u.username && !u.password;
+  } catch {
+    return false;
+  }
+};
 const url = (protocols: string[]) =>
   z.string().refine((value) => {
     try {
@@ -29,6 +44,13 @@ const schema = z.object({
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   REDIS_PREFIX: z.string().default('agenthub:'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // `auto`: readable lines on a terminal, JSON lines anywhere else (a pipe, a file, a container log).
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  // `development` (unset): one info line per HTTP request; anything else (the image sets
+  // `production`): those lines only at debug.
+  NODE_ENV: z.string().min(1).default('development'),
+  // The no-color.org convention: any value turns off colours in the pretty log format.
+  NO_COLOR: z.string().optional(),
   GRPC_HOST: z.string().min(1).default('127.0.0.1'),
   GRPC_PORT: port.default(50051),
   // Ops endpoint of a split-mode service process (/metrics, /healthz, /readyz); host defaults to GRPC_HOST.
@@ -50,6 +72,9 @@ const schema = z.object({
   // How long a delivery handed to a connected agent stays hidden, waiting for its ack, before it is
   // handed out again (same delivery id).
   MESSAGING_CLAIM_MS: positiveInt.default(30_000),
+  // Serialized bytes of all messages and artifacts of one task; GetTask returns them in one gRPC
+  // message (8 MiB), so at most 6 MiB.
+  MESSAGING_TASK_MAX_BYTES: positiveInt.max(6 * 1024 * 1024).default(4 * 1024 * 1024),
   // Signs every internal gRPC call (base64 of ≥ 32 random bytes; split mode requires it, the
   // all-in-one mode makes its own). Checked, never echoed, by InternalKey.fromBase64.
   HUB_INTERNAL_KEY: z.string().min(1).optional(),
@@ -79,6 +104,21 @@ const schema = z.object({
   HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: positiveInt.default(1_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
+  // Gateway: the public base URL the hub is reached at (`https://hub.example.com`), from which
+  // Agent Cards build their links; without it, from the request (forwarded headers honoured only
+  // from HUB_TRUSTED_PROXIES, comma-separated addresses or CIDR ranges).
+  HUB_PUBLIC_URL: z
+    .string()
+    .refine(isBaseUrl, 'must be an http:// or https:// URL without query, fragment or credentials')
+    .transform((value) => value.replace(/\/+$/, ''))
+    .optional(),
+  HUB_TRUSTED_PROXIES: z
+    .string()
+    .transform((text) => text.split(',').map((entry) => entry.trim()).filter(Boolean))
+    .refine((entries) => entries.every(isAddressOrRange), 'must be comma-separated IP addresses or CIDR ranges (10.0.0.0/8)')
+    .optional(),
+  // Gateway: how deep JSON-RPC params may nest (objects and arrays, `data` parts included).
+  HUB_MAX_JSON_DEPTH: z.coerce.number().int().min(4).max(256).default(32),
   // Key-encryption keys of the secrets service, `v2:<base64 of 32 bytes>,v1:<…>`; the highest
   // version wraps, every listed one unwraps. Parsed (and checked) by the secrets service, whose
   // messages never echo key material.

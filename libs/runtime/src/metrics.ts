@@ -1,4 +1,15 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One sample of a gauge read at scrape time. */
+export interface GaugeSample<L extends string> {
+  labels: Partial<Record<L, string>>;
+  value: number;
+}
+
+/** A gRPC call's duration, recorded under AgentHub's names and the names stock dashboards use. */
+export interface GrpcCallRecorder {
+  observe(labels: { service: string; method: string; code: string }, seconds: number): void;
+}
 
 /**
  * Prometheus metrics of one process. One instance is made in `main` and handed to whatever
@@ -7,30 +18,21 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly grpcServerCalls: Histogram<'service' | 'method' | 'code'>;
-  readonly grpcClientCalls: Histogram<'service' | 'method' | 'code'>;
+  readonly grpcServerCalls: GrpcCallRecorder;
+  readonly grpcClientCalls: GrpcCallRecorder;
   readonly rpcRequests: Counter<'method' | 'code'>;
   readonly rpcDuration: Histogram<'method'>;
+  /** Calls that wait by design (blocking sends, long-polls, streams), kept out of rpcDuration. */
+  readonly rpcWaitDuration: Histogram<'method'>;
   readonly httpRequests: Counter<'route' | 'status'>;
   readonly limitedRequests: Counter<'reason' | 'tenant'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
-    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'agenthub_' });
+    // Unprefixed (process_*, nodejs_*), as the stock Node.js dashboards expect.
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
     const buckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60];
-    this.grpcServerCalls = new Histogram({
-      name: 'agenthub_grpc_server_handling_seconds',
-      help: 'Time to handle a gRPC call, by service, method and status code.',
-      labelNames: ['service', 'method', 'code'],
-      buckets,
-      registers: [this.registry],
-    });
-    this.grpcClientCalls = new Histogram({
-      name: 'agenthub_grpc_client_handling_seconds',
-      help: 'Time a gRPC call to another service took, by service, method and status code.',
-      labelNames: ['service', 'method', 'code'],
-      buckets,
-      registers: [this.registry],
-    });
+    this.grpcServerCalls = this.grpcRecorder('server', 'Time to handle a gRPC call', buckets);
+    this.grpcClientCalls = this.grpcRecorder('client', 'Time a gRPC call to another service took', buckets);
     this.rpcRequests = new Counter({
       name: 'agenthub_jsonrpc_requests_total',
       help: 'JSON-RPC requests handled by the gateway, by method and JSON-RPC result code (0 = success).',
@@ -42,6 +44,13 @@ export class Metrics {
       help: 'Time to answer one JSON-RPC request at the gateway, by method.',
       labelNames: ['method'],
       buckets,
+      registers: [this.registry],
+    });
+    this.rpcWaitDuration = new Histogram({
+      name: 'agenthub_jsonrpc_wait_seconds',
+      help: 'Time of JSON-RPC calls that wait by design (blocking SendMessage, inbox.poll with wait_ms, streams), by method.',
+      labelNames: ['method'],
+      buckets: [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800],
       registers: [this.registry],
     });
     this.httpRequests = new Counter({
@@ -57,4 +66,129 @@ export class Metrics {
       registers: [this.registry],
     });
   }
+
+  private readonly readers = new Map<string, Set<() => Promise<GaugeSample<string>[]>>>();
+
+  /**
+   * A gauge read when Prometheus scrapes, never on a request's path: `read` runs one cheap query.
+   * Several readers may feed one name (each service of an all-in-one process adds its own
+   * labels). A failed read leaves its samples out of that scrape (and counts in
+   * agenthub_metrics_read_errors_total) rather than failing the whole scrape. Returns how to
+   * remove the reader (when its service stops).
+   */
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[], read: () => Promise<GaugeSample<L>[]>): () => void {
+    let readers = this.readers.get(name);
+    if (!readers) {
+      const all = new Set<() => Promise<GaugeSample<string>[]>>();
+      readers = all;
+      this.readers.set(name, all);
+      const errors = this.readErrors();
+      new Gauge<L>({
+        name,
+        help,
+        labelNames,
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          await Promise.all(
+            [...all].map(async (reader) => {
+              try {
+                for (const sample of await reader()) this.set(sample.labels as never, sample.value);
+              } catch {
+                errors.inc({ metric: name });
+              }
+            }),
+          );
+        },
+      });
+    }
+    const reader = read as () => Promise<GaugeSample<string>[]>;
+    readers.add(reader);
+    return () => readers.delete(reader);
+  }
+
+  /**
+   * A queue as two gauges from one read per scrape: `<name>` (items waiting) and
+   * `<name>_oldest_age_seconds` (how long the oldest has waited; 0 when none).
+   */
+  backlog<L extends string>(
+    name: string,
+    what: string,
+    labelNames: readonly L[],
+    read: () => Promise<{ labels: Partial<Record<L, string>>; count: number; oldestMs: number | null }[]>,
+  ): () => void {
+    let last: { at: number; rows: ReturnType<typeof read> } | undefined;
+    // Both gauges are collected in one scrape: they share its read.
+    const shared = () => {
+      if (!last || Date.now() - last.at > 1_000) last = { at: Date.now(), rows: read() };
+      return last.rows;
+    };
+    const removeCount = this.gauge(name, `${what}: how many are waiting.`, labelNames, async () =>
+      (await shared()).map((row) => ({ labels: row.labels, value: row.count })),
+    );
+    const removeAge = this.gauge(`${name}_oldest_age_seconds`, `${what}: seconds the oldest has waited (0 when none).`, labelNames, async () => {
+      const now = Date.now();
+      return (await shared()).map((row) => ({ labels: row.labels, value: row.oldestMs === null ? 0 : Math.max(0, (now - row.oldestMs) / 1000) }));
+    });
+    return () => {
+      removeCount();
+      removeAge();
+    };
+  }
+
+  private readErrorCounter: Counter<'metric'> | undefined;
+
+  private readErrors(): Counter<'metric'> {
+    this.readErrorCounter ??= new Counter({
+      name: 'agenthub_metrics_read_errors_total',
+      help: 'Scrape-time reads of a gauge that failed (the gauge is empty for that scrape), by metric.',
+      labelNames: ['metric'],
+      registers: [this.registry],
+    });
+    return this.readErrorCounter;
+  }
+
+  /**
+   * `agenthub_grpc_<side>_handling_seconds{service,method,code}` plus the go-grpc-prometheus names
+   * the stock gRPC dashboards query: `grpc_<side>_handled_total` and
+   * `grpc_<side>_handling_seconds` with grpc_type, grpc_service, grpc_method, grpc_code.
+   */
+  private grpcRecorder(side: 'server' | 'client', help: string, buckets: number[]): GrpcCallRecorder {
+    const own = new Histogram({
+      name: `agenthub_grpc_${side}_handling_seconds`,
+      help: `${help}, by service, method and status code.`,
+      labelNames: ['service', 'method', 'code'],
+      buckets,
+      registers: [this.registry],
+    });
+    const handled = new Counter({
+      name: `grpc_${side}_handled_total`,
+      help: `Unary gRPC calls ${side === 'server' ? 'completed by this server' : 'completed by this client'}, by status code.`,
+      labelNames: ['grpc_type', 'grpc_service', 'grpc_method', 'grpc_code'],
+      registers: [this.registry],
+    });
+    const seconds = new Histogram({
+      name: `grpc_${side}_handling_seconds`,
+      help: `${help} (unary calls).`,
+      labelNames: ['grpc_type', 'grpc_service', 'grpc_method'],
+      buckets,
+      registers: [this.registry],
+    });
+    return {
+      observe(labels, value) {
+        own.observe(labels, value);
+        // In-process calls (HUB_TRANSPORT=inproc) are not gRPC on the wire and report no code.
+        if (labels.code === 'LOCAL') return;
+        const standard = { grpc_type: 'unary', grpc_service: labels.service, grpc_method: labels.method };
+        handled.inc({ ...standard, grpc_code: grpcCode(labels.code) });
+        seconds.observe(standard, value);
+      },
+    };
+  }
+}
+
+/** grpc-js names codes in capitals (`NOT_FOUND`); the stock dashboards use Go's (`NotFound`). */
+function grpcCode(code: string): string {
+  if (code === 'OK') return 'OK';
+  return code.toLowerCase().replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase());
 }

@@ -7,6 +7,7 @@ import type { Db } from './db/index.js';
 import { methodDefinition } from './grpc/server.js';
 import { selfCheckCredentials, type GrpcTls } from './grpc/tls.js';
 import type { Kv } from './kv/index.js';
+import { listenFailure } from './listen.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 
@@ -140,9 +141,10 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   server.keepAliveTimeout = 5_000;
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: Error) => reject(listenFailure(err, options.host, options.port, { host: 'OPS_HOST', port: 'OPS_PORT' }));
+    server.once('error', failed);
     server.listen(options.port, options.host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });

@@ -40,13 +40,21 @@ export interface EventPayload {
   data: Record<string, unknown>;
 }
 
+/** The outbox row's columns, in the order `OUTBOX_INSERT_COLUMNS` names them. */
+export const OUTBOX_INSERT_COLUMNS = 'event_id, topic, partition_key, type, payload, created_at';
+
+/**
+ * One event's values for `OUTBOX_INSERT_COLUMNS`, for a statement that writes the event together
+ * with its change (one round trip instead of a transaction of several).
+ */
+export function outboxValues(event: OutboxEvent, now = new Date()): [string, string, string, string, string, number] {
+  const payload: EventPayload = { event: event.type, timestamp: now.toISOString(), data: event.data };
+  return [`evt_${randomUUID()}`, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime()];
+}
+
 /** Appends one event inside the caller's transaction; returns its id. */
 export async function appendEvent(tx: Queryable, event: OutboxEvent, now = new Date()): Promise<string> {
-  const eventId = `evt_${randomUUID()}`;
-  const payload: EventPayload = { event: event.type, timestamp: now.toISOString(), data: event.data };
-  await tx.query(
-    'INSERT INTO outbox (event_id, topic, partition_key, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
-    [eventId, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime()],
-  );
-  return eventId;
+  const values = outboxValues(event, now);
+  await tx.query(`INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`, values);
+  return values[0];
 }

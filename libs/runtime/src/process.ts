@@ -1,12 +1,31 @@
 import { ConfigError, loadConfig, type HubConfig } from './config.js';
+import { ListenError } from './listen.js';
+import { resolveLogFormat } from './log-format.js';
 import { createLogger, type Logger } from './logger.js';
 
 /** Stops what a process started, in reverse order of starting. */
 export type Stop = () => Promise<void>;
 
+/** Exit statuses of `agenthub serve`, as the README documents them. */
+export const EXIT = {
+  /** Stopped by SIGTERM/SIGINT after a clean shutdown. */
+  OK: 0,
+  /** Failed to start (a dependency unreachable, a bug), or the shutdown was not clean. */
+  FAILED: 1,
+  /** A configuration variable is invalid; the message names it. */
+  CONFIG: 2,
+  /** A port is taken or an address cannot be bound; the message names the variable. */
+  LISTEN: 3,
+} as const;
+
+/** System error codes of a dependency the operator pointed at and that did not answer. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET', 'EACCES', 'EROFS', 'ENOSPC']);
+
 /**
- * Runs one process entry (`name` labels its log lines; `all` leaves that to each service): parses configuration (a bad variable exits with status 2 and a
- * message naming it), starts, and on SIGTERM/SIGINT stops gracefully before exiting.
+ * Runs one process entry (`name` labels its log lines; `all` leaves that to each service): parses
+ * configuration, starts, and on SIGTERM/SIGINT stops gracefully before exiting. Operator mistakes
+ * (a bad variable, a taken port, a database that does not answer) end with a plain message on
+ * stderr and the status of EXIT, never a stack trace.
  */
 export async function runProcess(name: string, start: (config: HubConfig, log: Logger) => Promise<Stop>): Promise<void> {
   let config: HubConfig;
@@ -15,38 +34,68 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
-      process.exit(2);
+      process.exit(EXIT.CONFIG);
     }
     throw err;
   }
-  const log = createLogger({ level: config.LOG_LEVEL, service: name === 'all' ? undefined : name });
-  let stop: Stop;
-  try {
-    stop = await start(config, log);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    log.fatal({ err }, 'failed to start');
-    process.exitCode = 1;
-    // Give pino a moment to flush before the process ends.
-    setTimeout(() => process.exit(1), 100).unref();
-    return;
-  }
+  const format = resolveLogFormat(config.LOG_FORMAT, process.stdout);
+  const log = createLogger({
+    level: config.LOG_LEVEL,
+    service: name === 'all' ? undefined : name,
+    format,
+    colors: format === 'pretty' && process.stdout.isTTY === true && !config.NO_COLOR,
+  });
+  warnUnsupportedNode(log);
+  // Listening from the start: a SIGTERM that arrives while migrations run (a rollout, a scale
+  // down) stops the process once it started instead of killing it midway. A second signal, while
+  // starting or stopping, exits at once.
+  let stop: Stop | undefined;
+  let signalled: string | undefined;
   let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
+  const shutdown = () => {
+    if (stopping || !stop || !signalled) return;
     stopping = true;
-    log.info({ signal }, 'stopping');
+    log.info({ signal: signalled }, 'stopping');
     stop().then(
-      () => process.exit(0),
+      () => process.exit(EXIT.OK),
       (err: unknown) => {
         log.error({ err }, 'unclean stop');
-        process.exit(1);
+        process.exit(EXIT.FAILED);
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  const onSignal = (signal: string) => {
+    if (signalled) process.exit(EXIT.FAILED);
+    signalled = signal;
+    shutdown();
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  try {
+    stop = await start(config, log);
+  } catch (err) {
+    const status = err instanceof ConfigError ? EXIT.CONFIG : err instanceof ListenError ? EXIT.LISTEN : EXIT.FAILED;
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    if (status !== EXIT.FAILED || (code && UNREACHABLE.has(code))) {
+      process.stderr.write(`agenthub: ${status === EXIT.FAILED ? 'cannot start: ' : ''}${(err as Error).message}\n`);
+    } else {
+      log.fatal({ err }, 'failed to start');
+    }
+    process.exitCode = status;
+    // Give pino a moment to flush before the process ends.
+    setTimeout(() => process.exit(status), 100).unref();
+    return;
+  }
+  shutdown();
+}
+
+/** The Node.js major version AgentHub is built and tested on (`.nvmrc`, `engines`, the image). */
+export const SUPPORTED_NODE_MAJOR = 24;
+
+/** Older runtimes still start (npm only warns about `engines`), but nobody tests them. */
+function warnUnsupportedNode(log: Logger): void {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major < SUPPORTED_NODE_MAJOR) {
+    log.warn({ node: process.version }, `Node ${process.version} is not supported; run AgentHub on Node ${SUPPORTED_NODE_MAJOR} LTS (nvm use reads .nvmrc)`);
+  }
 }

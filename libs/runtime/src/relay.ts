@@ -1,6 +1,7 @@
 import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, type Bus, type BusMessage } from './bus/bus.js';
 import type { Db, Queryable, QueryResult } from './db/index.js';
 import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
 
 export interface RelayOptions {
   /** The service's database; its search path starts with the schema holding `outbox`. */
@@ -172,7 +173,8 @@ export async function hasOutbox(db: Queryable): Promise<boolean> {
   return rows[0]?.present === true;
 }
 
-const OUTBOX_INSERT = /^\s*insert\s+into\s+(\w+\.)?outbox\b/i;
+// Anywhere in the statement: a send writes its event in a CTE beside the rows it announces.
+const OUTBOX_INSERT = /\binsert\s+into\s+(\w+\.)?outbox\b/i;
 
 /** A Db that tells listeners when a write to the outbox committed. */
 export interface OutboxNotifyingDb extends Db {
@@ -223,4 +225,16 @@ export function notifyOutboxWrites(db: Db): OutboxNotifyingDb {
       return () => listeners.delete(listener);
     },
   };
+}
+
+/**
+ * The outbox's lag as gauges read when Prometheus scrapes (through the unpublished partial
+ * index): agenthub_outbox_pending{service} and its _oldest_age_seconds. Returns how to stop.
+ */
+export function reportOutboxLag(metrics: Metrics, service: string, db: Db): () => void {
+  return metrics.backlog('agenthub_outbox_pending', 'Outbox events written but not yet on the event log, per service', ['service'], async () => {
+    const { rows } = await db.query<{ n: number; oldest: string | number | null }>('SELECT count(*)::int AS n, min(created_at) AS oldest FROM outbox WHERE published_at IS NULL');
+    const row = rows[0];
+    return [{ labels: { service }, count: row?.n ?? 0, oldestMs: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest) }];
+  });
 }

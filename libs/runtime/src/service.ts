@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { ensurePrivateDir } from './private-files.js';
 import type { Bus } from './bus/bus.js';
 import { openBus } from './bus/open.js';
 import { ConfigError, type HubConfig } from './config.js';
@@ -8,12 +9,13 @@ import type { LocalTransport } from './grpc/local.js';
 import { GrpcServer, type GrpcServerOptions } from './grpc/server.js';
 import { InternalKey } from './grpc/signature.js';
 import { loadGrpcTls, type GrpcTls } from './grpc/tls.js';
+import { bindProblem, listenFailure } from './listen.js';
 import { openKv, type Kv } from './kv/index.js';
 import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { startOpsServer } from './ops-server.js';
 import type { Stop } from './process.js';
-import { hasOutbox, notifyOutboxWrites, startRelay } from './relay.js';
+import { hasOutbox, notifyOutboxWrites, reportOutboxLag, startRelay } from './relay.js';
 
 /** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
 export interface ServiceDeps {
@@ -64,7 +66,11 @@ export async function serveGrpc(
   const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, ...deps.connectionAge });
   register(server);
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
-  const port = await server.listen(deps.listen);
+  const port = await server.listen(deps.listen).catch(async (err: unknown) => {
+    const wanted = Number(deps.listen.slice(deps.listen.lastIndexOf(':') + 1));
+    const bare = host.replace(/^\[(.*)\]$/, '$1');
+    throw listenFailure((await bindProblem(bare, wanted)) ?? err, bare, wanted, { host: 'GRPC_HOST', port: 'GRPC_PORT' });
+  });
   const address = `${host}:${port}`;
   deps.local?.register(address, server);
   deps.log.info({ address }, 'gRPC service listening');
@@ -72,10 +78,12 @@ export async function serveGrpc(
     relayOutbox && deps.bus
       ? startRelay({ db: deps.db, bus: deps.bus, log: deps.log.child({ component: 'outbox-relay' }), pollMs: deps.outboxPollMs })
       : undefined;
+  const stopOutboxLag = relay ? reportOutboxLag(deps.metrics, name, deps.db) : undefined;
   return {
     name,
     address,
     async stop(graceMs) {
+      stopOutboxLag?.();
       await server.shutdown(graceMs);
       // After the calls drained, so the batch in flight includes what they wrote if it can.
       await relay?.stop();
@@ -114,6 +122,7 @@ export async function serviceProcess(
 ): Promise<Stop> {
   const { internalKey, tls } = await splitSecurity(config);
   const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS });
+  if (!config.DATABASE_URL) await ensurePrivateDir(config.HUB_DATA_DIR, log);
   const { db, kv } = await openBackends(config, name);
   let bus: Bus | undefined;
   try {

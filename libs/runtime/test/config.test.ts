@@ -22,6 +22,24 @@ describe('loadConfig', () => {
     for (const name of ['HUB_PORT', 'DATABASE_URL', 'LOG_LEVEL', 'HUB_ADMIN_TOKEN']) expect(message).toContain(name);
     expect(message).not.toContain('short');
   });
+
+  it('reads the public URL, trusted proxies and params depth of the gateway (issue 12 items 4, 8)', () => {
+    expect(loadConfig({})).toMatchObject({ HUB_MAX_JSON_DEPTH: 32 });
+    expect(loadConfig({}).HUB_PUBLIC_URL).toBeUndefined();
+    const config = loadConfig({ HUB_PUBLIC_URL: 'https://agents.example.com/hub/', HUB_TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.1,::1,fd00::/8', HUB_MAX_JSON_DEPTH: '64' });
+    expect(config).toMatchObject({ HUB_PUBLIC_URL: 'https://agents.example.com/hub', HUB_TRUSTED_PROXIES: ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8'], HUB_MAX_JSON_DEPTH: 64 });
+    for (const env of [
+      { HUB_PUBLIC_URL: 'agents.example.com' },
+      { HUB_PUBLIC_URL: 'ftp://agents.example.com' },
+      { HUB_PUBLIC_URL: 'https://user:pw@agents.example.com' },
+      { HUB_PUBLIC_URL: 'https://agents.example.com/?x=1' },
+      { HUB_TRUSTED_PROXIES: 'proxy.internal' },
+      { HUB_TRUSTED_PROXIES: '10.0.0.0/33' },
+      { HUB_MAX_JSON_DEPTH: '1' },
+    ]) {
+      expect(() => loadConfig(env)).toThrow(ConfigError);
+    }
+  });
 });
 
 describe('egressAllowPrivate', () => {
@@ -29,5 +47,17 @@ describe('egressAllowPrivate', () => {
     expect(egressAllowPrivate(loadConfig({}))).toBe(false);
     expect(egressAllowPrivate(loadConfig({ HUB_EGRESS_ALLOW_PRIVATE: 'true' }))).toBe(true);
     expect(egressAllowPrivate(loadConfig({ HUB_WEBHOOK_ALLOW_PRIVATE: '1' }))).toBe(true);
+  });
+});
+
+describe('MESSAGING_BLOCKING_MS', () => {
+  it('waits 60 s by default and at most 60 s: a larger value is refused, naming the variable', () => {
+    expect(loadConfig({}).MESSAGING_BLOCKING_MS).toBe(60_000);
+    expect(loadConfig({ MESSAGING_BLOCKING_MS: '60000' }).MESSAGING_BLOCKING_MS).toBe(60_000);
+    expect(loadConfig({ MESSAGING_BLOCKING_MS: '5000' }).MESSAGING_BLOCKING_MS).toBe(5_000);
+    for (const value of ['60001', '0']) {
+      expect(() => loadConfig({ MESSAGING_BLOCKING_MS: value })).toThrow(ConfigError);
+      expect(() => loadConfig({ MESSAGING_BLOCKING_MS: value })).toThrow(/MESSAGING_BLOCKING_MS/);
+    }
   });
 });

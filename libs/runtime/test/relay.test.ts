@@ -13,6 +13,8 @@ import {
   MemoryKv,
   Metrics,
   notifyOutboxWrites,
+  OUTBOX_INSERT_COLUMNS,
+  outboxValues,
   openDb,
   OUTBOX_TABLE_SQL,
   serveGrpc,
@@ -183,6 +185,19 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
       await Promise.all(relays.splice(0).map((r) => r.stop()));
       await bus.close();
     }
+  });
+
+  it('is woken by an outbox row written in a CTE beside other rows, as a send writes its event', async () => {
+    const { db: raw } = await service();
+    const db = notifyOutboxWrites(raw);
+    const bus = new RecordingBus();
+    // After the first pass (at start) has published the first row, only a wake-up makes it look again.
+    await append(db, 1, 'ws_first');
+    relay({ db, bus, log, pollMs: 3_600_000 });
+    await eventually(() => bus.published.length === 1, 'the first event was published');
+    const values = outboxValues({ topic: 'agenthub.test.events', partitionKey: 'ws_cte', type: 'test.cte', data: {} });
+    await db.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)) SELECT 1`, values);
+    await eventually(() => bus.published.some((m) => m.key === 'ws_cte'), 'the CTE-written event was published without waiting for a poll');
   });
 
   it('deletes published rows once older than the retention', async () => {

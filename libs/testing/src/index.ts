@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { createLogger, HubError, InternalKey, Metrics, openDb, openKv, type Db, type Kv, type Logger, type Reason, type RunningService } from '@agenthub/runtime';
 
@@ -96,6 +99,8 @@ export class TestStackBackends {
   private readonly services: RunningService[] = [];
   /** Signs the calls of every service of the stack and of the test's own clients. */
   readonly internalKey = InternalKey.generate();
+  private readonly dataDirs: string[] = [];
+  private readonly opened = new Map<Db, { schema: string; dataDir: string | undefined }>();
 
   private constructor(readonly provisioned: ProvisionedBackend, private readonly log: Logger) {}
 
@@ -103,11 +108,39 @@ export class TestStackBackends {
     return new TestStackBackends(await backend.provision(), log);
   }
 
-  async deps(schema: string): Promise<TestServiceDeps> {
-    const db = await openDb({ url: this.provisioned.databaseUrl, schema });
+  /**
+   * A service's pool and Kv. `durable` keeps an embedded database on disk (a temporary data
+   * directory) instead of in memory, so that `reopen` can reach the same data.
+   */
+  async deps(schema: string, options: { durable?: boolean } = {}): Promise<TestServiceDeps> {
+    let dataDir: string | undefined;
+    if (options.durable && !this.provisioned.databaseUrl) {
+      dataDir = await mkdtemp(join(tmpdir(), `agenthub-${schema}-`));
+      this.dataDirs.push(dataDir);
+    }
+    return this.openDeps(schema, dataDir);
+  }
+
+  /**
+   * Closes `deps`' pool and Kv and opens new ones on the same data, as a restarted process would
+   * (`deps` must be durable on the embedded backend). An in-process Kv starts empty, like a
+   * restarted embedded hub's.
+   */
+  async reopen(deps: TestServiceDeps): Promise<TestServiceDeps> {
+    const opened = this.opened.get(deps.db);
+    if (!opened) throw new Error('reopen takes what deps() returned');
+    this.dbs.splice(this.dbs.indexOf(deps.db), 1);
+    this.kvs.splice(this.kvs.indexOf(deps.kv), 1);
+    await Promise.all([deps.db.close(), deps.kv.close()]);
+    return this.openDeps(opened.schema, opened.dataDir);
+  }
+
+  private async openDeps(schema: string, dataDir: string | undefined): Promise<TestServiceDeps> {
+    const db = await openDb({ url: this.provisioned.databaseUrl, dataDir, schema });
     const kv = await openKv({ url: this.provisioned.redisUrl, prefix: this.provisioned.redisPrefix });
     this.dbs.push(db);
     this.kvs.push(kv);
+    this.opened.set(db, { schema, dataDir });
     return { db, kv, log: this.log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000, internalKey: this.internalKey };
   }
 
@@ -120,6 +153,7 @@ export class TestStackBackends {
     for (const service of this.services.splice(0).reverse()) await service.stop(1000);
     await Promise.all([...this.dbs.map((db) => db.close()), ...this.kvs.map((kv) => kv.close())]);
     await this.provisioned.dispose();
+    await Promise.all(this.dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
   }
 }
 

@@ -1,5 +1,5 @@
 import { workspacev1 } from '@agenthub/proto';
-import { HubError, type CallContext, type Client } from '@agenthub/runtime';
+import { HubError, Reason, type CallContext, type Client } from '@agenthub/runtime';
 
 export { callerOf, type Caller } from '@agenthub/runtime';
 
@@ -16,4 +16,47 @@ export type WorkspaceClient = Pick<Client<typeof workspacev1.WorkspaceService.me
 export async function requireAdmin(workspace: WorkspaceClient, ctx: CallContext, workspaceId: string): Promise<void> {
   const access = await workspace.resolveAccess({ workspaceId }, { parent: ctx });
   if (access.role < Role.ADMIN) throw HubError.permissionRequired('Admin access required');
+}
+
+/**
+ * Whether a webhook's creator still has the admin role in its workspace, asked of the workspace
+ * service's ResolveAccess (as the operator, naming the creator) before each delivery attempt, so
+ * removing the creator, demoting it or revoking the grant behind its membership stops the
+ * webhook on every replica and across restarts. A yes is trusted for `cacheMs` (on the service
+ * clock) per replica; a no is never remembered. A deleted workspace answers yes: its last event
+ * (`workspace.deleted`) still goes out to the webhooks it retired.
+ */
+export class CreatorAccess {
+  private readonly allowed = new Map<string, number>();
+
+  constructor(
+    private readonly workspace: WorkspaceClient,
+    private readonly cacheMs: number,
+    private readonly clock: () => number,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  async isAdmin(workspaceId: string, agentId: string, signal?: AbortSignal): Promise<boolean> {
+    const key = `${workspaceId}\u0000${agentId}`;
+    const now = this.clock();
+    if ((this.allowed.get(key) ?? -Infinity) > now) return true;
+    let admin: boolean;
+    try {
+      const access = await this.workspace.resolveAccess({ workspaceId, agentId }, { principal: { kind: 'operator' }, signal });
+      admin = access.role >= Role.ADMIN;
+    } catch (err) {
+      if (err instanceof HubError && err.reason === Reason.ACCESS_DENIED) admin = false;
+      else if (err instanceof HubError && err.reason === Reason.NOT_FOUND) return true;
+      else throw err;
+    }
+    if (!admin) {
+      this.allowed.delete(key);
+      return false;
+    }
+    if (this.cacheMs > 0) {
+      if (this.allowed.size >= this.maxEntries) this.allowed.delete(this.allowed.keys().next().value!);
+      this.allowed.set(key, now + this.cacheMs);
+    }
+    return true;
+  }
 }

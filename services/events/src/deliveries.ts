@@ -72,6 +72,35 @@ async function attempt(env: EventsEnv, target: { url: string; secrets: string[];
   return { at, result };
 }
 
+/** The attempt recorded for a delivery stopped because the webhook's creator lost admin access. */
+export const CREATOR_ACCESS_ERROR = 'not sent: the agent that created the webhook no longer has admin access to the workspace';
+
+/**
+ * Whether the webhook's creator still may have the delivery sent. When it lost admin access
+ * (removed, demoted, its grant revoked), the webhook is disabled (`creator_access`) with this
+ * delivery's attempt recorded and its pending deliveries failed, as for any disabled endpoint.
+ */
+async function creatorMaySend(env: EventsEnv, delivery: DueDelivery, signal: AbortSignal): Promise<boolean> {
+  if (delivery.retired) return true;
+  const fields = { webhook_id: delivery.webhookId, event_id: delivery.eventId, created_by: delivery.createdBy };
+  let admin: boolean;
+  try {
+    admin = await env.creatorAccess.isAdmin(delivery.workspaceId, delivery.createdBy, signal);
+  } catch (err) {
+    // Not known either way: the lease lapses and the delivery is tried again then.
+    env.log.warn({ ...fields, err }, 'could not check the webhook creator\'s access; the delivery waits for its lease to lapse');
+    return false;
+  }
+  if (admin) return true;
+  const attempt = { at: env.clock(), statusCode: 0, latencyMs: 0, error: CREATOR_ACCESS_ERROR };
+  const outcome = await env.store.recordFailure(delivery, attempt, () => ({ kind: 'disable', reason: 'creator_access' }));
+  if (outcome) {
+    env.metrics.deliveries.inc({ outcome: 'disabled' });
+    env.log.warn(fields, 'webhook disabled: its creator no longer has admin access to the workspace');
+  }
+  return false;
+}
+
 /**
  * Sends one claimed delivery and records the attempt and what follows from it. With `chain`, a
  * success also claims the webhook's next delivery (in the same statement), which is returned.
@@ -83,6 +112,7 @@ async function deliverOne(
   signal: AbortSignal,
   chain: { leaseMs: number } | undefined,
 ): Promise<{ delivered: boolean; next: DueDelivery | undefined }> {
+  if (!(await creatorMaySend(env, delivery, signal))) return { delivered: false, next: undefined };
   const { at, result } = await attempt(env, delivery, signal);
   // Cut short by shutdown: not the endpoint's fault, so no attempt is recorded; the delivery is
   // given back for the next worker (had this failed, the lease would lapse instead).

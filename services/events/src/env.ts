@@ -1,6 +1,6 @@
 import { Counter, Histogram } from 'prom-client';
 import type { EgressPolicy, Logger, Metrics } from '@agenthub/runtime';
-import type { WorkspaceClient } from './access.js';
+import type { CreatorAccess, WorkspaceClient } from './access.js';
 import type { WebhookSender } from './send.js';
 import type { EventsStore } from './store.js';
 
@@ -26,6 +26,11 @@ export interface EventsLimits {
    * `webhooks.deliveries` and `webhooks.replay`, then are pruned, so the table does not grow forever.
    */
   historyMs: number;
+  /**
+   * How long a replica trusts that a webhook's creator still has admin access before asking the
+   * workspace service again (each attempt needs it); a refusal is never remembered.
+   */
+  creatorAccessCacheMs: number;
 }
 
 export const DEFAULT_LIMITS: EventsLimits = {
@@ -35,6 +40,7 @@ export const DEFAULT_LIMITS: EventsLimits = {
   disableAfterMs: 5 * 24 * HOUR,
   secretRotationWindowMs: 24 * HOUR,
   historyMs: 30 * 24 * HOUR,
+  creatorAccessCacheMs: 1_000,
 };
 
 /** Milliseconds since the epoch; tests move it by hand. */
@@ -68,6 +74,8 @@ export class WebhookMetrics {
 export interface EventsEnv {
   store: EventsStore;
   workspace: WorkspaceClient;
+  /** Whether a webhook's creator may still have its deliveries sent. */
+  creatorAccess: CreatorAccess;
   sender: WebhookSender;
   policy: EgressPolicy;
   limits: EventsLimits;

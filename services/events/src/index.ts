@@ -6,6 +6,8 @@
  */
 import { eventsv1, workspacev1 } from '@agenthub/proto';
 import { clientOptions, createClient, egressPolicy, serveGrpc, WORKSPACE_EVENTS_TOPIC, type Bus, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { CreatorAccess } from './access.js';
+import { reportBacklog } from './backlog.js';
 import { DeliveryWorker, intakeEvent } from './deliveries.js';
 import { DEFAULT_LIMITS, WebhookMetrics, type Clock, type EventsEnv, type EventsLimits } from './env.js';
 import { WebhookSender } from './send.js';
@@ -66,13 +68,16 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
   const sender = new WebhookSender({ policy, timeoutMs: deps.timeoutMs });
   const log = deps.log;
   let worker: DeliveryWorker | undefined;
+  const limits = { ...DEFAULT_LIMITS, ...deps.limits };
+  const clock = deps.clock ?? Date.now;
   const env: EventsEnv = {
     store: new EventsStore(deps.db),
     workspace,
+    creatorAccess: new CreatorAccess(workspace, limits.creatorAccessCacheMs, clock),
     sender,
     policy,
-    limits: { ...DEFAULT_LIMITS, ...deps.limits },
-    clock: deps.clock ?? Date.now,
+    limits,
+    clock,
     metrics: new WebhookMetrics(deps.metrics),
     log,
     wake: (webhookIds) => worker?.wake(webhookIds),
@@ -102,12 +107,14 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
     );
     if (deps.worker?.enabled !== false) worker.start();
     const subscription = await deps.bus.subscribe(CONSUMER_GROUP, [WORKSPACE_EVENTS_TOPIC], (message) => intakeEvent(env, message));
+    const stopBacklog = reportBacklog(deps.metrics, deps.db, deps.bus, { group: CONSUMER_GROUP, topics: [WORKSPACE_EVENTS_TOPIC] });
     const service = running;
     return {
       name: service.name,
       address: service.address,
       deliverDue: () => worker.deliverDue(),
       async stop(graceMs) {
+        stopBacklog();
         await subscription.stop();
         await worker.stop();
         await service.stop(graceMs);

@@ -12,6 +12,8 @@ export interface WebhookRecord {
   disabledReason: string;
   disabledAt: number;
   createdAt: number;
+  /** The agent that created the webhook. */
+  createdBy: string;
 }
 
 /** A claimed delivery with what sending it needs. */
@@ -26,6 +28,10 @@ export interface DueDelivery {
   url: string;
   /** The current secret first, then the previous one while its window lasts. */
   secrets: string[];
+  /** The webhook's creator, whose admin access each attempt needs. */
+  createdBy: string;
+  /** The workspace was deleted (its last event, workspace.deleted, still goes out). */
+  retired: boolean;
 }
 
 export interface AttemptRecord {
@@ -50,7 +56,7 @@ export type Outcome =
   | { kind: 'delivered' }
   | { kind: 'retry'; at: number }
   | { kind: 'failed' }
-  | { kind: 'disable'; reason: 'gone' | 'failing' };
+  | { kind: 'disable'; reason: 'gone' | 'failing' | 'creator_access' };
 
 interface WebhookRow {
   id: string;
@@ -62,9 +68,10 @@ interface WebhookRow {
   disabled_reason: string | null;
   disabled_at: number | null;
   created_at: number;
+  created_by: string;
 }
 
-const WEBHOOK_COLUMNS = 'id, workspace_id, url, event_types, description, enabled, disabled_reason, disabled_at, created_at';
+const WEBHOOK_COLUMNS = 'id, workspace_id, url, event_types, description, enabled, disabled_reason, disabled_at, created_at, created_by';
 
 function toWebhook(row: WebhookRow): WebhookRecord {
   return {
@@ -77,11 +84,13 @@ function toWebhook(row: WebhookRow): WebhookRecord {
     disabledReason: row.disabled_reason ?? '',
     disabledAt: Number(row.disabled_at ?? 0),
     createdAt: Number(row.created_at),
+    createdBy: row.created_by,
   };
 }
 
 /** What a claim returns, from `deliveries d` joined to `webhooks w`. */
-const DUE_COLUMNS = 'd.seq, d.webhook_id, w.workspace_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at';
+const DUE_COLUMNS =
+  'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.workspace_id, w.created_by, w.workspace_deleted_at';
 
 interface DueRow {
   seq: string | number;
@@ -94,6 +103,8 @@ interface DueRow {
   secret: string;
   previous_secret: string | null;
   previous_expires_at: string | number | null;
+  created_by: string;
+  workspace_deleted_at: string | number | null;
 }
 
 function toDue(row: DueRow, now: number): DueDelivery {
@@ -106,6 +117,8 @@ function toDue(row: DueRow, now: number): DueDelivery {
     failures: row.failures,
     url: row.url,
     secrets: secretsOf(row, now),
+    createdBy: row.created_by,
+    retired: row.workspace_deleted_at !== null,
   };
 }
 

@@ -18,6 +18,7 @@ export function webhookInfo(webhook: WebhookRecord) {
     createdAt: BigInt(webhook.createdAt),
     disabledReason: webhook.disabledReason,
     disabledAt: BigInt(webhook.disabledAt),
+    createdBy: webhook.createdBy,
   };
 }
 

@@ -1,8 +1,9 @@
 import { createHmac } from 'node:crypto';
-import { eventsv1 } from '@agenthub/proto';
+import { eventsv1, workspacev1 } from '@agenthub/proto';
 import { Reason } from '@agenthub/runtime';
 import { backends, type Backend } from '@agenthub/testing';
 import { DEFAULT_LIMITS } from '../src/index.js';
+import { CREATOR_ACCESS_ERROR } from '../src/deliveries.js';
 import { capturedLog, failure, startReceiver, startStack, type Receiver, type Stack, type TestAgent } from './harness.js';
 
 const { DeliveryStatus } = eventsv1;
@@ -110,6 +111,22 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook deliveries (
     await stack.service.deliverDue();
     const after = receiver.received[1]!;
     expect(after.headers['webhook-signature']).toBe(expectedSignature(second, after.eventId, after.headers['webhook-timestamp'] as string, after.body));
+  });
+
+  test('a second rotate_secret within the window drops the oldest secret: the two newest sign', async () => {
+    const workspaceId = await stack.workspaceWith(owner);
+    const { secret: first, ref } = await hook(workspaceId, receiver);
+    const { secret: second } = await stack.events.rotateWebhookSecret(ref, owner.as);
+    const { secret: third } = await stack.events.rotateWebhookSecret(ref, owner.as);
+    secrets.push(second, third);
+    await stack.publish(stack.event(workspaceId, 'workspace.created'));
+    await stack.service.deliverDue();
+    const got = receiver.received[0]!;
+    const stamp = got.headers['webhook-timestamp'] as string;
+    expect(got.headers['webhook-signature']).toBe(
+      `${expectedSignature(third, got.eventId, stamp, got.body)} ${expectedSignature(second, got.eventId, stamp, got.body)}`,
+    );
+    expect(got.headers['webhook-signature']).not.toContain(expectedSignature(first, got.eventId, stamp, got.body));
   });
 
   test('only matching webhooks of the event\'s workspace get it; an empty filter gets everything', async () => {
@@ -335,6 +352,63 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhook deliveries (
     expect(await webhook(ref)).toMatchObject({ enabled: true, disabledReason: '', disabledAt: 0n });
     await stack.service.deliverDue();
     expect(receiver.received.map((r) => r.eventId)).toEqual([e1.eventId, e1.eventId, e2.eventId]);
+  });
+
+  describe('a webhook stops once its creator loses admin access (issue 12)', () => {
+    const { Role } = workspacev1;
+    /** Delivers one fresh event after the access cache's window; what the receiver got of it. */
+    const deliverOne = async (workspaceId: string) => {
+      stack.clock.now += DEFAULT_LIMITS.creatorAccessCacheMs + 1;
+      const event = stack.event(workspaceId, 'workspace.memory.stored', { memory_id: 'wmem_1' });
+      await stack.publish(event);
+      await stack.service.deliverDue();
+      return { event, got: receiver.received.filter((r) => r.eventId === event.eventId).length };
+    };
+    const expectStopped = async (ref: { workspaceId: string; webhookId: string }, eventId: string) => {
+      expect(await webhook(ref)).toMatchObject({ enabled: false, disabledReason: 'creator_access' });
+      const [last] = await deliveries(ref);
+      expect(last).toMatchObject({ eventId, status: DeliveryStatus.FAILED });
+      expect(last!.attempts).toEqual([expect.objectContaining({ statusCode: 0, error: CREATOR_ACCESS_ERROR })]);
+    };
+
+    test('demoted from admin: delivered before, not after; created_by shows who it hangs on', async () => {
+      const admin = await stack.agent('acme', 'Admin');
+      const workspaceId = await stack.workspaceWith(owner, [[admin, Role.ADMIN]]);
+      const created = await stack.events.createWebhook({ workspaceId, url: receiver.url, events: [], description: '' }, admin.as);
+      secrets.push(created.secret);
+      const ref = { workspaceId, webhookId: created.webhook!.id };
+      expect((await stack.events.listWebhooks({ workspaceId }, owner.as)).webhooks.map((w) => w.createdBy)).toEqual([admin.id]);
+      expect((await deliverOne(workspaceId)).got).toBe(1);
+
+      await stack.workspace.addMember({ workspaceId, agentId: admin.id, role: Role.WRITE }, owner.as);
+      const { event, got } = await deliverOne(workspaceId);
+      expect(got).toBe(0);
+      await expectStopped(ref, event.eventId);
+    });
+
+    test('removed from the workspace, or its cross-tenant grant revoked: nothing more is sent', async () => {
+      const colleague = await stack.agent('acme', 'Colleague');
+      const foreign = await stack.agent('globex', 'Foreign');
+      const { grant } = await stack.identity.requestGrant({ agentId: foreign.id }, owner.as);
+      await stack.identity.approveGrant({ grantId: grant!.id }, foreign.as);
+      const workspaceId = await stack.workspaceWith(owner, [[colleague, Role.ADMIN], [foreign, Role.ADMIN]]);
+      const refs = [];
+      for (const creator of [colleague, foreign]) {
+        const created = await stack.events.createWebhook({ workspaceId, url: receiver.url, events: [], description: '' }, creator.as);
+        secrets.push(created.secret);
+        refs.push({ workspaceId, webhookId: created.webhook!.id });
+      }
+      expect((await deliverOne(workspaceId)).got).toBe(2);
+
+      await stack.workspace.removeMember({ workspaceId, agentId: colleague.id }, owner.as);
+      await stack.identity.revokeGrant({ grantId: grant!.id }, foreign.as);
+      const { event, got } = await deliverOne(workspaceId);
+      expect(got).toBe(0);
+      for (const ref of refs) await expectStopped(ref, event.eventId);
+      // The owner's own webhook in the same workspace is unaffected.
+      await hook(workspaceId, receiver);
+      expect((await deliverOne(workspaceId)).got).toBe(1);
+    });
   });
 
   test('an endpoint failing continuously for 5 days is disabled; a success in between resets the count', async () => {

@@ -95,6 +95,7 @@ export async function startReceiver(): Promise<Receiver> {
 export type EventsClient = Client<typeof eventsv1.EventsService.method> & { close(): void };
 
 export interface Stack {
+  identity: Client<typeof identityv1.IdentityService.method> & { close(): void };
   workspace: Client<typeof workspacev1.WorkspaceService.method> & { close(): void };
   events: EventsClient;
   service: RunningEvents;
@@ -159,6 +160,7 @@ export async function startStack(
   const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
   const events = createClient(eventsv1.EventsService, service.address, { defaultTimeoutMs: 10000, internalKey: backends.internalKey });
   return {
+    identity,
     workspace,
     events,
     service,

@@ -1,12 +1,14 @@
 import Koa from 'koa';
 import type { IncomingMessage } from 'node:http';
-import { HubError, Reason, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
+import { HubError, newId, Reason, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { isOperator, type Authenticator } from './auth.js';
 import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
 import { writeSse } from './sse.js';
 import { cardResponse, hubCard } from './a2a/index.js';
 import type { Limits } from './limits/index.js';
+import type { OriginOf } from './origin.js';
+import type { McpEndpoint } from './mcp/index.js';
 
 export interface Readiness {
   ready: boolean;
@@ -20,6 +22,8 @@ export interface GatewayAppOptions {
   a2aRpc: JsonRpcHandler;
   /** An agent's Agent Card for `baseUrl`, or undefined when there is no such agent. */
   agentCard: (agentId: string, baseUrl: string, signal?: AbortSignal) => Promise<Record<string, unknown> | undefined>;
+  /** Where the links of a card point: the configured public URL, else the request's. */
+  origin: OriginOf;
   authenticator: Authenticator;
   adminToken: string;
   maxBodyBytes: number;
@@ -30,6 +34,10 @@ export interface GatewayAppOptions {
   log: Logger;
   /** Rate limits and caps; absent, nothing is limited. */
   limits?: Limits;
+  /** Level of the one line logged per request: `info` in development, `debug` (the default) else. */
+  requestLogLevel?: 'info' | 'debug';
+  /** The MCP endpoint (`/mcp`), when served. */
+  mcp?: McpEndpoint;
 }
 
 const AGENT_PATH = /^\/agents\/([^/]+)\/a2a$/;
@@ -37,7 +45,7 @@ const STRICT_A2A_PATH = /^\/agents\/([^/]+)\/a2a\/v1$/;
 const AGENT_CARD_PATH = /^\/agents\/([^/]+)\/\.well-known\/agent-card\.json$/;
 const HUB_CARD_PATH = '/.well-known/agent-card.json';
 
-class BodyTooLarge extends Error {}
+export class BodyTooLarge extends Error {}
 
 /**
  * The HTTP face of the hub: JSON-RPC endpoints (`/a2a`, `/agents/{id}/a2a`, `/admin`) and the
@@ -49,6 +57,9 @@ export function createApp(options: GatewayAppOptions): Koa {
   app.on('error', (err: unknown) => options.log.warn({ err }, 'http error'));
 
   app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const requestId = requestIdOf(ctx.get('X-Request-Id'));
+    ctx.set('X-Request-Id', requestId);
     try {
       await next();
     } catch (err) {
@@ -63,9 +74,22 @@ export function createApp(options: GatewayAppOptions): Koa {
       : AGENT_CARD_PATH.test(ctx.path) ? '/agents/:id/.well-known/agent-card.json'
       : ctx.path === HUB_CARD_PATH ? HUB_CARD_PATH : 'other';
     options.metrics.httpRequests.inc({ route: routeLabel, status: String(ctx.status) });
+    const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+    const rpc = ctx.state.rpc ? ` ${ctx.state.rpc as string}` : '';
+    const code = rpcCodeOf(ctx.body);
+    options.log[options.requestLogLevel ?? 'debug'](
+      { request_id: requestId },
+      `${ctx.method} ${ctx.path.slice(0, 200)}${rpc} → ${ctx.status}${code ? ` ${code}` : ''} (${ms} ms)`,
+    );
   });
 
   app.use(async (ctx) => {
+    if (ctx.path === '/mcp' && options.mcp) {
+      // The MCP SDK's transport owns the response; Koa must not touch it.
+      ctx.respond = false;
+      await options.mcp(ctx.req, ctx.res);
+      return;
+    }
     const strictPath = STRICT_A2A_PATH.exec(ctx.path);
     const agentPath = AGENT_PATH.exec(ctx.path) ?? strictPath;
     const rpcPath = ctx.path === '/a2a' || ctx.path === '/admin' || agentPath;
@@ -93,21 +117,32 @@ export function createApp(options: GatewayAppOptions): Koa {
     const cardPath = AGENT_CARD_PATH.exec(ctx.path);
     if ((cardPath || ctx.path === HUB_CARD_PATH) && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       if (options.limits && !(options.limits.preAuth(ctx) && (await options.limits.card(ctx)))) return;
-      // Cards name absolute URLs; this hub's as the caller reached it.
-      const baseUrl = `${ctx.protocol}://${ctx.host}`;
-      const card = cardPath ? await options.agentCard(decodeURIComponent(cardPath[1]!), baseUrl) : hubCard(baseUrl);
+      const origin = options.origin({
+        remoteAddress: ctx.req.socket.remoteAddress,
+        encrypted: 'encrypted' in ctx.req.socket && ctx.req.socket.encrypted === true,
+        header: (name) => ctx.get(name) || undefined,
+      });
+      if (!origin) {
+        ctx.status = 400;
+        ctx.body = { error: 'The Host header does not name a host' };
+        return;
+      }
+      const agentId = cardPath ? pathSegment(cardPath[1]!) : undefined;
+      const card = cardPath ? agentId != null && (await options.agentCard(agentId, origin.baseUrl)) : hubCard(origin.baseUrl);
       if (!card) {
         ctx.status = 404;
         ctx.body = { error: 'Agent not found' };
         return;
       }
-      const answer = cardResponse(card, ctx.get('If-None-Match') || undefined);
+      const answer = cardResponse(card, ctx.get('If-None-Match') || undefined, origin.vary);
       ctx.set(answer.headers);
       ctx.status = answer.status;
       if (answer.body) ctx.body = answer.body;
       return;
     }
-    if (!rpcPath) {
+    // A path whose agent id is not valid percent-encoding names no agent: no route.
+    const targetAgentId = agentPath ? pathSegment(agentPath[1]!) : undefined;
+    if (!rpcPath || targetAgentId === null) {
       ctx.status = 404;
       ctx.body = { error: `No route for ${ctx.method} ${ctx.path}` };
       return;
@@ -131,6 +166,7 @@ export function createApp(options: GatewayAppOptions): Koa {
     } catch {
       parsed = false;
     }
+    ctx.state.rpc = rpcLabel(body);
 
     const authorization = ctx.get('Authorization') || undefined;
     let principal: Principal;
@@ -162,13 +198,15 @@ export function createApp(options: GatewayAppOptions): Koa {
       ctx.body = handler.parseError();
       return;
     }
+    // The request's own 'close' has fired once its body was read; the response's fires when the
+    // client hangs up, and then the calls made for it stop waiting (and claim nothing).
     const abort = new AbortController();
-    ctx.req.once('close', () => {
+    ctx.res.once('close', () => {
       if (!ctx.res.writableEnded) abort.abort();
     });
     const rpcContext: RpcContext = {
       principal,
-      targetAgentId: agentPath ? decodeURIComponent(agentPath[1]!) : undefined,
+      targetAgentId: targetAgentId ?? undefined,
       a2aVersion: ctx.get('A2A-Version') || undefined,
       signal: abort.signal,
       lastEventId: ctx.get('Last-Event-ID') || undefined,
@@ -179,7 +217,11 @@ export function createApp(options: GatewayAppOptions): Koa {
         // The SSE writer owns the response from here; Koa must not touch it.
         ctx.respond = false;
         ctx.status = 200;
+        const opening = process.hrtime.bigint();
         await writeSse(ctx.res, opened, abort.signal, options.log);
+        // A stream lasts as long as the task or the client: timed apart from ordinary calls.
+        const label = `${strictPath ? 'a2a:' : ''}${ctx.state.rpc as string}`;
+        options.metrics.rpcWaitDuration.observe({ method: label }, Number(process.hrtime.bigint() - opening) / 1e9);
         return;
       }
       ctx.body = opened;
@@ -206,6 +248,15 @@ function rpcError(id: RpcId, code: number, message: string) {
   return { jsonrpc: '2.0', id, error: protocolError(code, message) };
 }
 
+/** A percent-encoded path segment, or null when its encoding is malformed (no route matches it). */
+function pathSegment(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+}
+
 /** The id of a single request, so even a refused call can be matched by the caller. */
 function idOf(body: unknown): RpcId {
   if (body && typeof body === 'object' && !Array.isArray(body)) {
@@ -215,7 +266,7 @@ function idOf(body: unknown): RpcId {
   return null;
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge();
   const chunks: Buffer[] = [];
@@ -226,4 +277,24 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
+}
+
+/** A caller's request id when it is a plain token (it reaches our logs), else a new one. */
+function requestIdOf(header: string): string {
+  return /^[\w.:-]{1,128}$/.test(header) ? header : newId('req');
+}
+
+/** What the request line names: the JSON-RPC method, or the size of a batch. */
+function rpcLabel(body: unknown): string | undefined {
+  if (Array.isArray(body)) return `batch(${body.length})`;
+  const method = body && typeof body === 'object' ? (body as { method?: unknown }).method : undefined;
+  if (typeof method !== 'string') return undefined;
+  // The caller chose it; anything but a plain name could forge lines on a terminal.
+  return /^[\w./:-]{1,100}$/.test(method) ? method : '(unnamed method)';
+}
+
+/** The JSON-RPC error code of a single response, for the request line. */
+function rpcCodeOf(body: unknown): number | undefined {
+  const error = body && typeof body === 'object' && !Array.isArray(body) ? (body as { error?: { code?: unknown } }).error : undefined;
+  return typeof error?.code === 'number' ? error.code : undefined;
 }

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { identityv1 } from '@agenthub/proto';
 import { authCacheKey, HubError, REVOKED_KEY_TOMBSTONE, sha256Hex, type ClientOf, type Kv, type Principal } from '@agenthub/runtime';
+import type { AuthMemory } from './auth-memory.js';
 
 /** API keys are `ahk_` and 43 base64url characters; anything else fails without a lookup. */
 const API_KEY_SHAPE = /^ahk_[A-Za-z0-9_-]{43}$/;
@@ -12,20 +13,32 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
- * Resolves `Authorization: Bearer <API key>` to an agent principal: from the shared Kv cache
- * when the key was seen within HUB_AUTH_CACHE_MS, else from the identity service.
+ * Resolves `Authorization: Bearer <API key>` to an agent principal: from this gateway's memory
+ * (`memory`, when given) or the shared Kv cache when the key was seen within HUB_AUTH_CACHE_MS,
+ * else from the identity service.
  */
 export class Authenticator {
   constructor(
     private readonly identity: ClientOf<typeof identityv1.IdentityService>,
     private readonly kv: Kv,
     private readonly cacheMs: number,
+    private readonly memory?: AuthMemory,
   ) {}
 
   async agent(authorization: string | undefined, signal?: AbortSignal): Promise<Principal> {
     const key = bearerToken(authorization);
     if (!key || !API_KEY_SHAPE.test(key)) throw HubError.unauthenticated();
-    const cacheKey = authCacheKey(sha256Hex(key));
+    const keyHash = sha256Hex(key);
+    const remembered = this.memory?.get(keyHash);
+    if (remembered) return remembered;
+    const epoch = this.memory?.snapshot() ?? 0;
+    const principal = await this.lookUp(key, keyHash, signal);
+    this.memory?.fill(keyHash, principal, epoch);
+    return principal;
+  }
+
+  private async lookUp(key: string, keyHash: string, signal?: AbortSignal): Promise<Principal> {
+    const cacheKey = authCacheKey(keyHash);
     if (this.cacheMs > 0) {
       const cached = await this.kv.get(cacheKey);
       if (cached === REVOKED_KEY_TOMBSTONE) throw HubError.unauthenticated();

@@ -2,20 +2,25 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
-import { createClient, type GrpcTls, type InternalKey, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
+import { createClient, listenFailure, type GrpcTls, type InternalKey, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
 import { A2A_ERRORS, a2aMethods, agentCards, checkA2aVersion } from './a2a/index.js';
 import { createApp, type Readiness } from './app.js';
 import { Authenticator } from './auth.js';
 import { serveMetrics } from './metrics-server.js';
+import { AuthMemory } from './auth-memory.js';
 import { protocolError, RpcCode } from './errors.js';
 import { JsonRpcHandler, type RpcContext, type RpcMethod } from './jsonrpc.js';
-import { agentMethods } from './methods/index.js';
 import { Limits, type LimitsConfig } from './limits/index.js';
+import { mcpEndpoint } from './mcp/index.js';
+import { agentMethods } from './methods/index.js';
+import { originOf } from './origin.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
+import { a2aWaits, hubWaits } from './waits.js';
 
 export { agentMethods } from './methods/index.js';
+export { TOOLS as MCP_TOOLS } from './mcp/index.js';
 export { adminMethods } from './admin.js';
 export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js';
 export { RpcCode, toRpcError } from './errors.js';
@@ -36,6 +41,12 @@ export interface GatewayDeps {
   port: number;
   maxBodyBytes: number;
   maxBatch: number;
+  /** How deep JSON-RPC params may nest. */
+  maxJsonDepth?: number;
+  /** HUB_PUBLIC_URL: the base of the links Agent Cards hand out. */
+  publicUrl?: string;
+  /** HUB_TRUSTED_PROXIES: peers whose X-Forwarded-Proto/Host are believed when there is no publicUrl. */
+  trustedProxies?: readonly string[];
   authCacheMs: number;
   grpcTimeoutMs: number;
   /** Signs every call to the services. */
@@ -51,6 +62,13 @@ export interface GatewayDeps {
   local?: LocalTransport;
   /** Rate limits and caps (`limitsConfig`); absent, nothing is limited. */
   limits?: LimitsConfig;
+  /** Level of the line logged per request (`info` in development, see requestLogLevel). */
+  requestLogLevel?: 'info' | 'debug';
+}
+
+/** One info line per request in development (NODE_ENV unset), debug lines elsewhere. */
+export function requestLogLevel(nodeEnv: string): 'info' | 'debug' {
+  return nodeEnv === 'development' ? 'info' : 'debug';
 }
 
 export interface RunningGateway {
@@ -87,9 +105,16 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         });
 
   const limits = deps.limits ? new Limits({ kv: deps.kv, identity, config: deps.limits, metrics: deps.metrics, log: deps.log }) : undefined;
-  const common = { maxBatch: deps.maxBatch, log: deps.log, metrics: deps.metrics };
+  // Keys in this process's memory too, revoked through Kv pub/sub (auth-memory.ts).
+  const authMemory = deps.authCacheMs > 0 ? new AuthMemory(deps.kv, deps.authCacheMs) : undefined;
+  // Without the subscription the memory is never trusted and the Kv answers, as before.
+  await authMemory?.start().catch((err) => deps.log.warn({ err }, 'API keys are not kept in memory: could not subscribe to revocations'));
+  const common = { maxBatch: deps.maxBatch, maxDepth: deps.maxJsonDepth, log: deps.log, metrics: deps.metrics };
+  const methods = agentMethods(clients);
+  const agentRpc = new JsonRpcHandler({ ...common, methods, precheck: checkVersion, waits: hubWaits });
+  const authenticator = new Authenticator(identity, deps.kv, deps.authCacheMs, authMemory);
   const app = createApp({
-    agentRpc: new JsonRpcHandler({ ...common, methods: agentMethods(clients), precheck: checkVersion }),
+    agentRpc,
     adminRpc: new JsonRpcHandler({ ...common, methods: new Map<string, RpcMethod>([...adminMethods(clients), ...(limits?.adminMethods() ?? [])]) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
@@ -97,11 +122,14 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       maxBatch: 0,
       precheck: checkA2aVersion,
       errors: A2A_ERRORS,
+      waits: a2aWaits,
       // The dialects share method names; the strict endpoint's are counted apart.
       metricPrefix: 'a2a:',
     }),
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
-    authenticator: new Authenticator(identity, deps.kv, deps.authCacheMs),
+    origin: originOf({ publicUrl: deps.publicUrl, trustedProxies: deps.trustedProxies }),
+    authenticator,
+    mcp: mcpEndpoint({ rpc: agentRpc, methods, authenticator, maxBodyBytes: deps.maxBodyBytes, log: deps.log }),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,
     readiness: () => readiness(health, deps.kv),
@@ -109,13 +137,14 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     publicMetrics: !deps.metricsListen,
     log: deps.log,
     limits,
+    requestLogLevel: deps.requestLogLevel,
   });
 
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => reject(listenFailure(err, deps.host, deps.port, { host: 'HUB_HOST', port: 'HUB_PORT' })));
     server.listen(deps.port, deps.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
@@ -141,6 +170,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         });
         server.closeIdleConnections();
       });
+      await authMemory?.stop();
       for (const client of [...clients.values(), ...Object.values(health)]) (client as unknown as { close(): void }).close();
     },
   };

@@ -1,5 +1,6 @@
 import { HubError, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { protocolError, RpcCode, toRpcError, type RpcError } from './errors.js';
+import { checkParams, DEFAULT_MAX_JSON_DEPTH } from './input.js';
 
 export type RpcId = string | number | null;
 
@@ -70,6 +71,10 @@ export interface JsonRpcHandlerOptions {
   errors?: ErrorDialect;
   /** Prefix of the method label in metrics, to tell endpoints whose method names overlap apart. */
   metricPrefix?: string;
+  /** Calls that wait by design (see waits.ts): timed in rpcWaitDuration, apart from rpcDuration. */
+  waits?: (method: string, params: Record<string, unknown>) => boolean;
+  /** How deep params may nest (HUB_MAX_JSON_DEPTH). */
+  maxDepth?: number;
 }
 
 /**
@@ -170,6 +175,7 @@ export class JsonRpcHandler {
       response = this.invalid(id, `Invalid Request: ${name} answers with a stream; send it alone, not in a batch`);
     } else {
       try {
+        checkParams(params as Record<string, unknown>, this.options.maxDepth ?? DEFAULT_MAX_JSON_DEPTH);
         if (method.stream) {
           opened!(await method.stream(params as Record<string, unknown>, ctx));
           response = { jsonrpc: '2.0', id, result: null };
@@ -186,7 +192,8 @@ export class JsonRpcHandler {
       }
     }
     this.options.metrics.rpcRequests.inc({ method: label, code: String(response.error?.code ?? 0) });
-    this.options.metrics.rpcDuration.observe({ method: label }, Number(process.hrtime.bigint() - started) / 1e9);
+    const waited = method !== undefined && !response.error && this.options.waits?.(name, params as Record<string, unknown>) === true;
+    (waited ? this.options.metrics.rpcWaitDuration : this.options.metrics.rpcDuration).observe({ method: label }, Number(process.hrtime.bigint() - started) / 1e9);
     return response;
   }
 

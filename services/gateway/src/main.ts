@@ -1,5 +1,5 @@
 import { ConfigError, Metrics, openKv, splitSecurity, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
-import { limitsConfig, startGateway } from './index.js';
+import { limitsConfig, requestLogLevel, startGateway } from './index.js';
 
 /**
  * The gateway as its own process (split mode): HTTP on HUB_HOST:HUB_PORT, forwarding to
@@ -22,6 +22,9 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     port: config.HUB_PORT,
     maxBodyBytes: config.HUB_MAX_BODY_BYTES,
     maxBatch: config.HUB_MAX_BATCH,
+    maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
+    publicUrl: config.HUB_PUBLIC_URL,
+    trustedProxies: config.HUB_TRUSTED_PROXIES,
     // Without Redis the identity service cannot reach this process's cache to drop a revoked
     // key, so a separate gateway only caches when the cache is shared.
     authCacheMs: config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
@@ -31,8 +34,12 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
     tls,
     // Like every split process, its metrics are on the ops port, which no Ingress routes to.
     metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT },
+    requestLogLevel: requestLogLevel(config.NODE_ENV),
   });
   log.info({ url: gateway.url, metrics: gateway.metricsUrl }, 'gateway listening');
+  if (!config.HUB_PUBLIC_URL) {
+    log.warn('No HUB_PUBLIC_URL: Agent Cards take their links from each request (docs/security.md); set it to the URL clients reach the hub at');
+  }
   return async () => {
     await gateway.stop(config.HUB_SHUTDOWN_GRACE_MS);
     await kv.close();

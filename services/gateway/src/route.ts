@@ -12,6 +12,8 @@ export type Clients = ReadonlyMap<string, Record<string, (request: unknown, opti
 export type Route = RpcMethod & {
   readonly service: GenService<GenServiceMethods>;
   readonly rpc: string;
+  /** The params schema of a `route(...)` method (the MCP endpoint describes its tools with it). */
+  readonly schema?: z.ZodType;
 };
 
 type Unary<S extends GenServiceMethods> = { [K in keyof S]: S[K] extends { methodKind: 'unary' } ? K : never }[keyof S] & string;
@@ -27,20 +29,21 @@ export function route<S extends GenServiceMethods, K extends Unary<S>, P>(
   spec: {
     params: z.ZodType<P>;
     request: (params: P, ctx: RpcContext) => MessageInitShape<(S[K] & DescMethod)['input']>;
-    result: (response: MessageShape<(S[K] & DescMethod)['output']>) => unknown;
+    result: (response: MessageShape<(S[K] & DescMethod)['output']>, ctx: RpcContext) => unknown;
     principal?: (ctx: RpcContext) => Principal;
   },
 ): Route {
   return {
     service: service as unknown as GenService<GenServiceMethods>,
     rpc,
+    schema: spec.params,
     async invoke(raw, ctx) {
       const params = parseParams(spec.params, raw);
       const client = clients.get(service.typeName);
       if (!client) throw new Error(`No client for ${service.typeName}`);
       const principal = spec.principal ? spec.principal(ctx) : ctx.principal;
       const response = await client[rpc]!(spec.request(params, ctx), { principal, signal: ctx.signal });
-      return spec.result(response as MessageShape<(S[K] & DescMethod)['output']>);
+      return spec.result(response as MessageShape<(S[K] & DescMethod)['output']>, ctx);
     },
   };
 }

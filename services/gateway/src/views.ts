@@ -1,4 +1,5 @@
 import { identityv1, workspacev1 } from '@agenthub/proto';
+import type { Principal } from '@agenthub/runtime';
 
 /** Proto messages as the interface's JSON: snake_case fields, lowercase enum words, epoch ms. */
 
@@ -97,6 +98,17 @@ export function agentView(a: identityv1.Agent | undefined) {
     output_modes: a.outputModes,
     created_at: ms(a.createdAt),
   };
+}
+
+/**
+ * An agent as `principal` may see it: the operator and agents of its own tenant see everything;
+ * an agent of another tenant learns only its id and name (not its tenant, push endpoint or
+ * output modes), grant or not.
+ */
+export function agentViewFor(a: identityv1.Agent | undefined, principal: Principal) {
+  if (!a) return undefined;
+  if (principal.kind === 'operator' || principal.tenantId === a.tenantId) return agentView(a);
+  return { id: a.id, name: a.name };
 }
 
 export function keyView(k: identityv1.ApiKey | undefined) {

@@ -115,4 +115,23 @@ describe('JsonRpcHandler', () => {
   it('gives the standard parse error', () => {
     expect(handler().rpc.parseError()).toMatchObject({ id: null, error: { code: RpcCode.PARSE_ERROR } });
   });
+
+  // Issue 12 item 8: these reached PostgreSQL or a codec and came back as -32603.
+  it('refuses NUL characters and params nested past the limit with -32602 naming the field, before the method runs', async () => {
+    const { rpc, calls } = handler();
+    const cases: [unknown, string][] = [
+      [{ name: 'a\u0000b' }, 'name'],
+      [{ message: { parts: [{ text: 'ok' }, { text: '\u0000' }] } }, 'message.parts[1].text'],
+      [{ metadata: { 'k\u0000': 1 } }, 'metadata'],
+      [{ data: { a: { b: { c: { d: { e: { f: { g: { h: { i: { j: {} } } } } } } } } } } }, 'data.a.b.c.d.e.f.g.h.i'],
+    ];
+    const strict = new JsonRpcHandler({ methods: new Map([['echo', { invoke: async (p: Record<string, unknown>) => (calls.push(p), p) }]]), maxBatch: 3, maxDepth: 10, log: testLogger(), metrics: new Metrics() });
+    for (const [params, field] of cases) {
+      const response = (await strict.handle({ jsonrpc: '2.0', id: 1, method: 'echo', params }, ctx)) as RpcResponse;
+      expect(response.error).toMatchObject({ code: RpcCode.INVALID_PARAMS, data: { field } });
+    }
+    expect(calls).toHaveLength(0);
+    const within = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'echo', params: { data: { a: { b: { c: 'deep enough' } } } } }, ctx)) as RpcResponse;
+    expect(within.result).toBeDefined();
+  });
 });

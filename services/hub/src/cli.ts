@@ -1,41 +1,17 @@
 #!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { HubConfig, Logger, Stop } from '@agenthub/runtime';
 import { AdminClient, AdminError } from './admin-client.js';
 import { readAdminToken } from './admin-token.js';
+import { COMMAND_HELP, helpText } from './help.js';
+import { Progress } from './progress.js';
 
-const USAGE = `agenthub — run and administer an AgentHub
+/** Exit statuses of the administration commands (`serve` has its own, see runProcess). */
+const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
 
-Run:
-  agenthub serve [all|gateway|identity|workspace|secrets|messaging|events]   all services in one process (default), or one
-
-Administer a running hub (operator token from HUB_ADMIN_TOKEN or <HUB_DATA_DIR>/admin-token):
-  agenthub tenants create <tenant-id> [--name <name>]
-  agenthub tenants list
-  agenthub tenants usage <tenant-id>               a tenant's workspaces and memories against their quotas
-  agenthub tenants limits <tenant-id> [--key <per-sec>/<burst>] [--tenant-rate <per-sec>/<burst>]
-                         [--max-waiting <n>] [--reset]
-                                                   show a tenant's rate limits, or override some
-                                                   (--reset: back to the hub's defaults)
-  agenthub agents create --tenant <tenant-id> --name <name> [--id <agent-id>] [--endpoint <url>]
-                         [--output-modes <mime,mime>]      (creates the tenant when missing)
-                         [--description <text>] [--skill <id>:<name>[:<description>]]...
-                                                   what the agent's A2A Agent Card advertises
-  agenthub agents list [--tenant <tenant-id>]
-  agenthub agents get <agent-id>
-  agenthub agents rotate-push-secret <agent-id>    a push agent's new push secret (the old one stops at once)
-  agenthub keys create --agent <agent-id>
-  agenthub keys revoke <key-id>
-  agenthub keys list --agent <agent-id>
-  agenthub secrets rotate-kek                      rewrap every workspace data key under the newest KEK
-                                                   (add it to HUB_KEKS on every replica first)
-  agenthub secrets rotate-key --workspace <ws-id>  re-seal one workspace's secrets under a new data key
-  agenthub memories reembed --workspace <ws-id> [--model <model-id>]
-                                                   embed a workspace's memories with the configured model
-                                                   (--model: fail unless that is the configured one)
-
-Options: --json (print the result as JSON), --url <hub url> (default HUB_URL or
-http://127.0.0.1:<HUB_PORT|8080>), --token <operator token>.`;
+/** The command line itself is wrong: exit 2 with the message and a pointer to --help. */
+class UsageError extends Error {}
 
 type Flags = Record<string, string | string[] | boolean | undefined>;
 
@@ -175,12 +151,17 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
     print(result, result.keys.map((k) => `${k.id}\t${k.prefix}…\t${k.revoked_at ? 'revoked' : 'active'}`).join('\n'));
   },
   'secrets rotate-kek': async ({ admin, print }) => {
-    const result = await admin.call<{ kek_version: string; rewrapped: number; failed: number; total: number }>('secrets.rotate_kek');
+    // One call on the hub's side; the display says it is working while it rewraps.
+    const progress = new Progress(process.stderr);
+    progress.working('Rewrapping workspace data keys under the newest KEK');
+    const result = await admin
+      .call<{ kek_version: string; rewrapped: number; failed: number; total: number }>('secrets.rotate_kek')
+      .finally(() => progress.done());
     const failed = result.failed
       ? `\n${result.failed} data key(s) could not be unwrapped and were left as they were; see the secrets service's log`
       : '';
     print(result, `Rewrapped ${result.rewrapped} data key(s) under KEK ${result.kek_version}; ${result.total} in all${failed}`);
-    if (result.failed) process.exitCode = 1;
+    if (result.failed) process.exitCode = EXIT.FAILED;
   },
   'secrets rotate-key': async ({ admin, values, print }) => {
     const result = await admin.call<{ workspace_id: string; generation: number; resealed: number }>('secrets.rotate_workspace_key', {
@@ -197,12 +178,20 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
     type Reembed = { workspace_id: string; model: string; dimensions: number; reembedded: number; remaining: number; dropped_models: string[] };
     const params = { workspace_id: need(values.workspace, '--workspace'), ...(values.model ? { model: values.model } : {}) };
     // Each call works until its deadline nears; carry on while it reports progress.
+    const progress = new Progress(process.stderr);
+    progress.working(`Re-embedding the memories of ${params.workspace_id}`);
     let total = 0;
     let result: Reembed;
-    do {
-      result = await admin.call<Reembed>('memories.reembed', params);
-      total += result.reembedded;
-    } while (result.remaining > 0 && result.reembedded > 0);
+    try {
+      do {
+        result = await admin.call<Reembed>('memories.reembed', params);
+        total += result.reembedded;
+        progress.done();
+        progress.update(`Re-embedded ${total} memories with ${result.model}, ${result.remaining} left`);
+      } while (result.remaining > 0 && result.reembedded > 0);
+    } finally {
+      progress.done();
+    }
     const summary = { ...result, reembedded: total };
     const dropped = summary.dropped_models.length ? `; dropped the vectors of ${summary.dropped_models.join(', ')}` : '';
     print(
@@ -211,7 +200,7 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
         ? `Workspace ${summary.workspace_id}: ${total} memories embedded with ${summary.model}, ${summary.remaining} left (no progress); run again`
         : `Workspace ${summary.workspace_id}: ${total} memories embedded with ${summary.model} (${summary.dimensions} dimensions)${dropped}`,
     );
-    if (summary.remaining) process.exitCode = 1;
+    if (summary.remaining) process.exitCode = EXIT.FAILED;
   },
 };
 
@@ -223,6 +212,7 @@ async function run(argv: string[]): Promise<void> {
       json: { type: 'boolean' },
       url: { type: 'string' },
       token: { type: 'string' },
+      'token-file': { type: 'string' },
       tenant: { type: 'string' },
       name: { type: 'string' },
       id: { type: 'string' },
@@ -238,22 +228,30 @@ async function run(argv: string[]): Promise<void> {
       'max-waiting': { type: 'string' },
       reset: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
     },
   });
   const [group, action, arg] = positionals;
+  if (values.version) {
+    process.stdout.write(`${await version()}\n`);
+    return;
+  }
   if (values.help || !group) {
-    process.stdout.write(`${USAGE}\n`);
+    process.stdout.write(`${helpText(await version(), group, group === 'serve' ? undefined : action)}\n`);
     return;
   }
   if (group === 'serve') {
     const load = services[action ?? 'all'];
-    if (!load) throw new AdminError(`Unknown service "${action}"; choose ${Object.keys(services).join(', ')}`);
+    if (!load) throw new UsageError(`Unknown service "${action}"; choose ${Object.keys(services).join(', ')}`);
     const { runProcess } = await import('@agenthub/runtime');
+    // Whatever the hub writes (PGlite clusters, WAL, event log, token and KEK files) is its
+    // user's alone, whichever library creates the file.
+    process.umask(0o077);
     await runProcess(action ?? 'all', await load());
     return;
   }
   const command = commands[`${group} ${action}`];
-  if (!command) throw new AdminError(`Unknown command "${positionals.join(' ')}". Run agenthub --help.`);
+  if (!command) throw new UsageError(`Unknown command "${positionals.join(' ')}"`);
   const admin = new AdminClient(hubUrl(values), await operatorToken(values));
   const print = (result: unknown, human: string) =>
     process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${human}\n`);
@@ -264,19 +262,19 @@ async function run(argv: string[]): Promise<void> {
 /** `--skill id:name[:description]`; the description may itself hold colons. */
 function skillFlag(value: string): { id: string; name: string; description: string } {
   const [id = '', name = '', ...rest] = value.split(':');
-  if (!id || !name) throw new AdminError(`--skill ${value}: expected <id>:<name>[:<description>]`);
+  if (!id || !name) throw new UsageError(`--skill ${value}: expected <id>:<name>[:<description>]`);
   return { id, name, description: rest.join(':') };
 }
 
 /** `<per-sec>/<burst>`, e.g. `50/100`; the hub checks the numbers. */
 function rateFlag(value: Flags[string], flag: string): { per_sec: number; burst: number } {
   const match = typeof value === 'string' ? /^([0-9.]+)\/([0-9]+)$/.exec(value.trim()) : null;
-  if (!match) throw new AdminError(`${flag} ${String(value)}: expected <per-sec>/<burst>, e.g. 50/100`);
+  if (!match) throw new UsageError(`${flag} ${String(value)}: expected <per-sec>/<burst>, e.g. 50/100`);
   return { per_sec: Number(match[1]), burst: Number(match[2]) };
 }
 
 function need(value: Flags[string], what: string): string {
-  if (typeof value !== 'string' || value === '') throw new AdminError(`Missing ${what}`);
+  if (typeof value !== 'string' || value === '') throw new UsageError(`Missing ${what}`);
   return value;
 }
 
@@ -286,7 +284,18 @@ function hubUrl(values: Flags): string {
 }
 
 async function operatorToken(values: Flags): Promise<string> {
-  if (typeof values.token === 'string') return values.token;
+  if (values.token !== undefined) {
+    throw new UsageError('--token would show the operator token to every local user (the process list); use --token-file <path>, --token-file - (standard input) or HUB_ADMIN_TOKEN');
+  }
+  if (typeof values['token-file'] === 'string') {
+    const path = values['token-file'];
+    const text = path === '-' ? await readStdin() : await readFile(path, 'utf8').catch(() => {
+      throw new AdminError(`Cannot read the operator token from ${path}`);
+    });
+    const token = text.trim();
+    if (!token) throw new AdminError(`No operator token in ${path === '-' ? 'standard input' : path}`);
+    return token;
+  }
   if (process.env.HUB_ADMIN_TOKEN) return process.env.HUB_ADMIN_TOKEN;
   const dataDir = process.env.HUB_DATA_DIR ?? './.agenthub';
   const token = await readAdminToken(dataDir);
@@ -296,10 +305,34 @@ async function operatorToken(values: Flags): Promise<string> {
   return token;
 }
 
-run(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof AdminError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    process.stderr.write(`agenthub: ${(err as Error).message}\n`);
-    process.exit(1);
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The hub's version, from the package.json at the top of the install. */
+async function version(): Promise<string> {
+  const manifest = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return manifest.version;
+}
+
+/** `--help` for the command being typed, as far as it names one. */
+function helpHint(argv: string[]): string {
+  const words = argv.filter((word) => !word.startsWith('-')).slice(0, 2);
+  while (words.length && !COMMAND_HELP[words.join(' ')] && !Object.keys(COMMAND_HELP).some((name) => name.startsWith(`${words.join(' ')} `))) words.pop();
+  return `agenthub ${words.length ? `${words.join(' ')} ` : ''}--help`;
+}
+
+const argv = process.argv.slice(2);
+run(argv).catch((err: unknown) => {
+  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`agenthub: ${(err as Error).message}. See ${helpHint(argv)}.\n`);
+    process.exit(EXIT.USAGE);
+  }
+  if (err instanceof AdminError) {
+    process.stderr.write(`agenthub: ${err.message}\n`);
+    process.exit(EXIT.FAILED);
   }
   throw err;
 });

@@ -1,7 +1,7 @@
-import { limitsConfig, startGateway } from '@agenthub/gateway';
+import { limitsConfig, requestLogLevel, startGateway } from '@agenthub/gateway';
 import { startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, egressAllowPrivate, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { clientOptions, createClient, egressAllowPrivate, ensurePrivateDir, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace, workspaceQuotas } from '@agenthub/workspace';
 import { loadKeyWrapper, startSecrets } from '@agenthub/secrets';
 import { startMessaging } from '@agenthub/messaging';
@@ -36,6 +36,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     for (const stop of [...stops].reverse()) await stop();
   };
   try {
+    await ensurePrivateDir(config.HUB_DATA_DIR, log);
     const listen = '127.0.0.1:0';
     const internalKey = InternalKey.generate();
     // Every service still listens on gRPC (probes, contract tests); with inproc, calls between
@@ -92,6 +93,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
         blockingMs: config.MESSAGING_BLOCKING_MS,
         onlineMs: config.MESSAGING_ONLINE_MS,
         claimMs: config.MESSAGING_CLAIM_MS,
+        maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES,
         maxTasksInFlightPerSender: config.HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER,
       },
       sweepIntervalMs: config.MESSAGING_SWEEP_MS,
@@ -120,7 +122,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     });
     stops.push(() => events.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
-    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR)).token;
+    const adminToken = config.HUB_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(config.HUB_DATA_DIR, log)).token;
     const gateway = await startGateway({
       log: log.child({ service: 'gateway' }),
       metrics,
@@ -132,10 +134,14 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       port: config.HUB_PORT,
       maxBodyBytes: config.HUB_MAX_BODY_BYTES,
       maxBatch: config.HUB_MAX_BATCH,
+      maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
+      publicUrl: config.HUB_PUBLIC_URL,
+      trustedProxies: config.HUB_TRUSTED_PROXIES,
       authCacheMs: config.HUB_AUTH_CACHE_MS,
       grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
       internalKey,
       limits: limitsConfig(config),
+      requestLogLevel: requestLogLevel(config.NODE_ENV),
     });
     stops.push(() => gateway.stop(config.HUB_SHUTDOWN_GRACE_MS));
     const services = {

@@ -1,133 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import net from 'node:net';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { agenthub, COMMAND_TIMEOUT_MS, freePort, HOOK_TIMEOUT_MS, serve, stop, stopAll, STOP_TIMEOUT_MS, type Served } from './bin.js';
 
 /**
  * The `agenthub` command as an operator uses it: the built process (`npm run build` first),
  * `serve all` on an embedded data directory (PGlite, in-process kv; no DATABASE_URL/REDIS_URL),
  * and the administration commands against it over HTTP. One hub start, one restart.
  */
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const BIN = join('services', 'hub', 'bin', 'agenthub.js');
-
-const START_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 10_000;
-const COMMAND_TIMEOUT_MS = 30_000;
-const HOOK_TIMEOUT_MS = START_TIMEOUT_MS + STOP_TIMEOUT_MS + 10_000;
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-interface CommandResult extends Exit {
-  stdout: string;
-  stderr: string;
-}
-
-interface Served {
-  child: ChildProcess;
-  exited: Promise<Exit>;
-  output(): { stdout: string; stderr: string };
-}
-
-/** The environment of this test, minus anything that would point the hub at other backends. */
-function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (/^(HUB_|DATABASE_|REDIS_|GRPC_|IDENTITY_|WORKSPACE_|LOG_LEVEL$|NODE_OPTIONS$)/.test(key)) continue;
-    env[key] = value;
-  }
-  return { ...env, LOG_LEVEL: 'warn', ...extra };
-}
-
-function spawnBin(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-function exitOf(child: ChildProcess): Promise<Exit> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
-    else child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
-}
-
-/** Runs one `agenthub` command to completion. */
-async function agenthub(args: string[], env: Record<string, string>): Promise<CommandResult> {
-  const child = spawnBin(args, env);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), COMMAND_TIMEOUT_MS);
-  const exit = await exitOf(child);
-  clearTimeout(timer);
-  return { ...exit, stdout, stderr };
-}
-
-/** A port nobody listens on right now: bind to 0, read it, let it go. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Starts `agenthub serve all` and waits until GET /readyz answers 200. */
-async function serve(env: Record<string, string>, url: string): Promise<Served> {
-  const child = spawnBin(['serve', 'all'], env);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const served: Served = { child, exited: exitOf(child), output: () => ({ stdout, stderr }) };
-  running.add(child);
-  void served.exited.then(() => running.delete(child));
-
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`agenthub serve exited early (${child.exitCode ?? child.signalCode}):\n${stdout}\n${stderr}`);
-    }
-    try {
-      const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
-      if (response.status === 200) return served;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`agenthub serve was not ready within ${START_TIMEOUT_MS} ms:\n${stdout}\n${stderr}`);
-    }
-    await sleep(200);
-  }
-}
-
-/** SIGTERM, then the exit (or a timeout error, after which the process is killed). */
-async function stop(served: Served): Promise<Exit> {
-  served.child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), STOP_TIMEOUT_MS)));
-  const result = await Promise.race([served.exited, timeout]);
-  clearTimeout(timer);
-  if (result === 'timeout') {
-    served.child.kill('SIGKILL');
-    throw new Error(`agenthub serve did not exit within ${STOP_TIMEOUT_MS} ms of SIGTERM`);
-  }
-  return result;
-}
-
-const running = new Set<ChildProcess>();
 
 describe('agenthub command', () => {
   let port: number;
@@ -158,8 +38,7 @@ describe('agenthub command', () => {
   }, HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
-    // Whatever is still running gets SIGTERM, and SIGKILL if it outstays the grace period.
-    await Promise.all([...running].map((child) => stop({ child, exited: exitOf(child), output: () => ({ stdout: '', stderr: '' }) }).catch(() => undefined)));
+    await stopAll();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }, HOOK_TIMEOUT_MS);
 
@@ -329,10 +208,40 @@ describe('agenthub command', () => {
     }, 2 * COMMAND_TIMEOUT_MS);
 
     it('says the hub refused a wrong operator token', async () => {
-      const result = await agenthub(['tenants', 'list', '--token', 'wrong'], env);
+      const wrong = join(dataDir, 'wrong-token');
+      await writeFile(wrong, 'wrong\n', { mode: 0o600 });
+      const result = await agenthub(['tenants', 'list', '--token-file', wrong], env);
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain('The hub refused the operator token');
       expect(result.stdout).toBe('');
+    }, COMMAND_TIMEOUT_MS);
+
+    // Issue 12 item 7: an argument is in every local user's process list.
+    it('takes the operator token from a file or standard input, never from the command line', async () => {
+      const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
+      const onArgv = await agenthub(['tenants', 'list', '--token', token], env);
+      expect(onArgv.code).not.toBe(0);
+      expect(onArgv.stderr).toContain('--token-file');
+      expect(onArgv.stdout).toBe('');
+      const fromStdin = await agenthub(['tenants', 'list', '--token-file', '-', '--json'], { ...env, HUB_DATA_DIR: join(dataDir, 'elsewhere') }, `${token}\n`);
+      expect(fromStdin.code).toBe(0);
+      expect(JSON.parse(fromStdin.stdout).tenants).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'acme' })]));
+    }, 2 * COMMAND_TIMEOUT_MS);
+
+    // Issue 12 item 7: PGlite clusters, WAL and event log were 0666 in 0755 folders.
+    it('keeps the data directory and every file in it private to the hub\'s user', async () => {
+      const open: string[] = [];
+      const walk = async (path: string): Promise<void> => {
+        const info = await stat(path);
+        const limit = info.isDirectory() ? 0o700 : 0o600;
+        if (info.mode & 0o077 || (info.mode & 0o777 & ~limit)) open.push(`${path} 0${(info.mode & 0o777).toString(8)}`);
+        if (info.isDirectory()) for (const entry of await readdir(path)) await walk(join(path, entry));
+      };
+      await walk(dataDir);
+      // The test's own wrong-token file is written 0600 above; everything else is the hub's.
+      expect(open).toEqual([]);
+      expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
+      expect((await readdir(join(dataDir, 'messaging', 'pgdata'))).length).toBeGreaterThan(0);
     }, COMMAND_TIMEOUT_MS);
 
     it('reports a hub error with its message and code', async () => {
@@ -346,6 +255,54 @@ describe('agenthub command', () => {
       expect(result.code).toBe(0);
       expect(result.stdout).toContain('agenthub agents create --tenant <tenant-id> --name <name>');
     }, COMMAND_TIMEOUT_MS);
+
+    it('prints one command\'s help with its options and exit codes, needing no hub', async () => {
+      const result = await agenthub(['agents', 'create', '--help'], { HUB_PORT: '1' });
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(/^agenthub agents create --tenant <tenant-id> --name <name> \[--id <agent-id>\] \[--endpoint <url>\]/);
+      expect(result.stdout).toContain('--skill <id>:<name>[:<description>]');
+      expect(result.stdout).toContain('Exit codes: 0 done, 1 the hub refused or failed the command (or left work undone), 2 bad usage.');
+      expect(result.stdout).not.toContain('agenthub keys revoke');
+      const serve = await agenthub(['serve', '--help'], {});
+      expect(serve.code).toBe(0);
+      expect(serve.stdout).toContain('3 a port is taken');
+    }, COMMAND_TIMEOUT_MS);
+
+    it('prints the version of package.json for --version', async () => {
+      const { version } = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+      const result = await agenthub(['--version'], {});
+      expect(result).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }, COMMAND_TIMEOUT_MS);
+
+    it('exits 2 for bad usage and 1 when the hub refuses, pointing at --help for the former', async () => {
+      const [unknown, missing, refused] = await Promise.all([
+        agenthub(['frobnicate', 'now'], env),
+        agenthub(['agents', 'create', '--tenant', 'acme'], env),
+        agenthub(['keys', 'revoke', 'key_doesnotexist'], env),
+      ]);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toBe('agenthub: Unknown command "frobnicate now". See agenthub --help.\n');
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toBe('agenthub: Missing --name. See agenthub agents create --help.\n');
+      expect(refused.code).toBe(1);
+    }, 3 * COMMAND_TIMEOUT_MS);
+  });
+
+  describe('long jobs', () => {
+    it('memories reembed and secrets rotate-kek show progress on stderr, the result on stdout', async () => {
+      for (const content of ['The sky is blue', 'Grass is green']) {
+        expect((await rpc(alice.api_key, 'x-hub/workspace.store', { workspace_id: workspaceId, content })).body.result).toBeDefined();
+      }
+      const reembed = await agenthub(['memories', 'reembed', '--workspace', workspaceId, '--json'], env);
+      expect(reembed.code).toBe(0);
+      expect(reembed.stderr).toMatch(new RegExp(`^Re-embedding the memories of ${workspaceId}…\nRe-embedded 0 memories with \\S+, 0 left\n$`));
+      expect(JSON.parse(reembed.stdout)).toMatchObject({ workspace_id: workspaceId, reembedded: 0, remaining: 0 });
+
+      const rotate = await agenthub(['secrets', 'rotate-kek'], env);
+      expect(rotate.code).toBe(0);
+      expect(rotate.stderr).toBe('Rewrapping workspace data keys under the newest KEK…\n');
+      expect(rotate.stdout).toMatch(/^Rewrapped \d+ data key\(s\) under KEK v1; \d+ in all\n$/);
+    }, 3 * COMMAND_TIMEOUT_MS);
   });
 
   describe('restart', () => {
@@ -354,10 +311,17 @@ describe('agenthub command', () => {
       const started = Date.now();
       expect(await stop(hub)).toEqual({ code: 0, signal: null });
       expect(Date.now() - started).toBeLessThan(STOP_TIMEOUT_MS);
+      // Issue 12 item 7: a data directory and token file others could read are repaired, with a warning.
+      await chmod(dataDir, 0o755);
+      await chmod(join(dataDir, 'admin-token'), 0o644);
 
       hub = await serve(env, url);
       expect(hub.output().stdout).toContain(`AgentHub is listening on ${url}`);
       expect(await readFile(join(dataDir, 'admin-token'), 'utf8')).toBe(tokenBefore);
+      expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
+      expect((await stat(join(dataDir, 'admin-token'))).mode & 0o777).toBe(0o600);
+      expect(hub.output().stdout).toContain('data directory was open to other local users');
+      expect(hub.output().stdout).toContain('operator token file was open to other local users');
 
       const listed = await rpc(alice.api_key, 'x-hub/workspace.list');
       expect(listed.status).toBe(200);

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,8 @@ const ADMIN_TOKEN = 'operator-token-0123456789';
 const INTERNAL_KEY = Buffer.alloc(32, 9).toString('base64');
 const KEKS = 'v1:' + Buffer.alloc(32, 7).toString('base64');
 const CREDENTIALS = [`secret.adminToken=${ADMIN_TOKEN}`, `secret.internalKey=${INTERNAL_KEY}`, `secret.keks=${KEKS}`];
+/** config.publicUrl has no default (the chart refuses to render without it). */
+const PUBLIC_URL = ['--set', 'config.publicUrl=https://agenthub.example.com'];
 
 /** Unpacks helm from the layer into a temp dir; returns its path, or why it could not. */
 function obtainHelm(): { helm: string; dir: string } | { reason: string } {
@@ -72,7 +74,7 @@ function helm(args: string[]): { status: number | null; stdout: string; stderr: 
 
 /** `helm template` with the values files and `--set`s given (plus CREDENTIALS unless `bare`). */
 function template(valuesFiles: string[] = [], sets: string[] = [], bare = false): { status: number | null; stdout: string; stderr: string } {
-  const args = ['template', 'hub', CHART, '--namespace', 'agents'];
+  const args = ['template', 'hub', CHART, '--namespace', 'agents', ...PUBLIC_URL];
   for (const file of valuesFiles) args.push('-f', file);
   for (const set of [...(bare ? [] : CREDENTIALS), ...sets]) args.push('--set', set);
   return helm(args);
@@ -82,6 +84,19 @@ function render(valuesFiles: string[] = [], sets: string[] = []): Manifest[] {
   const result = template(valuesFiles, sets);
   if (result.status !== 0) throw new Error(`helm template failed:\n${result.stderr}`);
   return (yaml.loadAll(result.stdout) as (Manifest | null)[]).filter((doc): doc is Manifest => doc !== null && typeof doc === 'object');
+}
+
+/** Metric names a PromQL expression reads (histogram series folded into their metric). */
+function metricNames(exprs: string[]): string[] {
+  // A metric is followed by its selector; label names (grpc_service) are not.
+  const names = exprs.flatMap((expr) => [...expr.matchAll(/\b((?:agenthub|grpc|process|nodejs|kube)_[a-z0-9_]+)\{/g)].map((m) => m[1]!));
+  return [...new Set(names.map((name) => name.replace(/_(bucket|count|sum)$/, '')))];
+}
+
+/** The metrics docs/operations.md lists in its table, by name. */
+function documentedMetrics(): string[] {
+  const doc = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
+  return [...doc.matchAll(/^\| `([a-z0-9_]+)`/gm)].map((m) => m[1]!);
 }
 
 function find(manifests: Manifest[], kind: string, name: string): Manifest {
@@ -107,7 +122,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['default values and the credentials', CREDENTIALS.flatMap((set) => ['--set', set])],
     ['production values', ['-f', PRODUCTION]],
   ])('passes helm lint --strict with %s', (_name, extra) => {
-    const result = helm(['lint', '--strict', CHART, ...extra]);
+    const result = helm(['lint', '--strict', CHART, ...PUBLIC_URL, ...extra]);
     expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
     expect(result.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
   });
@@ -334,6 +349,16 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     expect(find(without, 'ConfigMap', 'hub-agenthub-config').data!.EVENTS_ADDR).toBeUndefined();
   });
 
+  it('needs config.publicUrl (issue 12 item 4): Agent Cards link to it as HUB_PUBLIC_URL', () => {
+    expect(find(manifests, 'ConfigMap', 'hub-agenthub-config').data!.HUB_PUBLIC_URL).toBe('https://agenthub.example.com');
+    const credentials = CREDENTIALS.flatMap((credential) => ['--set', credential]);
+    const without = helm(['template', 'hub', CHART, ...credentials]);
+    expect(without.status).not.toBe(0);
+    expect(without.stderr).toContain('config.publicUrl is required');
+    const malformed = helm(['template', 'hub', CHART, ...credentials, '--set', 'config.publicUrl=agenthub.example.com']);
+    expect(malformed.stderr).toContain('/config/publicUrl');
+  });
+
   it('renders a ServiceMonitor per service only when enabled, each on the ops port (the gateway\'s too)', () => {
     expect(manifests.filter((m) => m.kind === 'ServiceMonitor')).toEqual([]);
     const monitors = production.filter((m) => m.kind === 'ServiceMonitor');
@@ -353,6 +378,51 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     }
     const enabled = render([], ['serviceMonitor.enabled=true', 'serviceMonitor.interval=15s']);
     expect(find(enabled, 'ServiceMonitor', 'hub-agenthub-events').spec.endpoints[0]).toMatchObject({ port: 'ops', interval: '15s' });
+  });
+
+  it('renders the Grafana dashboard as a ConfigMap with the sidecar label only when enabled, querying only documented metrics', () => {
+    expect(manifests.filter((m) => m.metadata.name === 'hub-agenthub-dashboard')).toEqual([]);
+    const configMap = find(production, 'ConfigMap', 'hub-agenthub-dashboard');
+    expect(configMap.metadata.labels).toMatchObject({ grafana_dashboard: '1', 'app.kubernetes.io/instance': 'hub' });
+    const dashboard = JSON.parse(configMap.data!['agenthub.json']!) as { uid: string; title: string; panels: { type: string; targets?: { expr: string }[] }[] };
+    expect(dashboard).toMatchObject({ uid: 'agenthub-overview', title: 'AgentHub' });
+    const exprs = dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr));
+    expect(exprs.length).toBeGreaterThan(15);
+    for (const name of metricNames(exprs)) expect(documentedMetrics()).toContain(name);
+    const folder = render([PRODUCTION], ['grafanaDashboard.annotations.grafana_folder=AgentHub', 'grafanaDashboard.labels.team=agents']);
+    expect(find(folder, 'ConfigMap', 'hub-agenthub-dashboard').metadata).toMatchObject({ annotations: { grafana_folder: 'AgentHub' }, labels: { grafana_dashboard: '1', team: 'agents' } });
+  });
+
+  it('renders the PrometheusRule only when enabled: every alert on documented metrics, in the release namespace, with a runbook section', () => {
+    expect(manifests.filter((m) => m.kind === 'PrometheusRule')).toEqual([]);
+    const rule = find(production, 'PrometheusRule', 'hub-agenthub');
+    expect(rule.apiVersion).toBe('monitoring.coreos.com/v1');
+    const alerts = rule.spec.groups.flatMap((group: { rules: unknown[] }) => group.rules) as { alert: string; expr: string; for: string; labels: { severity: string }; annotations: Record<string, string> }[];
+    expect(alerts.map((a) => a.alert)).toEqual([
+      'AgentHubErrorRate',
+      'AgentHubLatencyHigh',
+      'AgentHubOutboxLag',
+      'AgentHubEventLogConsumerLag',
+      'AgentHubWebhookBacklogOld',
+      'AgentHubPushBacklogOld',
+      'AgentHubNotReady',
+    ]);
+    const runbooks = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
+    for (const alert of alerts) {
+      expect(alert.expr).toContain('namespace="agents"');
+      expect(['warning', 'critical']).toContain(alert.labels.severity);
+      expect(alert.annotations.runbook_url).toBe(`https://github.com/agenthub/agenthub/blob/main/docs/operations.md#${alert.alert.toLowerCase()}`);
+      expect(runbooks).toContain(`\n#### ${alert.alert}\n`);
+      for (const name of metricNames([alert.expr]).filter((n) => !n.startsWith('kube_'))) expect(documentedMetrics()).toContain(name);
+    }
+    expect(alerts[0]!.expr).toContain('> 0.05');
+    // helm --set reads 0.01 as a string; a values file keeps it a number.
+    const tunedValues = join(('dir' in obtained ? obtained.dir : tmpdir()), 'tuned-rules.yaml');
+    writeFileSync(tunedValues, 'prometheusRule:\n  errorRatio: 0.01\n  outboxAgeSeconds: 60\n');
+    const tuned = render([PRODUCTION, tunedValues]);
+    const tunedAlerts = find(tuned, 'PrometheusRule', 'hub-agenthub').spec.groups[0].rules as { alert: string; expr: string }[];
+    expect(tunedAlerts.find((a) => a.alert === 'AgentHubErrorRate')!.expr).toContain('> 0.01');
+    expect(tunedAlerts.find((a) => a.alert === 'AgentHubOutboxLag')!.expr).toContain('> 60');
   });
 
   it.each([
@@ -375,13 +445,15 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['a connection age below a second', 'config.grpcMaxConnectionAgeMs=10', '/config/grpcMaxConnectionAgeMs'],
     ['a ServiceMonitor interval that is not a duration', 'serviceMonitor.interval=often', '/serviceMonitor/interval'],
     ['a misspelt networkPolicy setting', 'networkPolicy.enable=false', '/networkPolicy'],
+    ['an outbox age of 0 seconds', 'prometheusRule.outboxAgeSeconds=0', '/prometheusRule/outboxAgeSeconds'],
+    ['a misspelt dashboard setting', 'grafanaDashboard.enable=true', '/grafanaDashboard'],
   ])('refuses %s at lint and template time (values.schema.json)', (_name, set, where) => {
     const credentials = CREDENTIALS.flatMap((credential) => ['--set', credential]);
-    const template = helm(['template', 'hub', CHART, ...credentials, '--set', set]);
+    const template = helm(['template', 'hub', CHART, ...PUBLIC_URL, ...credentials, '--set', set]);
     expect(template.status).not.toBe(0);
     expect(template.stderr).toContain("values don't meet the specifications of the schema");
     expect(template.stderr).toContain(where);
-    const lint = helm(['lint', '--strict', CHART, ...credentials, '--set', set]);
+    const lint = helm(['lint', '--strict', CHART, ...PUBLIC_URL, ...credentials, '--set', set]);
     expect(lint.status).not.toBe(0);
   });
 });

@@ -15,6 +15,9 @@ const MIXED = [
   { kind: 'data', mimeType: 'application/json', data: '{"rows":3}' },
 ];
 
+/** The task byte limit the hub of this file runs with. */
+const TASK_MAX_BYTES = 600_000;
+
 describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP (%s)', (_name, backend) => {
   let hub: TestHub;
   let sender: Agent;
@@ -24,7 +27,8 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP 
 
   beforeAll(async () => {
     // A fast sweeper so x-ttl expiry is seen in about a second; a short blocking cap.
-    hub = await startTestHub(backend, { MESSAGING_SWEEP_MS: '100', MESSAGING_BLOCKING_MS: '3000' });
+    // MESSAGING_TASK_MAX_BYTES small enough for a test to reach (the default is 4 MiB).
+    hub = await startTestHub(backend, { MESSAGING_SWEEP_MS: '100', MESSAGING_BLOCKING_MS: '3000', MESSAGING_TASK_MAX_BYTES: String(TASK_MAX_BYTES) });
     sender = await hub.agent('acme', 'sender');
     recipient = await hub.agent('acme', 'recipient');
     third = await hub.agent('acme', 'third');
@@ -232,6 +236,46 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('messaging over HTTP 
     const across = (await send(sender, foreign)).body.result;
     expect(across.status.state).toBe('submitted');
     expect((await receive(foreign, across.id)).from_agent_id).toBe(sender.agent_id);
+  });
+
+  it('a revoked grant refuses the continuation of an existing task as it refuses a new send (-32104), and the recipient\'s update (issue 12)', async () => {
+    const partner = await hub.agent('initech', 'partner');
+    const { grant } = await ok(sender, 'x-hub/grants.request', { agent_id: partner.agent_id });
+    await ok(partner, 'x-hub/grants.approve', { grant_id: grant.id });
+    const sent = (await send(sender, partner)).body.result;
+    await receive(partner, sent.id);
+    await ok(partner, 'x-hub/tasks.update', { task_id: sent.id, state: 'input-required', message: { role: 'agent', parts: [{ kind: 'text', text: 'Which one?' }] } });
+    await ok(partner, 'x-hub/grants.revoke', { grant_id: grant.id });
+
+    const fresh = await expectError(send(sender, partner), -32104);
+    const continued = await expectError(send(sender, partner, [{ kind: 'text', text: 'That one' }], { taskId: sent.id }), -32104);
+    expect(continued.message).toBe(fresh.message);
+    await expectError(call(partner, 'x-hub/tasks.update', { task_id: sent.id, state: 'completed' }), -32104);
+    const task = await ok(sender, 'GetTask', { id: sent.id });
+    expect([task.status.state, task.messages.length]).toEqual(['input-required', 2]);
+  });
+
+  it('a continuation past MESSAGING_TASK_MAX_BYTES is -32602 naming the limit and commits nothing; GetTask and ListTasks still answer (issue 12)', async () => {
+    const chunk = (c: string) => [{ kind: 'file', name: 'part.bin', mimeType: 'application/octet-stream', data: Buffer.alloc(100_000, c).toString('base64') }];
+    const sent = (await send(sender, recipient, chunk('a'))).body.result;
+    await receive(recipient, sent.id);
+    let continued = 0;
+    for (;;) {
+      await ok(recipient, 'x-hub/tasks.update', { task_id: sent.id, state: 'input-required', message: { role: 'agent', parts: [{ kind: 'text', text: 'More?' }] } });
+      const reply = await send(sender, recipient, chunk('b'), { taskId: sent.id });
+      if (reply.body.error) {
+        expect(reply.body.error).toMatchObject({ code: -32602 });
+        expect(reply.body.error.message).toContain(`maximum of ${TASK_MAX_BYTES} bytes`);
+        break;
+      }
+      continued += 1;
+      expect(continued).toBeLessThan(10);
+    }
+    const task = await ok(sender, 'GetTask', { id: sent.id });
+    expect([task.status.state, task.messages.length]).toEqual(['input-required', 2 * continued + 2]);
+    const listed = await ok(sender, 'ListTasks', { contextId: sent.contextId });
+    expect(listed.tasks.map((t: { id: string }) => t.id)).toEqual([sent.id]);
+    expect(listed.tasks[0].messages).toHaveLength(2 * continued + 2);
   });
 
   it('acceptedOutputModes matches as HTTP does: ranges, parameters, any case; an agent that declares none takes anything', async () => {

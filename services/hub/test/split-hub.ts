@@ -61,6 +61,11 @@ export interface SplitStack extends RunningHub {
   readonly processes: Readonly<Record<SplitProcessName, SplitProcess>>;
   /** The gateway's ops port, where its `/metrics` is (`http://127.0.0.1:<OPS_PORT>`). */
   readonly gatewayOpsUrl: string;
+  /**
+   * Starts `name` again (after a test stopped or killed it) on its ports and settings, plus
+   * `env`, and resolves once it reports ready; `processes[name]` is then the new process.
+   */
+  respawn(name: SplitProcessName, env?: Record<string, string>): Promise<SplitProcess>;
 }
 
 /** Every child this test process started, killed if the test process goes away first. */
@@ -199,9 +204,17 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
     EVENTS_ADDR: addrs.events,
     ...env,
   };
-  const service = (name: string, svc: string, grpcPort: number, opsPort: number) =>
-    spawnProcess(name, svc, { ...common, GRPC_PORT: String(grpcPort), OPS_PORT: String(opsPort) }, `http://127.0.0.1:${opsPort}`);
   const url = `http://127.0.0.1:${hubPort}`;
+  const launchers = new Map<string, (extra: Record<string, string>) => SplitProcess>();
+  const service = (name: string, svc: string, grpcPort: number, opsPort: number) => {
+    const launch = (extra: Record<string, string>) =>
+      spawnProcess(name, svc, { ...common, GRPC_PORT: String(grpcPort), OPS_PORT: String(opsPort), ...extra }, `http://127.0.0.1:${opsPort}`);
+    launchers.set(name, launch);
+    return launch({});
+  };
+  const gateway = (extra: Record<string, string>) =>
+    spawnProcess('gateway', 'gateway', { ...common, HUB_HOST: '127.0.0.1', HUB_PORT: String(hubPort), OPS_PORT: String(hubOps), ...extra }, url);
+  launchers.set('gateway', gateway);
   // Started together, as a deployment rolls out: replicas race for their schema's migrations
   // (advisory lock), and the gateway waits for its upstreams to become ready.
   const processes: Record<SplitProcessName, SplitProcess> = {
@@ -212,7 +225,7 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
     'messaging-a': service('messaging-a', 'messaging', maGrpc, maOps),
     'messaging-b': service('messaging-b', 'messaging', mbGrpc, mbOps),
     events: service('events', 'events', evGrpc, evOps),
-    gateway: spawnProcess('gateway', 'gateway', { ...common, HUB_HOST: '127.0.0.1', HUB_PORT: String(hubPort), OPS_PORT: String(hubOps) }, url),
+    gateway: gateway({}),
   };
 
   /** SIGTERMs the gateway, then every service together; fails naming each unclean exit. */
@@ -249,6 +262,17 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
     },
     processes,
     gatewayOpsUrl: `http://127.0.0.1:${hubOps}`,
+    async respawn(name, extra = {}) {
+      const proc = launchers.get(name)!(extra);
+      processes[name] = proc;
+      try {
+        await waitReady(proc);
+      } catch (err) {
+        await proc.stop('SIGKILL').catch(() => undefined);
+        throw err;
+      }
+      return proc;
+    },
     stop,
   };
 }

@@ -173,6 +173,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (
         description: 'CI notifier',
         enabled: true,
         created_at: expect.stringMatching(ISO_UTC),
+        created_by: owner.agent_id,
         secret: expect.stringMatching(SECRET),
       });
       expect(Math.abs(ms(created.webhook.created_at) - Date.now())).toBeLessThan(60_000);
@@ -308,6 +309,42 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (
         expect(request.raw).not.toContain(value);
         expect(JSON.stringify(request.headers)).not.toContain(value);
       }
+    });
+
+    it('a webhook stops delivering once its creator is removed from the workspace, and says why (issue 12)', async () => {
+      const creator = await hub.agent('acme', 'creator');
+      const workspaceId = await workspace();
+      await ok(owner, 'workspace.members.add', { workspace_id: workspaceId, agent_id: creator.agent_id, role: 'admin' });
+      const path = newPath();
+      const hook = await subscribe(workspaceId, path, { events: ['workspace.secret.set'] }, creator);
+      expect((await ok(owner, 'webhooks.list', { workspace_id: workspaceId })).webhooks).toEqual([
+        expect.objectContaining({ id: hook.id, created_by: creator.agent_id }),
+      ]);
+      await ok(owner, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'BEFORE', value: 'v' });
+      await distinct(path, 1);
+
+      await ok(owner, 'workspace.members.remove', { workspace_id: workspaceId, agent_id: creator.agent_id });
+      // A replica may trust the creator's access for up to a second after its last check: keep
+      // changing the workspace until an attempt finds the creator gone and disables the webhook.
+      let shown: any;
+      await receiver.waitFor('the webhook disabled for its creator', async () => {
+        await ok(owner, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'AFTER', value: 'v' });
+        shown = (await ok(owner, 'webhooks.get', { workspace_id: workspaceId, webhook_id: hook.id })).webhook;
+        return !shown.enabled;
+      });
+      expect(shown).toMatchObject({ enabled: false, disabled_reason: 'creator_access', created_by: creator.agent_id });
+      const stopped = (await deliveries(workspaceId, hook.id, { status: 'failed' }))[0];
+      expect(stopped.attempts.at(-1)).toMatchObject({ error: 'not sent: the agent that created the webhook no longer has admin access to the workspace' });
+
+      // Disabled: nothing more is queued or sent for it, while the owner's webhook gets the event.
+      const sent = receiver.on(path).length;
+      const queued = (await deliveries(workspaceId, hook.id)).length;
+      const witness = newPath();
+      await subscribe(workspaceId, witness, { events: ['workspace.secret.set'] });
+      await ok(owner, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'LATER', value: 'v' });
+      await receiver.waitFor('the owner\'s webhook to get the later event', () => receiver.on(witness).some((r) => r.body?.data?.key === 'LATER'));
+      expect((await deliveries(workspaceId, hook.id)).length).toBe(queued);
+      expect(receiver.on(path)).toHaveLength(sent);
     });
 
     it('workspace.created: a new workspace\'s webhook sees it at most once, well-formed, before later changes', async () => {

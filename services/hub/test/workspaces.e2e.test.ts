@@ -460,6 +460,21 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('workspaces over HTTP
   // ---- tenants and grants -------------------------------------------------------------------
 
   describe('tenants and access grants', () => {
+    it('agents.get shows another tenant\'s agent by id and name only, grant or not; its own tenant and the operator see everything (issue 12)', async () => {
+      const { agent: pushed } = await hub.admin('agents.create', { tenant_id: 'initech', name: 'pushed', create_tenant: true, endpoint_url: 'http://127.0.0.1:9/a2a' });
+      const colleague = await agent('initech', 'colleague');
+      const foreign = await agent('globex', 'foreign');
+      const full = { id: pushed.id, tenant_id: 'initech', name: 'pushed', endpoint_url: 'http://127.0.0.1:9/a2a' };
+
+      expect((await ok(foreign, 'agents.get', { agent_id: pushed.id })).agent).toEqual({ id: pushed.id, name: 'pushed' });
+      const { grant } = await ok(foreign, 'grants.request', { agent_id: pushed.id });
+      expect(grant.target_agent_id).toBe(pushed.id);
+      expect((await ok(foreign, 'agents.get', { agent_id: pushed.id })).agent).toEqual({ id: pushed.id, name: 'pushed' });
+
+      expect((await ok(colleague, 'agents.get', { agent_id: pushed.id })).agent).toMatchObject(full);
+      expect((await hub.admin('agents.get', { agent_id: pushed.id })).agent).toMatchObject(full);
+    });
+
     it('adds an agent of the owner’s tenant without any grant', async () => {
       const owner = await agent('acme', 'owner');
       const colleague = await agent('acme', 'colleague');

@@ -1,6 +1,6 @@
 import { identityv1 } from '@agenthub/proto';
 import { HubError, newId, Reason } from '@agenthub/runtime';
-import type { GrantRecord, IdentityStore, StoredGrantStatus } from './store.js';
+import type { GrantCursor, GrantRecord, IdentityStore, StoredGrantStatus } from './store.js';
 
 const GrantStatus = identityv1.GrantStatus;
 
@@ -19,7 +19,8 @@ const involves = (grant: GrantRecord, agentId: string) =>
 /**
  * Asks `targetId` for access. While a pending or approved grant links the two agents, in either
  * direction, that grant is the answer (`created` false); the partial unique index on the pair
- * settles concurrent requests.
+ * settles concurrent requests. A pair whose grant was revoked has that row reused for the new
+ * request (a new id), so request/revoke loops do not grow the table.
  */
 export async function requestGrant(store: IdentityStore, caller: Caller, targetId: string): Promise<{ grant: GrantRecord; created: boolean }> {
   const target = await store.agent(targetId);
@@ -31,12 +32,10 @@ export async function requestGrant(store: IdentityStore, caller: Caller, targetI
   for (;;) {
     const live = await store.liveGrantBetween(caller.agentId, targetId);
     if (live) return { grant: live, created: false };
-    const grant = await store.insertPendingGrant({
-      id: newId('grt'),
-      requesterAgentId: caller.agentId,
-      targetAgentId: targetId,
-      at: Date.now(),
-    });
+    const fresh = { id: newId('grt'), requesterAgentId: caller.agentId, targetAgentId: targetId, at: Date.now() };
+    const reopened = await store.reopenRevokedGrant(fresh);
+    if (reopened) return { grant: reopened, created: true };
+    const grant = await store.insertPendingGrant(fresh);
     if (grant) return { grant, created: true };
   }
 }
@@ -70,12 +69,41 @@ export function revokeGrant(store: IdentityStore, callerId: string, grantId: str
   });
 }
 
-export function listGrants(
+const DEFAULT_PAGE = 50;
+const MAX_PAGE = 100;
+
+/** The caller's grants, newest first, one page at a time. */
+export async function listGrants(
   store: IdentityStore,
   callerId: string,
-  status: StoredGrantStatus | undefined,
-): Promise<GrantRecord[]> {
-  return store.grantsOf(callerId, status);
+  request: { status: StoredGrantStatus | undefined; pageSize: number; pageToken: string },
+): Promise<{ grants: GrantRecord[]; nextPageToken: string }> {
+  if (request.pageSize < 0 || request.pageSize > MAX_PAGE) throw HubError.invalidParams('page_size', `must be between 1 and ${MAX_PAGE}`);
+  const size = request.pageSize || DEFAULT_PAGE;
+  const rows = await store.grantsOf(callerId, request.status, {
+    limit: size + 1,
+    after: request.pageToken ? grantCursor(request.pageToken) : undefined,
+  });
+  const shown = rows.slice(0, size);
+  return { grants: shown.map((r) => r.grant), nextPageToken: rows.length > size ? pageToken(shown.at(-1)!.position) : '' };
+}
+
+/** Opaque to callers: the (created_at, seq) of the last grant of the previous page. */
+function pageToken(cursor: GrantCursor): string {
+  return Buffer.from(JSON.stringify([cursor.createdAt, cursor.seq])).toString('base64url');
+}
+
+function grantCursor(token: string): GrantCursor {
+  try {
+    const [createdAt, seq] = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown[];
+    // Decoded text is the caller's: only what we could have issued goes on to the query.
+    if (Number.isSafeInteger(createdAt) && Number.isSafeInteger(seq) && (createdAt as number) >= 0 && (seq as number) >= 0) {
+      return { createdAt: createdAt as number, seq: seq as number };
+    }
+  } catch {
+    // Falls through to the refusal: a token we did not issue.
+  }
+  throw HubError.invalidParams('page_token', 'is not a token from a previous page');
 }
 
 /** Reads the database on every call: a revocation must deny the very next request. */

@@ -1,4 +1,4 @@
-import { authCacheKey, HubError, newId, newSecret, Reason, REVOKED_KEY_TOMBSTONE, sha256Hex, TOMBSTONE_TTL_MS, type Kv } from '@agenthub/runtime';
+import { AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, authCacheKey, HubError, newId, newSecret, Reason, REVOKED_KEY_TOMBSTONE, sha256Hex, TOMBSTONE_TTL_MS, type Kv } from '@agenthub/runtime';
 import type { ApiKeyRecord, IdentityStore, KeyOwner } from './store.js';
 
 const KEY_PREFIX = 'ahk';
@@ -34,14 +34,18 @@ export async function createApiKey(store: IdentityStore, agentId: string): Promi
 
 /**
  * Revokes the key (a no-op when it already is) and replaces the gateway's cached lookup of it
- * with a tombstone before answering, so the key fails on the very next request (see
- * auth-cache.ts). The tombstone is written on every call, so retrying a revocation whose cache
+ * with a tombstone, and drops it from every gateway's memory, before answering, so the key fails
+ * on the very next request (see auth-cache.ts). The tombstone is written on every call, so retrying a revocation whose cache
  * write failed completes it.
  */
 export async function revokeApiKey(store: IdentityStore, kv: Kv, keyId: string): Promise<ApiKeyRecord> {
   const revoked = await store.revokeKey(keyId, Date.now());
   if (!revoked) throw new HubError(Reason.NOT_FOUND, 'API key not found');
   await kv.set(authCacheKey(revoked.keyHash), REVOKED_KEY_TOMBSTONE, TOMBSTONE_TTL_MS);
+  // Gateways' in-memory entries: published, then one lease, after which every gateway that still
+  // trusts its memory has dropped the entry (auth-cache.ts); the margin covers timer rounding.
+  await kv.publish(AUTH_REVOKED_CHANNEL, revoked.keyHash);
+  await new Promise((resolve) => setTimeout(resolve, AUTH_LOCAL_LEASE_MS + 50));
   return revoked.key;
 }
 

@@ -127,7 +127,7 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPo
 
     async listGrants(req, ctx) {
       const caller = requireAgent(ctx);
-      return { grants: await listGrants(store, caller.agentId, valid.grantStatusFilter(req.status)) };
+      return listGrants(store, caller.agentId, { status: valid.grantStatusFilter(req.status), pageSize: req.pageSize, pageToken: req.pageToken });
     },
 
     async checkGrant(req, ctx) {

@@ -1,5 +1,5 @@
 import { identityv1 } from '@agenthub/proto';
-import type { Db, Queryable } from '@agenthub/runtime';
+import { isUniqueViolation, type Db, type Queryable } from '@agenthub/runtime';
 
 const GrantStatus = identityv1.GrantStatus;
 type GrantStatus = identityv1.GrantStatus;
@@ -313,14 +313,52 @@ export class IdentityStore {
     return grantOf(rows[0]);
   }
 
-  /** Grants the agent is part of, either side, newest first; every status when undefined. */
-  async grantsOf(agentId: string, status: StoredGrantStatus | undefined): Promise<GrantRecord[]> {
-    const { rows } = await this.q.query<GrantRow>(
-      `SELECT ${GRANT_COLUMNS} FROM grants
+  /**
+   * Grants the agent is part of, either side, newest first; every status when undefined. At most
+   * `limit`, after the position of the previous page's last grant; each with its position.
+   */
+  async grantsOf(
+    agentId: string,
+    status: StoredGrantStatus | undefined,
+    page: { limit: number; after?: GrantCursor },
+  ): Promise<{ grant: GrantRecord; position: GrantCursor }[]> {
+    const { rows } = await this.q.query<GrantRow & { seq: number }>(
+      `SELECT ${GRANT_COLUMNS}, seq FROM grants
        WHERE (requester_agent_id = $1 OR target_agent_id = $1) AND ($2::text IS NULL OR status = $2)
-       ORDER BY created_at DESC, seq DESC`,
-      [agentId, status === undefined ? null : statusText[status]],
+         AND ($3::bigint IS NULL OR (created_at, seq) < ($3::bigint, $4::bigint))
+       ORDER BY created_at DESC, seq DESC
+       LIMIT $5`,
+      [agentId, status === undefined ? null : statusText[status], page.after?.createdAt ?? null, page.after?.seq ?? null, page.limit],
     );
-    return rows.map(grantOf);
+    return rows.map((row) => ({ grant: grantOf(row), position: { createdAt: Number(row.created_at), seq: Number(row.seq) } }));
   }
+
+  /**
+   * Reuses the pair's most recent revoked grant row for a new pending request from
+   * `requesterAgentId` under the new `id` (the revoked grant's id is gone, like the grant): a pair
+   * keeps one row however often it is requested and revoked. Undefined when the pair has
+   * no revoked grant, or another request made one live first.
+   */
+  async reopenRevokedGrant(grant: { id: string; requesterAgentId: string; targetAgentId: string; at: number }): Promise<GrantRecord | undefined> {
+    try {
+      const { rows } = await this.q.query<GrantRow>(
+        `UPDATE grants SET id = $4, requester_agent_id = $1, target_agent_id = $2, status = 'pending', created_at = $3, updated_at = $3
+         WHERE status = 'revoked' AND id = (
+           SELECT id FROM grants WHERE ${PAIR} AND status = 'revoked' ORDER BY updated_at DESC, seq DESC LIMIT 1)
+         RETURNING ${GRANT_COLUMNS}`,
+        [grant.requesterAgentId, grant.targetAgentId, grant.at, grant.id],
+      );
+      return rows[0] && grantOf(rows[0]);
+    } catch (err) {
+      // The live-pair index: a concurrent request made the pair live meanwhile.
+      if (isUniqueViolation(err)) return undefined;
+      throw err;
+    }
+  }
+}
+
+/** A grant's place in the newest-first listing: its creation time and insertion order. */
+export interface GrantCursor {
+  createdAt: number;
+  seq: number;
 }

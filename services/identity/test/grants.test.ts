@@ -148,6 +148,53 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity access gran
     expect((await h.client.listGrants({}, asAgent(bob))).grants.map((g) => g.id)).toEqual([toBob.id]);
   });
 
+  // Issue 12 item 8: grants.list grew without bound under request/revoke loops.
+  it('reuses the pair’s row when a revoked grant is requested again, whichever side asks', async () => {
+    const { alice, bob } = await trio();
+    const ids = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const [asker, other] = i % 2 ? [bob, alice] : [alice, bob];
+      const { grant, created } = await h.client.requestGrant({ agentId: other.id }, asAgent(asker));
+      expect(created).toBe(true);
+      expect(grant).toMatchObject({ requesterAgentId: asker.id, targetAgentId: other.id, status: GrantStatus.PENDING });
+      ids.add(grant!.id);
+      if (i % 3 === 0) await h.client.approveGrant({ grantId: grant!.id }, asAgent(other));
+      await h.client.revokeGrant({ grantId: grant!.id }, asAgent(i % 2 ? alice : bob));
+    }
+    // Each request is a new grant (its own id), yet the pair holds one row.
+    expect(ids.size).toBe(12);
+    expect((await h.client.listGrants({}, asAgent(alice))).grants).toEqual([expect.objectContaining({ status: GrantStatus.REVOKED })]);
+    expect((await h.client.checkGrant({ agentId: alice.id, otherAgentId: bob.id }, operator)).approved).toBe(false);
+  });
+
+  it('pages the caller’s grants newest first, and refuses a page token it did not issue', async () => {
+    const alice = await newAgent(h, unique('alpha'), 'Alice');
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const other = await newAgent(h, unique(`other${i}`), `Other ${i}`);
+      made.unshift((await h.client.requestGrant({ agentId: other.id }, asAgent(alice))).grant!.id);
+    }
+    const seen: string[] = [];
+    let pageToken = '';
+    let pages = 0;
+    do {
+      const page = await h.client.listGrants({ pageSize: 2, pageToken }, asAgent(alice));
+      expect(page.grants.length).toBeLessThanOrEqual(2);
+      seen.push(...page.grants.map((g) => g.id));
+      pageToken = page.nextPageToken;
+      pages++;
+    } while (pageToken && pages < 10);
+    expect(seen).toEqual(made);
+    expect(pages).toBe(3);
+    expect((await h.client.listGrants({}, asAgent(alice))).nextPageToken).toBe('');
+    const me = asAgent(alice);
+    const forged = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const token of ['!!!', 'x', forged([1e300, 1]), forged([-1, 1]), forged(['a', 1]), forged({})]) {
+      expect(await failure(h.client.listGrants({ pageToken: token }, me))).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'page_token' });
+    }
+    expect(await failure(h.client.listGrants({ pageSize: 101 }, me))).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'page_size' });
+  });
+
   it('requires an agent principal for grant calls, and some principal for CheckGrant', async () => {
     const calls = [
       (o?: typeof operator) => h.client.requestGrant({ agentId: 'x' }, o),

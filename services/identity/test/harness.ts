@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { identityv1 } from '@agenthub/proto';
 import { createClient, HubError, InternalKey, Metrics, openDb, openKv, type CallOptions, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
 import type { Backend, ProvisionedBackend } from '@agenthub/testing';
@@ -11,7 +14,10 @@ export interface Harness {
   client: IdentityClient;
   db: Db;
   kv: Kv;
-  /** Stops the service and starts it again on the same database (migrations run again). */
+  /**
+   * Stops the service, closes its database and Kv handles, and starts it again on new handles to
+   * the same data (PGlite in a data directory on the embedded backend); migrations run again.
+   */
   restart(): Promise<void>;
   close(): Promise<void>;
 }
@@ -25,8 +31,13 @@ export const testResolver: Resolver = async (host) => (DNS[host] ? [{ address: D
 
 export async function startHarness(backend: Backend, options: { allowPrivate?: boolean } = {}): Promise<Harness> {
   const provisioned: ProvisionedBackend = await backend.provision();
-  const db = await openDb({ url: provisioned.databaseUrl, schema: 'identity' });
-  const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
+  // On disk rather than in memory, so that a restart can open the same data through a new handle.
+  const dataDir = provisioned.databaseUrl ? undefined : await mkdtemp(join(tmpdir(), 'agenthub-identity-'));
+  const open = async () => ({
+    db: await openDb({ url: provisioned.databaseUrl, dataDir, schema: 'identity' }),
+    kv: await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix }),
+  });
+  let { db, kv } = await open();
   const internalKey = InternalKey.generate();
   const start = () =>
     startIdentity({
@@ -45,11 +56,18 @@ export async function startHarness(backend: Backend, options: { allowPrivate?: b
     get client() {
       return client;
     },
-    db,
-    kv,
+    get db() {
+      return db;
+    },
+    get kv() {
+      return kv;
+    },
     async restart() {
       client.close();
       await service.stop(1000);
+      await kv.close();
+      await db.close();
+      ({ db, kv } = await open());
       service = await start();
       client = createClient(identityv1.IdentityService, service.address, { defaultTimeoutMs: 5000, internalKey });
     },
@@ -59,6 +77,7 @@ export async function startHarness(backend: Backend, options: { allowPrivate?: b
       await kv.close();
       await db.close();
       await provisioned.dispose();
+      if (dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -31,9 +31,17 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
   const max = request.max || DEFAULT_MAX;
   const waitMs = Math.min(request.waitMs, env.limits.maxPollWaitMs);
   await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs + waitMs);
+  // A call whose caller is gone claims nothing, and what it claimed while the caller left is
+  // released at once: the next poll gets it now, not after the claim window as attempt 2.
   const claim = async () => {
+    if (ctx.signal.aborted) return [];
     const now = env.now();
-    return env.store.claimDeliveries(caller.agentId, now, now + env.limits.claimMs, max);
+    const claimed = await env.store.claimDeliveries(caller.agentId, now, now + env.limits.claimMs, max);
+    if (ctx.signal.aborted && claimed.length) {
+      await env.store.releaseClaims(caller.agentId, claimed.map((d) => d.id));
+      return [];
+    }
+    return claimed;
   };
   let deliveries = await claim();
   if (!deliveries.length && waitMs > 0) {
@@ -47,9 +55,10 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
         deliveries = await claim();
       }
     } finally {
-      await listener.close();
+      // Neither is awaited: the answer does not depend on them, and they are a round trip each.
+      void listener.close();
     }
-    await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs).catch(() => undefined);
+    void env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs).catch(() => undefined);
   }
   return { deliveries: deliveries.map(deliveryView) };
 }
@@ -68,7 +77,7 @@ export async function sweepExpired(env: MessagingEnv, log: Logger, batch = 100):
   let failed = 0;
   for (const taskId of await env.store.expiredTaskIds(now, batch)) {
     const moved = await env.store.transition(taskId, (t) =>
-      t.state === 'submitted' ? { next: { ...t, state: 'failed', updatedAt: now }, purge: true } : { next: t },
+      t.state === 'submitted' ? { next: { state: 'failed', updatedAt: now }, purge: true } : { next: t },
     );
     if (moved?.after.state === 'failed' && moved.before.state === 'submitted') {
       failed += 1;

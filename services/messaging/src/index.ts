@@ -5,6 +5,7 @@
  */
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { clientOptions, createClient, egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { reportBacklog } from './backlog.js';
 import { startSweeper } from './inbox.js';
 import { startPushWorker, type PushOptions } from './push.js';
 import { createMessagingHandlers, messagingEnv } from './server.js';
@@ -53,10 +54,12 @@ export async function startMessaging(deps: MessagingDeps): Promise<RunningServic
       credentials: async (agentId, signal) => (await identity.getPushCredential({ agentId }, { principal: { kind: 'operator' }, signal })).pushSecret,
       options: deps.push,
     });
+    const stopBacklog = reportBacklog(deps.metrics, deps.db);
     return {
       name: running.name,
       address: running.address,
       async stop(graceMs) {
+        stopBacklog();
         await stopSweeper();
         await stopPush();
         await running.stop(graceMs);

@@ -17,6 +17,7 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
         blockingMs: config.MESSAGING_BLOCKING_MS,
         onlineMs: config.MESSAGING_ONLINE_MS,
         claimMs: config.MESSAGING_CLAIM_MS,
+        maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES,
         maxTasksInFlightPerSender: config.HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER,
       },
       sweepIntervalMs: config.MESSAGING_SWEEP_MS,

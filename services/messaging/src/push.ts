@@ -23,19 +23,21 @@
  */
 import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2ATask } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
-import { EgressClient, EgressError, newId, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
+import { fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { messagingv1 } from '@agenthub/proto';
+import { EgressClient, EgressError, HubError, newId, Reason, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
 import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { PushMetrics, verdict } from './push-calls.js';
 import { agentText, fromA2AArtifact, fromA2AMessage, toA2AMessage } from './a2a-codec.js';
-import type { DeliveryRecord, PushAgentRecord, PushTaskRecord, StateName } from './store.js';
-import { announce, inboxChannel, onlineKey, type MessagingEnv } from './tasks.js';
+import type { DeliveryRecord, PushAgentRecord, PushTaskRecord, StateName, TaskRecord } from './store.js';
+import { announce, inboxChannel, onlineKey, taskGrowthCheck, validateParts, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
   /** Deadline of one call to an agent (MESSAGING_PUSH_TIMEOUT_MS). */
   timeoutMs: number;
   /** Longest wait between attempts at an agent that does not answer, and between follow-ups (MESSAGING_PUSH_MAX_BACKOFF_MS). */
   maxBackoffMs: number;
-  /** First such wait; each next one doubles. */
+  /** First wait at an agent that does not answer; each next one doubles. */
   minBackoffMs: number;
   /** How often a replica looks for due work besides being woken (a send to a push agent it has not served yet waits up to this long). */
   pollMs: number;
@@ -54,10 +56,14 @@ export const DEFAULT_PUSH_OPTIONS: PushOptions = {
   maxResponseBytes: 4 * 1024 * 1024,
 };
 
+/** First follow-up of a task the agent accepted but had not finished; each next one doubles. */
+const FIRST_FOLLOW_UP_MS = 10;
 /** Deliveries forwarded to one agent before its lease goes back, so busy agents take turns. */
 const TURN = 20;
 /** Lease beyond one call's deadline: a replica that dies mid-call frees its work after this. */
 const LEASE_SLACK_MS = 30_000;
+/** The failed task's message when the grant between sender and push agent was revoked meanwhile. */
+const GRANT_REVOKED_TEXT = 'The access grant between the agents was revoked';
 
 /** The push secret of an agent (empty: it has none, so no credential is sent). */
 export type PushCredentials = (agentId: string, signal: AbortSignal) => Promise<string>;
@@ -67,8 +73,8 @@ type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'unavailable' } | { kind: '
 const idOf = (stored: unknown, key: 'messageId' | 'id') => (stored as Record<string, unknown>)[key];
 
 /** The items (with an id) whose id is neither held nor earlier in `items`: an agent repeats them. */
-function unseen(items: unknown[], held: unknown[], key: 'messageId' | 'id'): unknown[] {
-  const seen = new Set(held.map((h) => idOf(h, key)));
+function unseen(items: unknown[], held: ReadonlySet<string>, key: 'messageId' | 'id'): unknown[] {
+  const seen = new Set<unknown>(held);
   return items.filter((item) => {
     const id = idOf(item, key);
     if (!id || seen.has(id)) return false;
@@ -77,9 +83,23 @@ function unseen(items: unknown[], held: unknown[], key: 'messageId' | 'id'): unk
   });
 }
 
+/**
+ * What an agent answered passes the checks a connected recipient's UpdateTask does (parts,
+ * inline file sizes); refused with INVALID_PARAMS naming the item.
+ */
+function validateAnswer(messages: unknown[], artifacts: unknown[], maxParts: number): void {
+  messages.forEach((m, i) => validateParts(fromJson(messagingv1.MessageSchema, m as JsonValue).parts, `message[${i}].parts`, maxParts));
+  artifacts.forEach((a, i) => validateParts(fromJson(messagingv1.ArtifactSchema, a as JsonValue).parts, `artifacts[${i}].parts`, maxParts));
+}
+
+/** An answer the hub will not store: the task fails with a message of the hub's own, never the agent's text. */
+const isRefusedAnswer = (err: unknown) => err instanceof HubError && (err.reason === Reason.INVALID_PARAMS || err.reason === Reason.LIMIT_EXCEEDED);
+
 class PushWorker {
   private readonly abort = new AbortController();
   private readonly ctx: CallContext;
+  /** The worker's own calls to identity (the agent's tenant, grants): no caller is behind them. */
+  private readonly hubCtx: CallContext;
   private readonly metrics: PushMetrics;
   private readonly clients = new Map<string, Promise<Client>>();
   /** Inbox channels of the agents this replica served: a send to one wakes the worker. */
@@ -106,6 +126,7 @@ class PushWorker {
     private readonly credentials: PushCredentials,
   ) {
     this.ctx = { principal: undefined, deadline: undefined, signal: this.abort.signal, log };
+    this.hubCtx = { ...this.ctx, principal: { kind: 'operator' } };
     this.metrics = new PushMetrics(metrics);
     this.egress = new EgressClient({
       policy,
@@ -164,9 +185,13 @@ class PushWorker {
     this.timer.unref();
   }
 
-  /** The wait after one that lasted `previousMs` (0: the first). */
+  /**
+   * The wait before asking about a working task again, after one that lasted `previousMs` (0: the
+   * first). The first is short: most agents finish at once, and accepted with returnImmediately
+   * their answer is still `submitted`; waiting minBackoffMs there made every exchange take 250 ms.
+   */
   private nextDelay(previousMs: number): number {
-    return Math.min(previousMs ? previousMs * 2 : this.options.minBackoffMs, this.options.maxBackoffMs);
+    return Math.min(previousMs ? previousMs * 2 : FIRST_FOLLOW_UP_MS, this.options.maxBackoffMs);
   }
 
   /** The wait after `failures` attempts in a row found the agent unavailable. */
@@ -299,9 +324,15 @@ class PushWorker {
   private async deliver(agent: PushAgentRecord, delivery: DeliveryRecord): Promise<'done' | 'unavailable' | 'stopped'> {
     const { store } = this.env;
     const log = this.log.child({ agent_id: agent.agentId, task_id: delivery.taskId, delivery_id: delivery.id, attempt: delivery.attempts });
-    const task = await store.getTask(delivery.taskId);
+    const task = await store.getTask(delivery.taskId, false);
     if (!task || FINAL.has(task.state)) {
       await store.ackDelivery(agent.agentId, delivery.id);
+      return 'done';
+    }
+    if (!(await this.granted(task))) {
+      await this.fail(delivery.taskId, GRANT_REVOKED_TEXT);
+      await store.ackDelivery(agent.agentId, delivery.id);
+      log.info('not forwarded: the access grant between the agents was revoked');
       return 'done';
     }
     const remote = await store.getPushTask(delivery.taskId);
@@ -342,7 +373,7 @@ class PushWorker {
       else await store.pushCancelForwarded(push.taskId);
       return;
     }
-    const task = await store.getTask(push.taskId);
+    const task = await store.getTask(push.taskId, false);
     if (!task || FINAL.has(task.state)) {
       await store.stopPushFollowUp(push.taskId);
       return;
@@ -371,6 +402,17 @@ class PushWorker {
    * again would send the agent a second cancel.
    */
   private async relay(agentId: string, taskId: string, answer: A2AMessage | A2ATask, followDelayMs: number, unrecorded: boolean): Promise<void> {
+    const task = await this.env.store.getTask(taskId, false);
+    if (task && !FINAL.has(task.state) && !(await this.granted(task))) {
+      // What the agent said after the grant went is not relayed; its own task is canceled.
+      await this.fail(taskId, GRANT_REVOKED_TEXT);
+      if (!('messageId' in answer)) {
+        await this.env.store.savePushTask(taskId, agentId, answer.id, null, 0);
+        await this.env.store.requestPushCancel(taskId);
+        this.kick();
+      }
+      return;
+    }
     if ('messageId' in answer) {
       await this.apply(taskId, 'completed', [fromA2AMessage(answer)], []);
       return;
@@ -391,6 +433,17 @@ class PushWorker {
     }
   }
 
+  /**
+   * Across tenants, whether the grant that let the sender reach the agent still holds: asked of
+   * identity every time (never cached), as for a connected recipient's UpdateTask.
+   */
+  private async granted(task: TaskRecord): Promise<boolean> {
+    const agent = await this.env.recipients.get(task.recipientAgentId, this.hubCtx);
+    if (!agent || agent.tenantId === task.senderTenantId) return true;
+    const grant = await this.env.identity.checkGrant({ agentId: task.senderAgentId, otherAgentId: agent.id }, { parent: this.hubCtx });
+    return grant.approved;
+  }
+
   private async fail(taskId: string, text: string): Promise<void> {
     await this.apply(taskId, 'failed', [agentText(newId('msg'), text)], []);
   }
@@ -402,15 +455,31 @@ class PushWorker {
    */
   private async apply(taskId: string, state: StateName, messages: unknown[], artifacts: unknown[]): Promise<StateName | undefined> {
     const now = this.env.now();
-    const moved = await this.env.store.transition(taskId, (t) => {
-      if (FINAL.has(t.state)) return { next: t };
-      const newMessages = unseen(messages, t.messages, 'messageId');
-      const newArtifacts = unseen(artifacts, t.artifacts, 'id');
-      if (state === t.state && !newMessages.length && !newArtifacts.length) return { next: t };
-      return {
-        next: { ...t, state, messages: [...t.messages, ...newMessages], artifacts: [...t.artifacts, ...newArtifacts], updatedAt: now },
-      };
-    });
+    let moved: Awaited<ReturnType<MessagingEnv['store']['transition']>>;
+    try {
+      validateAnswer(messages, artifacts, this.env.limits.maxParts);
+      moved = await this.env.store.transition(
+        taskId,
+        (t, held) => {
+          if (FINAL.has(t.state)) return { next: t };
+          const newMessages = unseen(messages, held!.messages, 'messageId');
+          const newArtifacts = unseen(artifacts, held!.artifacts, 'id');
+          if (state === t.state && !newMessages.length && !newArtifacts.length) return { next: t };
+          // As with UpdateTask, a finished task takes its queued deliveries with it, in the same commit.
+          return { next: { state, updatedAt: now }, append: { messages: newMessages, artifacts: newArtifacts }, purge: FINAL.has(state) };
+        },
+        { held: true, check: taskGrowthCheck(this.env.limits), load: { historyLength: 0, artifacts: false } },
+      );
+    } catch (err) {
+      if (!isRefusedAnswer(err)) throw err;
+      this.log.info({ task_id: taskId, reason: (err as HubError).message }, 'push agent answer not accepted');
+      const text = `The agent's answer was not accepted: ${(err as HubError).message}`;
+      moved = await this.env.store.transition(
+        taskId,
+        (t) => (FINAL.has(t.state) ? { next: t } : { next: { state: 'failed', updatedAt: now }, append: { messages: [agentText(newId('msg'), text)] }, purge: true }),
+        { load: { historyLength: 0, artifacts: false } },
+      );
+    }
     if (moved && moved.after.version !== moved.before.version) await announce(this.env, moved.after, this.ctx);
     return moved?.after.state;
   }

@@ -9,6 +9,7 @@ import {
   cancelTask,
   DEFAULT_LIMITS,
   getTask,
+  inboxChannel,
   listTasks,
   sendMessage,
   updateTask,
@@ -16,6 +17,7 @@ import {
   type MessagingEnv,
   type MessagingLimits,
 } from './tasks.js';
+import { InboxWakes } from './wake.js';
 
 /** The environment the handlers and the sweeper share. */
 export function messagingEnv(deps: {
@@ -30,6 +32,7 @@ export function messagingEnv(deps: {
     identity: deps.identity,
     recipients: new Recipients(deps.identity),
     kv: deps.kv,
+    wakes: new InboxWakes(deps.kv, inboxChannel),
     limits: { ...DEFAULT_LIMITS, ...deps.limits },
     now: deps.now ?? Date.now,
   };

@@ -1,5 +1,7 @@
 import { appendEvent, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
+import { insertTasks, TaskInsertBatcher } from './send-batch.js';
+import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
 export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
@@ -7,7 +9,10 @@ export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
 /** A task's state as stored: the interface's word (`@agenthub/tasks` holds the table). */
 export type StateName = StateWord;
 
-/** A task as stored; messages and artifacts in proto JSON. */
+/**
+ * A task as stored. `messages` and `artifacts` (proto JSON) hold what the read loaded: every
+ * item, the last `historyLength` messages, or none; the counts and bytes are the task's own.
+ */
 export interface TaskRecord {
   id: string;
   contextId: string;
@@ -17,6 +22,10 @@ export interface TaskRecord {
   state: StateName;
   messages: unknown[];
   artifacts: unknown[];
+  messageCount: number;
+  artifactCount: number;
+  /** Serialized size of every message and artifact the task holds. */
+  bytes: number;
   createdAt: number;
   updatedAt: number;
   /** Grows by one with every change; 1 at creation. */
@@ -50,8 +59,9 @@ interface TaskRow {
   sender_tenant_id: string;
   recipient_agent_id: string;
   state: StateName;
-  messages: unknown[] | string;
-  artifacts: unknown[] | string;
+  message_count: number;
+  artifact_count: number;
+  bytes: number | string;
   created_at: number | string;
   updated_at: number | string;
   version: number | string;
@@ -67,36 +77,64 @@ function toTask(row: TaskRow): TaskRecord {
     senderTenantId: row.sender_tenant_id,
     recipientAgentId: row.recipient_agent_id,
     state: row.state,
-    messages: json(row.messages),
-    artifacts: json(row.artifacts),
+    messages: [],
+    artifacts: [],
+    messageCount: Number(row.message_count),
+    artifactCount: Number(row.artifact_count),
+    bytes: Number(row.bytes),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     version: Number(row.version),
   };
 }
 
+/** The serialized items of one kind as a JSON array, without serializing them again. */
+const jsonArray = (items: SerializedItem[], kind: SerializedItem['kind']) => `[${items.filter((i) => i.kind === kind).map((i) => i.body).join(',')}]`;
+
 const TASK_COLUMNS =
-  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, messages, artifacts, created_at, updated_at, version';
+  'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, message_count, artifact_count, bytes, created_at, updated_at, version';
+
+/**
+ * What a transition decides: the task's next state and time, what it appends (proto JSON), and
+ * optionally a new delivery or the purge of the task's queued ones.
+ */
+export interface TaskChange {
+  next: { state: StateName; updatedAt: number };
+  append?: { messages?: unknown[]; artifacts?: unknown[] };
+  delivery?: NewDelivery;
+  purge?: boolean;
+}
+
+/** Refuses (by throwing) growth past the task limits; called before anything is written. */
+export type GrowthCheck = (current: TaskRecord, growth: TaskGrowth) => void;
+
+export interface TransitionOptions {
+  check?: GrowthCheck;
+  /** Hand `decide` the ids of the items the task holds (to append only unseen ones). */
+  held?: boolean;
+  /** Which items the returned `after` carries; default every one. */
+  load?: ItemSelection;
+}
 
 /** The event every transition writes, in the transition's transaction. */
 async function transitionEvent(tx: Queryable, task: TaskRecord, from: StateName | undefined, now: number) {
-  await appendEvent(
-    tx,
-    {
-      topic: MESSAGING_EVENTS_TOPIC,
-      partitionKey: task.id,
-      type: from === undefined ? 'messaging.task.created' : 'messaging.task.transitioned',
-      data: {
-        task_id: task.id,
-        context_id: task.contextId,
-        sender_agent_id: task.senderAgentId,
-        recipient_agent_id: task.recipientAgentId,
-        ...(from !== undefined ? { from } : {}),
-        state: task.state,
-      },
+  await appendEvent(tx, transitionEventOf(task, from), new Date(now));
+}
+
+function transitionEventOf(task: TaskRecord, from: StateName | undefined) {
+  return {
+    topic: MESSAGING_EVENTS_TOPIC,
+    partitionKey: task.id,
+    type: from === undefined ? 'messaging.task.created' : 'messaging.task.transitioned',
+    data: {
+      task_id: task.id,
+      context_id: task.contextId,
+      sender_agent_id: task.senderAgentId,
+      recipient_agent_id: task.recipientAgentId,
+      ...(from !== undefined ? { from } : {}),
+      state: task.state,
     },
-    new Date(now),
-  );
+  };
 }
 
 export interface NewDelivery {
@@ -107,46 +145,56 @@ export interface NewDelivery {
 
 /** All SQL of the messaging service, in its own schema. */
 export class MessagingStore {
-  constructor(readonly db: Db) {}
+  private readonly newTasks: TaskInsertBatcher;
 
-  async getTask(id: string, tx: Queryable = this.db): Promise<TaskRecord | undefined> {
-    const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
-    return rows[0] && toTask(rows[0]);
+  constructor(readonly db: Db) {
+    this.newTasks = new TaskInsertBatcher(db);
+  }
+
+  /** The task with the items `load` selects (default all; `false`: none). */
+  async getTask(id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
+    const { rows } = await this.db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
+    if (!rows[0]) return undefined;
+    const task = toTask(rows[0]);
+    return load ? (await this.withItems([task], load))[0] : task;
+  }
+
+  /** The tasks with the items `load` selects, read in one query. */
+  async withItems(tasks: TaskRecord[], load: ItemSelection, q: Queryable = this.db): Promise<TaskRecord[]> {
+    const items = await loadItems(q, tasks.map((t) => t.id), load);
+    return tasks.map((t) => ({ ...t, ...items.get(t.id) }));
   }
 
   /**
-   * Inserts a task with its first event and, unless undefined, its delivery; false, and nothing
-   * written, when its sender already has `maxInFlight` tasks submitted or working.
+   * Inserts a task (its `messages` and `artifacts` become its first items) with its first event
+   * and, unless undefined, its delivery; `check` may refuse it before anything is written.
+   * The rows go in one statement, grouped with concurrent sends (send-batch.ts): one round trip
+   * and at most one commit per send, on the send's hot path. Returns the task with its counts and
+   * bytes, or undefined, and nothing written, when its sender already has `maxInFlight` tasks
+   * submitted or working.
    */
-  async createTask(task: TaskRecord, delivery: NewDelivery | undefined, maxInFlight = Infinity): Promise<boolean> {
+  async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
+    const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
+    const growth = growthOf(items);
+    check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
+    const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
+    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery };
+    if (!Number.isFinite(maxInFlight)) {
+      await this.newTasks.insert(rows);
+      return created;
+    }
+    // The quota needs the count and the insert under one lock per sender, so these sends leave
+    // the grouped statement for a transaction of their own.
     return this.db.transaction(async (tx) => {
-      if (Number.isFinite(maxInFlight)) {
-        // Serialises one sender's creations so two concurrent sends cannot both pass the count.
-        await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tasks:${task.senderAgentId}`]);
-        const { rows } = await tx.query<{ count: number }>(
-          `SELECT count(*)::int AS count FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working')`,
-          [task.senderAgentId],
-        );
-        if ((rows[0]?.count ?? 0) >= maxInFlight) return false;
-      }
-      await tx.query(
-        `INSERT INTO tasks (${TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1)`,
-        [
-          task.id,
-          task.contextId,
-          task.senderAgentId,
-          task.senderTenantId,
-          task.recipientAgentId,
-          task.state,
-          JSON.stringify(task.messages),
-          JSON.stringify(task.artifacts),
-          task.createdAt,
-          task.updatedAt,
-        ],
+      // Serialises one sender's creations so two concurrent sends cannot both pass the count.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tasks:${task.senderAgentId}`]);
+      const { rows: counted } = await tx.query<{ count: number }>(
+        `SELECT count(*)::int AS count FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working')`,
+        [task.senderAgentId],
       );
-      await transitionEvent(tx, task, undefined, task.updatedAt);
-      if (delivery) await this.insertDelivery(tx, task, delivery);
-      return true;
+      if ((counted[0]?.count ?? 0) >= maxInFlight) return undefined;
+      await insertTasks(tx, [rows]);
+      return created;
     });
   }
 
@@ -158,43 +206,53 @@ export class MessagingStore {
   }
 
   /**
-   * Locks the task and lets `decide` compute its next version from the current one; writes it
-   * with its event (when the state changed) and optional new delivery. `decide` may throw to
-   * refuse; `purge` deletes the task's queued deliveries.
+   * Locks the task and lets `decide` compute its next state and what it appends; `check` may
+   * refuse the growth, before anything is written. Writes the change (appended items as rows of
+   * their own), its transition row and event (when the state changed) and the optional new
+   * delivery. `decide` may throw to refuse; `purge` deletes the task's queued deliveries.
    */
   async transition(
     id: string,
-    decide: (current: TaskRecord) => { next: TaskRecord; delivery?: NewDelivery; purge?: boolean },
+    decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
+    options: TransitionOptions = {},
   ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE`, [id]);
       if (!rows[0]) return undefined;
       const before = toTask(rows[0]);
-      const decided = decide(before);
+      const decided = decide(before, options.held ? await heldIds(tx, id) : undefined);
       const { delivery, purge } = decided;
-      // Histories and artifacts only grow, so what a version added is the tail past the old length.
-      const addedMessages = decided.next.messages.slice(before.messages.length);
-      const addedArtifacts = decided.next.artifacts.slice(before.artifacts.length);
-      const changed = decided.next.state !== before.state || addedMessages.length > 0 || addedArtifacts.length > 0;
-      const next = { ...decided.next, version: changed ? before.version + 1 : before.version };
-      await tx.query('UPDATE tasks SET state = $2, messages = $3, artifacts = $4, updated_at = $5, version = $6 WHERE id = $1', [
-        id,
-        next.state,
-        JSON.stringify(next.messages),
-        JSON.stringify(next.artifacts),
-        next.updatedAt,
-        next.version,
-      ]);
+      const addedMessages = decided.append?.messages ?? [];
+      const addedArtifacts = decided.append?.artifacts ?? [];
+      const items = [...serializeItems('message', addedMessages), ...serializeItems('artifact', addedArtifacts)];
+      const growth = growthOf(items);
+      if (items.length) options.check?.(before, growth);
+      const changed = decided.next.state !== before.state || items.length > 0;
+      const next: TaskRecord = {
+        ...before,
+        state: decided.next.state,
+        updatedAt: changed ? decided.next.updatedAt : before.updatedAt,
+        messageCount: before.messageCount + growth.messages,
+        artifactCount: before.artifactCount + growth.artifacts,
+        bytes: before.bytes + growth.bytes,
+        version: changed ? before.version + 1 : before.version,
+      };
       if (changed) {
         await tx.query(
+          'UPDATE tasks SET state = $2, updated_at = $3, version = $4, message_count = $5, artifact_count = $6, bytes = $7 WHERE id = $1',
+          [id, next.state, next.updatedAt, next.version, next.messageCount, next.artifactCount, next.bytes],
+        );
+        await appendItems(tx, id, before, items);
+        await tx.query(
           'INSERT INTO task_transitions (task_id, version, state, updated_at, messages, artifacts) VALUES ($1, $2, $3, $4, $5, $6)',
-          [id, next.version, next.state, next.updatedAt, JSON.stringify(addedMessages), JSON.stringify(addedArtifacts)],
+          [id, next.version, next.state, next.updatedAt, jsonArray(items, 'message'), jsonArray(items, 'artifact')],
         );
       }
       if (next.state !== before.state) await transitionEvent(tx, next, before.state, next.updatedAt);
       if (purge) await tx.query('DELETE FROM deliveries WHERE task_id = $1', [id]);
       if (delivery) await this.insertDelivery(tx, next, delivery);
-      return { before, after: next };
+      const [after] = await this.withItems([next], options.load ?? { artifacts: true }, tx);
+      return { before, after: after! };
     });
   }
 
@@ -367,6 +425,14 @@ export class MessagingStore {
   /** Makes a claimed delivery visible again at once: its push agent did not take it. */
   async releaseDelivery(id: string): Promise<void> {
     await this.db.query('UPDATE deliveries SET claimed_until = 0 WHERE id = $1', [id]);
+  }
+
+  /** Hands claimed deliveries back at once, uncounted: the inbox call that claimed them lost its caller. */
+  async releaseClaims(recipientAgentId: string, ids: string[]): Promise<void> {
+    await this.db.query(
+      'UPDATE deliveries SET claimed_until = 0, attempts = attempts - 1 WHERE id = ANY($1::text[]) AND recipient_agent_id = $2',
+      [ids, recipientAgentId],
+    );
   }
 
   /** The agent's task behind a hub task, when the hub task went to a push agent that answered. */

@@ -49,7 +49,7 @@ export async function* watchTask(
   const stop = waitSignal(ctx);
   const listener = await listen(env.kv, taskChannel(request.taskId), stop);
   try {
-    const task = await visibleTask(env, caller, request.taskId);
+    const task = await visibleTask(env, caller, request.taskId, { historyLength: request.historyLength, artifacts: true });
     let version: number;
     if (request.afterVersion === undefined) {
       yield { $typeName: 'agenthub.messaging.v1.WatchTaskResponse', event: { case: 'task', value: taskView(task, request.historyLength) } };
@@ -68,7 +68,7 @@ export async function* watchTask(
       }
       if (transitions.length) continue;
       // Resuming after the final version: nothing more will come.
-      const current = await env.store.getTask(task.id);
+      const current = await env.store.getTask(task.id, false);
       if (!current || (FINAL.has(current.state) && current.version <= version)) return;
       await listener.wait(RESCAN_MS);
     }

@@ -2,9 +2,10 @@ import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
-import { listen } from './wake.js';
+import { listen, type InboxWakes, type Listener } from './wake.js';
 import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
-import type { MessagingStore, NewDelivery, StateName, TaskRecord } from './store.js';
+import type { GrowthCheck, MessagingStore, NewDelivery, StateName, TaskRecord } from './store.js';
+import type { ItemSelection } from './task-items.js';
 
 export { callerOf, type Caller } from '@agenthub/runtime';
 
@@ -30,10 +31,15 @@ export interface MessagingLimits {
   /** Messages and parts per message. */
   maxParts: number;
   /**
-   * Messages, and artifacts, one task may hold: both live in the task row, so an endless
-   * conversation on one task would make every read of it slower. Continue in a new task instead.
+   * Messages, and artifacts, one task may hold: an endless conversation on one task would make
+   * every full read of it slower. Continue in a new task instead.
    */
   maxTaskItems: number;
+  /**
+   * Serialized bytes of all the messages and artifacts of one task (MESSAGING_TASK_MAX_BYTES):
+   * GetTask returns them in one gRPC message, so this stays well under its 8 MiB bound.
+   */
+  maxTaskBytes: number;
 }
 
 export const DEFAULT_LIMITS: MessagingLimits = {
@@ -45,17 +51,30 @@ export const DEFAULT_LIMITS: MessagingLimits = {
   maxParts: 100,
   maxTaskItems: 1000,
   maxTasksInFlightPerSender: 1000,
+  maxTaskBytes: 4 * 1024 * 1024,
 };
 
-/** Refuses a change that would grow the task past `maxTaskItems` messages or artifacts. */
-function checkTaskSize(env: MessagingEnv, task: TaskRecord, addedMessages: number, addedArtifacts: number): void {
-  const max = env.limits.maxTaskItems;
-  if (task.messages.length + addedMessages > max) {
-    throw new HubError(Reason.LIMIT_EXCEEDED, `The task holds its maximum of ${max} messages; continue in a new task`, { field: 'message' });
-  }
-  if (task.artifacts.length + addedArtifacts > max) {
-    throw new HubError(Reason.LIMIT_EXCEEDED, `The task holds its maximum of ${max} artifacts`, { field: 'artifacts' });
-  }
+/**
+ * Refuses a change that would grow the task past `maxTaskItems` messages or artifacts or
+ * `maxTaskBytes`; the store calls it before writing, so a refused change commits nothing.
+ */
+export function taskGrowthCheck(limits: MessagingLimits): GrowthCheck {
+  return (task, growth) => {
+    const max = limits.maxTaskItems;
+    if (task.messageCount + growth.messages > max) {
+      throw new HubError(Reason.LIMIT_EXCEEDED, `The task holds its maximum of ${max} messages; continue in a new task`, { field: 'message' });
+    }
+    if (task.artifactCount + growth.artifacts > max) {
+      throw new HubError(Reason.LIMIT_EXCEEDED, `The task holds its maximum of ${max} artifacts`, { field: 'artifacts' });
+    }
+    if (task.bytes + growth.bytes > limits.maxTaskBytes) {
+      throw new HubError(
+        Reason.LIMIT_EXCEEDED,
+        `The task would pass its maximum of ${limits.maxTaskBytes} bytes of messages and artifacts (MESSAGING_TASK_MAX_BYTES; it holds ${task.bytes}); continue in a new task`,
+        { field: growth.messages ? 'message' : 'artifacts' },
+      );
+    }
+  };
 }
 
 export interface MessagingEnv {
@@ -63,6 +82,8 @@ export interface MessagingEnv {
   identity: IdentityClient;
   recipients: Recipients;
   kv: Kv;
+  /** Wakes recipients' inbox long-polls (and push workers) after a send. */
+  wakes: InboxWakes;
   limits: MessagingLimits;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
@@ -97,6 +118,9 @@ export function taskView(task: TaskRecord, historyLength?: number): messagingv1.
   };
 }
 
+/** Largest inline `data` of a file part, in base64 characters (512 KiB decoded), as the gateway bounds sends. */
+export const MAX_INLINE_DATA_CHARS = 4 * Math.ceil((512 * 1024) / 3);
+
 /** Checks every part, naming the first bad one as `<prefix>[i].<field>`. */
 export function validateParts(parts: messagingv1.Part[], prefix: string, maxParts: number): void {
   if (parts.length === 0) throw HubError.invalidParams(prefix, 'must have at least 1 items');
@@ -110,6 +134,9 @@ export function validateParts(parts: messagingv1.Part[], prefix: string, maxPart
       case 'file':
         if (!c.value.mimeType) throw HubError.invalidParams(`${at}.mimeType`, 'is required');
         if (!c.value.data === !c.value.uri) throw HubError.invalidParams(`${at}.data`, 'or uri is required (exactly one)');
+        if (c.value.data.length > MAX_INLINE_DATA_CHARS) {
+          throw HubError.invalidParams(`${at}.data`, `must be at most ${MAX_INLINE_DATA_CHARS} base64 characters; send a uri for larger files`);
+        }
         return;
       case 'data':
         if (!c.value.mimeType) throw HubError.invalidParams(`${at}.mimeType`, 'is required');
@@ -124,10 +151,13 @@ function taskNotFound(): HubError {
   return new HubError(Reason.TASK_NOT_FOUND, 'Task not found');
 }
 
-/** The task if the caller is its sender or recipient; TASK_NOT_FOUND otherwise. */
-export async function visibleTask(env: MessagingEnv, caller: Caller, taskId: string): Promise<TaskRecord> {
+/**
+ * The task if the caller is its sender or recipient; TASK_NOT_FOUND otherwise. With the items
+ * `load` selects (default none).
+ */
+export async function visibleTask(env: MessagingEnv, caller: Caller, taskId: string, load: ItemSelection | false = false): Promise<TaskRecord> {
   if (!taskId) throw HubError.invalidParams('id', 'is required');
-  const task = await env.store.getTask(taskId);
+  const task = await env.store.getTask(taskId, load);
   if (!task || (task.senderAgentId !== caller.agentId && task.recipientAgentId !== caller.agentId)) throw taskNotFound();
   return task;
 }
@@ -140,29 +170,41 @@ export async function announce(env: MessagingEnv, task: TaskRecord, ctx: CallCon
   }
 }
 
-async function wakeInbox(env: MessagingEnv, agentId: string, ctx: CallContext) {
-  try {
-    await env.kv.publish(inboxChannel(agentId), '1');
-  } catch (err) {
-    ctx.log.warn({ err, agent_id: agentId }, 'could not wake an inbox');
-  }
-}
 
 function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds: number, now: number): NewDelivery {
   return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000 };
 }
 
-/** Waits until the task reaches a terminal or input-required state, or `ms` pass. */
-async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, signal: AbortSignal): Promise<void> {
-  const settled = (state: string) => isSettled(state as StateName);
-  const listener = await listen(env.kv, taskChannel(taskId), signal, settled);
+const settled = (state: string) => isSettled(state as StateName);
+
+/** Listens for the task's settling transitions; subscribe before the state it guards is read. */
+function listenForSettled(env: MessagingEnv, taskId: string, signal: AbortSignal): Promise<Listener> {
+  return listen(env.kv, taskChannel(taskId), signal, settled);
+}
+
+/**
+ * Waits until the task reaches a terminal or input-required state, or `ms` pass. The
+ * unsubscribe is not awaited: the answer does not depend on it.
+ */
+async function waitForSettled(env: MessagingEnv, taskId: string, ms: number, listening: Promise<Listener>): Promise<void> {
+  const listener = await listening;
   try {
-    const task = await env.store.getTask(taskId);
+    const task = await env.store.getTask(taskId, false);
     if (!task || settled(task.state)) return;
     await listener.wait(ms);
   } finally {
-    await listener.close();
+    void listener.close();
   }
+}
+
+/**
+ * Across tenants, an approved grant between the two agents, asked of identity on every call (never
+ * cached): a revoked grant refuses the very next send, continuation or update.
+ */
+async function requireGrant(env: MessagingEnv, ctx: CallContext, caller: Caller, other: { id: string; tenantId: string }) {
+  if (other.tenantId === caller.tenantId) return;
+  const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: other.id }, { parent: ctx });
+  if (!grant.approved) throw HubError.grantRequired();
 }
 
 async function isOnline(env: MessagingEnv, agentId: string): Promise<boolean> {
@@ -181,6 +223,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   const stored: messagingv1.Message = { ...message, role: message.role || 'user', messageId: message.messageId || newId('msg') };
 
   let task: TaskRecord;
+  let listening: Promise<Listener> | undefined;
   if (request.taskId) {
     // Continuation: only the task's sender answers it; it must be waiting for input.
     const current = await visibleTask(env, caller, request.taskId);
@@ -188,17 +231,24 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     if (request.recipientAgentId && request.recipientAgentId !== current.recipientAgentId) {
       throw HubError.invalidParams('configuration.agentId', 'does not match the task\'s recipient');
     }
+    // The grant that allowed the first send must still hold for every later one.
+    const recipient = await env.recipients.get(current.recipientAgentId, ctx);
+    if (recipient) await requireGrant(env, ctx, caller, recipient);
     const now = env.now();
-    const moved = await env.store.transition(current.id, (t) => {
-      if (!UPDATABLE.has(t.state)) {
-        throw HubError.invalidOperation(`Task is ${t.state}; only a task in input-required can be continued`);
-      }
-      checkTaskSize(env, t, 1, 0);
-      return {
-        next: { ...t, state: 'submitted', messages: [...t.messages, messageJson(stored)], updatedAt: now },
-        delivery: newDelivery(env, stored, ttl, now),
-      };
-    });
+    const moved = await env.store.transition(
+      current.id,
+      (t) => {
+        if (!UPDATABLE.has(t.state)) {
+          throw HubError.invalidOperation(`Task is ${t.state}; only a task in input-required can be continued`);
+        }
+        return {
+          next: { state: 'submitted', updatedAt: now },
+          append: { messages: [messageJson(stored)] },
+          delivery: newDelivery(env, stored, ttl, now),
+        };
+      },
+      { check: taskGrowthCheck(env.limits), load: { historyLength: request.historyLength, artifacts: true } },
+    );
     if (!moved) throw taskNotFound();
     task = moved.after;
     await announce(env, task, ctx);
@@ -207,10 +257,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     if (!recipientId) throw HubError.invalidParams('configuration.agentId', 'is required');
     const agent = await env.recipients.get(recipientId, ctx);
     if (!agent) throw new HubError(Reason.NOT_FOUND, 'Agent not found', { field: 'configuration.agentId' });
-    if (agent.tenantId !== caller.tenantId) {
-      const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agent.id }, { parent: ctx });
-      if (!grant.approved) throw HubError.grantRequired();
-    }
+    await requireGrant(env, ctx, caller, agent);
     const accepted = request.acceptedOutputModes;
     if (!acceptsAny(accepted, agent.outputModes)) {
       throw new HubError(
@@ -221,8 +268,16 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, agent.id));
+    const taskId = newId('task');
+    // A blocking send subscribes while its task is written (one round trip less on its path); the
+    // subscription still exists before waitForSettled reads the task, so no transition is missed.
+    if (request.blocking && !offlineNoQueue) {
+      listening = listenForSettled(env, taskId, waitSignal(ctx));
+      // Awaited in waitForSettled; this only keeps a failed subscribe from being unhandled meanwhile.
+      listening.catch(() => undefined);
+    }
     task = {
-      id: newId('task'),
+      id: taskId,
       contextId: request.contextId || newId('ctx'),
       senderAgentId: caller.agentId,
       senderTenantId: caller.tenantId,
@@ -232,6 +287,10 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
       artifacts: [],
       createdAt: now,
       updatedAt: now,
+      // Counted (and checked against the limits) by createTask.
+      messageCount: 0,
+      artifactCount: 0,
+      bytes: 0,
       version: 1,
     };
     // x-ttl 0 to an online agent still queues: it has until its next poll (claim window) to take it.
@@ -239,22 +298,36 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
     const max = env.limits.maxTasksInFlightPerSender;
-    if (!(await env.store.createTask(task, delivery, max))) {
+    let created: TaskRecord | undefined;
+    try {
+      created = await env.store.createTask(task, delivery, taskGrowthCheck(env.limits), max);
+    } catch (err) {
+      void listening?.then((l) => l.close(), () => undefined);
+      throw err;
+    }
+    if (!created) {
+      void listening?.then((l) => l.close(), () => undefined);
       throw HubError.quotaExceeded('tasks_in_flight_per_sender', `Quota exceeded: an agent may have at most ${max} tasks submitted or working; wait for some to finish`);
     }
+    task = created;
   }
-  if (task.state === 'submitted') await wakeInbox(env, task.recipientAgentId, ctx);
+  // Not awaited: the delivery is committed, and a recipient that misses the wake claims it on its
+  // next poll; the sender need not wait for the publish (coalesced per recipient, wake.ts).
+  if (task.state === 'submitted') env.wakes.wake(task.recipientAgentId, ctx.log);
 
   if (request.blocking && !FINAL.has(task.state)) {
-    await waitForSettled(env, task.id, env.limits.blockingMs, waitSignal(ctx));
-    task = (await env.store.getTask(task.id)) ?? task;
+    await waitForSettled(env, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
+    task = (await env.store.getTask(task.id, { historyLength: request.historyLength, artifacts: true })) ?? task;
+  } else {
+    void listening?.then((l) => l.close(), () => undefined);
   }
   return { task: taskView(task, request.historyLength) };
 }
 
 export async function getTask(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.GetTaskRequest) {
   if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
-  return { task: taskView(await visibleTask(env, caller, request.taskId), request.historyLength) };
+  const task = await visibleTask(env, caller, request.taskId, { historyLength: request.historyLength, artifacts: true });
+  return { task: taskView(task, request.historyLength) };
 }
 
 const DEFAULT_PAGE = 50;
@@ -268,7 +341,10 @@ function pageToken(task: TaskRecord): string {
 function pageCursor(token: string): { updatedAt: number; id: string } {
   try {
     const [updatedAt, id] = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown[];
-    if (typeof updatedAt === 'number' && typeof id === 'string') return { updatedAt, id };
+    // Decoded text is the caller's: only what we could have issued goes on to the query.
+    if (Number.isSafeInteger(updatedAt) && (updatedAt as number) >= 0 && typeof id === 'string' && /^[\w-]{1,128}$/.test(id)) {
+      return { updatedAt: updatedAt as number, id };
+    }
   } catch {
     // Falls through to the refusal: a token we did not issue.
   }
@@ -292,13 +368,20 @@ export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Ca
     },
     size + 1,
   );
-  const page = tasks.slice(0, size);
+  // A page also ends before the tasks it returns would pass maxTaskBytes (their stored size, an
+  // upper bound of what they show), so one answer always fits a gRPC message; the first always goes.
+  const shows = request.historyLength !== 0 || request.includeArtifacts;
+  let bytes = 0;
+  let end = 0;
+  while (end < Math.min(size, tasks.length)) {
+    bytes += shows ? tasks[end]!.bytes : 0;
+    if (end > 0 && bytes > env.limits.maxTaskBytes) break;
+    end += 1;
+  }
+  const page = await env.store.withItems(tasks.slice(0, end), { historyLength: request.historyLength, artifacts: request.includeArtifacts });
   return {
-    tasks: page.map((t) => {
-      const view = taskView(t, request.historyLength);
-      return request.includeArtifacts ? view : { ...view, artifacts: [] };
-    }),
-    nextPageToken: tasks.length > size ? pageToken(page.at(-1)!) : '',
+    tasks: page.map((t) => taskView(t, request.historyLength)),
+    nextPageToken: tasks.length > end ? pageToken(page.at(-1)!) : '',
     totalSize: total,
   };
 }
@@ -310,7 +393,7 @@ export async function cancelTask(env: MessagingEnv, ctx: CallContext, caller: Ca
     if (!UPDATABLE.has(t.state)) {
       throw new HubError(Reason.TASK_NOT_CANCELABLE, `Task cannot be canceled: it is ${t.state}`);
     }
-    return { next: { ...t, state: 'canceled', updatedAt: now }, purge: true };
+    return { next: { state: 'canceled', updatedAt: now }, purge: true };
   });
   if (!moved) throw taskNotFound();
   // A push agent's own task is canceled too, best effort, by the push worker.
@@ -330,20 +413,22 @@ export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Ca
   }
   if (request.message) validateParts(request.message.parts, 'message.parts', env.limits.maxParts);
   request.artifacts.forEach((artifact, i) => validateParts(artifact.parts, `artifacts[${i}].parts`, env.limits.maxParts));
+  // Across tenants the recipient answers only while the grant holds (its sender's side may revoke).
+  await requireGrant(env, ctx, caller, { id: task.senderAgentId, tenantId: task.senderTenantId });
   const now = env.now();
-  const moved = await env.store.transition(task.id, (t) => {
-    if (!UPDATABLE.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
-    checkTaskSize(env, t, request.message ? 1 : 0, request.artifacts.length);
-    const messages = request.message
-      ? [...t.messages, messageJson({ ...request.message, role: request.message.role || 'agent', messageId: request.message.messageId || newId('msg') })]
-      : t.messages;
-    const artifacts = [
-      ...t.artifacts,
-      ...request.artifacts.map((a) => artifactJson({ ...a, id: a.id || newId('art') })),
-    ];
-    // A finished task needs none of its queued deliveries (nor their acks): they go with it.
-    return { next: { ...t, state: to, messages, artifacts, updatedAt: now }, purge: FINAL.has(to) };
-  });
+  const messages = request.message
+    ? [messageJson({ ...request.message, role: request.message.role || 'agent', messageId: request.message.messageId || newId('msg') })]
+    : [];
+  const artifacts = request.artifacts.map((a) => artifactJson({ ...a, id: a.id || newId('art') }));
+  const moved = await env.store.transition(
+    task.id,
+    (t) => {
+      if (!UPDATABLE.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
+      // A finished task needs none of its queued deliveries (nor their acks): they go with it.
+      return { next: { state: to, updatedAt: now }, append: { messages, artifacts }, purge: FINAL.has(to) };
+    },
+    { check: taskGrowthCheck(env.limits) },
+  );
   if (!moved) throw taskNotFound();
   await announce(env, moved.after, ctx);
   return { task: taskView(moved.after) };

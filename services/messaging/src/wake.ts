@@ -1,4 +1,4 @@
-import type { Kv } from '@agenthub/runtime';
+import type { Kv, Logger } from '@agenthub/runtime';
 
 /** A Kv channel a waiting call listens on (see `listen`). */
 export interface Listener {
@@ -52,4 +52,31 @@ export async function listen(kv: Kv, channel: string, signal: AbortSignal, accep
       await unsubscribe().catch(() => undefined);
     },
   };
+}
+
+/**
+ * Publishes inbox wake-ups, at most one per recipient per event-loop turn however many sends it
+ * got in that turn (a wake-up only says "look"): concurrent sends committed together cost one
+ * PUBLISH, not one each. Called after the sends' deliveries are committed.
+ */
+export class InboxWakes {
+  private readonly pending = new Map<string, Logger>();
+
+  constructor(
+    private readonly kv: Kv,
+    private readonly channel: (agentId: string) => string,
+  ) {}
+
+  wake(agentId: string, log: Logger): void {
+    if (this.pending.size === 0) setImmediate(() => this.flush());
+    if (!this.pending.has(agentId)) this.pending.set(agentId, log);
+  }
+
+  private flush(): void {
+    const due = [...this.pending];
+    this.pending.clear();
+    for (const [agentId, log] of due) {
+      this.kv.publish(this.channel(agentId), '1').catch((err) => log.warn({ err, agent_id: agentId }, 'could not wake an inbox'));
+    }
+  }
 }

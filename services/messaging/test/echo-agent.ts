@@ -22,8 +22,9 @@ import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
  * - `slow`: works until canceled.
  * - `message`: answers with a bare message, no task.
  * - `text-only`: like echo, but refuses (ContentTypeNotSupported) any part that is not text/plain.
+ * - `oversized`: completes with an artifact holding a 600 KiB inline file (past the hub's 512 KiB).
  */
-export type Behaviour = 'echo' | 'ask' | 'slow' | 'message' | 'text-only';
+export type Behaviour = 'echo' | 'ask' | 'slow' | 'message' | 'text-only' | 'oversized';
 
 export interface Received {
   messageId: string;
@@ -108,6 +109,23 @@ const echoArtifact = (ctx: RequestContext) =>
     metadata: undefined,
   });
 
+const oversizedArtifact = (ctx: RequestContext) =>
+  AgentEvent.artifactUpdate({
+    taskId: ctx.taskId,
+    contextId: ctx.contextId,
+    artifact: {
+      artifactId: `${ctx.userMessage.messageId}:big`,
+      name: 'big',
+      description: '',
+      parts: [{ content: { $case: 'raw', value: Buffer.alloc(600 * 1024) }, metadata: undefined, filename: 'big.bin', mediaType: 'application/octet-stream' }],
+      metadata: undefined,
+      extensions: [],
+    },
+    append: false,
+    lastChunk: true,
+    metadata: undefined,
+  });
+
 class Executor implements AgentExecutor {
   private readonly cancelRequested = new Set<string>();
 
@@ -155,7 +173,7 @@ class Executor implements AgentExecutor {
     }
     // A moment of work, so the hub sees the task working before it completes.
     await new Promise((resolve) => setTimeout(resolve, 50));
-    bus.publish(echoArtifact(ctx));
+    bus.publish(this.behaviour === 'oversized' ? oversizedArtifact(ctx) : echoArtifact(ctx));
     bus.publish(status(ctx, TaskState.TASK_STATE_COMPLETED, agentMessage(ctx, 'Done')));
     bus.finished();
   }

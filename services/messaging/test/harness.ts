@@ -1,7 +1,7 @@
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { createClient, type CallOptions, type Client, type Db, type RunningService } from '@agenthub/runtime';
-import { TestStackBackends, testLogger, type Backend } from '@agenthub/testing';
+import { TestStackBackends, testLogger, type Backend, type TestServiceDeps } from '@agenthub/testing';
 import { messagingEnv, startMessaging, type MessagingEnv, type MessagingLimits } from '../src/index.js';
 
 export interface TestAgent {
@@ -40,12 +40,21 @@ export interface Stack {
 
 export const operator: CallOptions = { principal: { kind: 'operator' } };
 
-export async function startStack(backend: Backend, options: { replicas?: number; limits?: Partial<MessagingLimits> } = {}): Promise<Stack> {
+export async function startStack(
+  backend: Backend,
+  options: {
+    replicas?: number;
+    limits?: Partial<MessagingLimits>;
+    /** Runs on the messaging database before the first replica starts (and migrates it). */
+    before?: (db: Db) => Promise<void>;
+  } = {},
+): Promise<Stack> {
   const log = testLogger();
   const backends = await TestStackBackends.open(backend, log);
   const identityService = backends.started(await startIdentity(await backends.deps('identity')));
   const clock = new TestClock();
-  const shared = await backends.deps('messaging');
+  // Durable, so that restart() reaches the same data through new handles.
+  let shared = await backends.deps('messaging', { durable: true });
   const replicas: MessagingClient[] = [];
   const replicaDeps: (typeof shared)[] = [];
   for (let i = 0; i < (options.replicas ?? 1); i += 1) {
@@ -66,13 +75,19 @@ export async function startStack(backend: Backend, options: { replicas?: number;
       replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000, internalKey: backends.internalKey }));
     }
   };
+  await options.before?.(shared.db);
   await startReplicas();
   const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
+  let env = messagingEnv({ db: shared.db, kv: shared.kv, identity, limits: options.limits, now: clock.now });
   return {
     identity,
     replicas,
-    env: messagingEnv({ db: shared.db, kv: shared.kv, identity, limits: options.limits, now: clock.now }),
-    db: shared.db,
+    get env() {
+      return env;
+    },
+    get db() {
+      return shared.db;
+    },
     clock,
     async agent(tenantId, name) {
       const { agent } = await identity.createAgent({ tenantId, name, createTenant: true }, operator);
@@ -82,6 +97,12 @@ export async function startStack(backend: Backend, options: { replicas?: number;
     async restart() {
       for (const client of replicas.splice(0)) client.close();
       for (const service of messaging.splice(0)) await service.stop(1000);
+      // New handles, as restarted processes open: nothing survives in a pool or a connection.
+      const reopened = new Map<TestServiceDeps, TestServiceDeps>();
+      for (const own of new Set(replicaDeps)) reopened.set(own, await backends.reopen(own));
+      replicaDeps.splice(0, replicaDeps.length, ...replicaDeps.map((own) => reopened.get(own)!));
+      shared = replicaDeps[0]!;
+      env = messagingEnv({ db: shared.db, kv: shared.kv, identity, limits: options.limits, now: clock.now });
       await startReplicas();
     },
     async stop() {

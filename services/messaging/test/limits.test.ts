@@ -56,3 +56,75 @@ describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s
     expect(done.task!.artifacts).toHaveLength(3);
   });
 });
+
+/**
+ * Issue 12 item 6: a task is bounded by bytes too, checked before commit, so a continuation past
+ * the bound commits nothing and is refused naming the limit; GetTask and ListTasks keep working.
+ */
+describe.each(backends().map((b) => [b.name, b] as const))('task byte limit (%s)', (_name, backend) => {
+  const maxTaskBytes = 4000;
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(backend, { limits: { maxTaskBytes } });
+  });
+  afterAll(() => stack?.stop());
+
+  const queued = async (taskId: string) =>
+    Number((await stack.db.query<{ n: string | number }>('SELECT count(*) AS n FROM deliveries WHERE task_id = $1', [taskId])).rows[0]!.n);
+
+  it('refuses a continuation that would pass maxTaskBytes before committing anything, naming the limit', async () => {
+    const sender = await stack.agent('acme', 'sender');
+    const recipient = await stack.agent('acme', 'recipient');
+    const [messaging] = stack.replicas;
+    const { task } = await messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('x'.repeat(1500))] } }, sender.as);
+    await messaging!.updateTask({ taskId: task!.id, state: TaskState.INPUT_REQUIRED, message: { role: 'agent', parts: [text('more?')] } }, recipient.as);
+    await messaging!.sendMessage({ taskId: task!.id, message: { role: 'user', parts: [text('y'.repeat(1500))] } }, sender.as);
+    await messaging!.updateTask({ taskId: task!.id, state: TaskState.INPUT_REQUIRED, message: { role: 'agent', parts: [text('and?')] } }, recipient.as);
+    const before = await queued(task!.id);
+
+    const refused = await failure(messaging!.sendMessage({ taskId: task!.id, message: { role: 'user', parts: [text('z'.repeat(1500))] } }, sender.as));
+    expect(refused.reason).toBe(Reason.LIMIT_EXCEEDED);
+    expect(refused.message).toContain(`maximum of ${maxTaskBytes} bytes`);
+    expect(refused.message).toContain('MESSAGING_TASK_MAX_BYTES');
+
+    const unchanged = (await messaging!.getTask({ taskId: task!.id }, sender.as)).task!;
+    expect([unchanged.state, unchanged.messages.length, Number(unchanged.version)]).toEqual([TaskState.INPUT_REQUIRED, 4, 4]);
+    expect(await queued(task!.id)).toBe(before);
+
+    const artifacts = [{ name: 'big', parts: [text('a'.repeat(2000))] }];
+    const tooBig = await failure(messaging!.updateTask({ taskId: task!.id, state: TaskState.COMPLETED, artifacts }, recipient.as));
+    expect(tooBig.reason).toBe(Reason.LIMIT_EXCEEDED);
+    expect((await messaging!.getTask({ taskId: task!.id }, sender.as)).task!.state).toBe(TaskState.INPUT_REQUIRED);
+
+    // A small answer still fits; the task reads back whole.
+    const done = await messaging!.updateTask({ taskId: task!.id, state: TaskState.COMPLETED, artifacts: [{ name: 'ok', parts: [text('fits')] }] }, recipient.as);
+    expect([done.task!.state, done.task!.messages.length, done.task!.artifacts.length]).toEqual([TaskState.COMPLETED, 4, 1]);
+  });
+
+  it('pages ListTasks so that one answer never carries more than maxTaskBytes of history; every task is listed once', async () => {
+    const sender = await stack.agent('acme', 'lister');
+    const recipient = await stack.agent('acme', 'listed');
+    const [messaging] = stack.replicas;
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const { task } = await messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text(`${i}`.repeat(1800))] } }, sender.as);
+      ids.push(task!.id);
+    }
+    const seen: string[] = [];
+    let pageToken = '';
+    do {
+      const page = await messaging!.listTasks({ pageSize: 50, pageToken }, sender.as);
+      expect(page.totalSize).toBe(5);
+      expect(page.tasks.length).toBeLessThanOrEqual(2);
+      for (const t of page.tasks) {
+        expect(t.messages).toHaveLength(1);
+        seen.push(t.id);
+      }
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+    expect(seen.sort()).toEqual([...ids].sort());
+    // Without history the stored size does not matter: one page holds them all.
+    const bare = await messaging!.listTasks({ pageSize: 50, historyLength: 0 }, sender.as);
+    expect([bare.tasks.length, bare.nextPageToken]).toEqual([5, '']);
+  });
+});

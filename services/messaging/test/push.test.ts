@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { Writable } from 'node:stream';
-import { createClient, createLogger, InternalKey, Metrics, openDb, openKv, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
+import { createClient, createLogger, InternalKey, Metrics, openDb, openKv, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
 import { backends, testLogger, type Backend } from '@agenthub/testing';
 import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
 import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
@@ -36,8 +36,9 @@ interface PushStack {
   env: MessagingEnv;
   db: Db;
   clock: TestClock;
+  identity: Client<typeof identityv1.IdentityService.method>;
   /** Registers an agent; a push agent (with an endpoint) comes with its push secret. */
-  agent(name: string, endpointUrl?: string): Promise<TestAgent & { pushSecret: string }>;
+  agent(name: string, endpointUrl?: string, tenantId?: string): Promise<TestAgent & { pushSecret: string }>;
   /** The operator's `agents rotate-push-secret`. */
   rotatePushSecret(agentId: string): Promise<string>;
   /** Everything the services logged so far, at debug level. */
@@ -95,9 +96,10 @@ async function startPushStack(backend: Backend, egress: { allowPrivate: boolean;
     env: messagingEnv({ db: shared.db, kv: shared.kv, identity, now: clock.now }),
     db: shared.db,
     clock,
-    async agent(name, endpointUrl = '') {
-      const { agent, pushSecret } = await identity.createAgent({ tenantId: 'acme', name, endpointUrl, createTenant: true }, operator);
-      return { id: agent!.id, tenantId: 'acme', as: { principal: { kind: 'agent', agentId: agent!.id, tenantId: 'acme' } }, pushSecret };
+    identity,
+    async agent(name, endpointUrl = '', tenantId = 'acme') {
+      const { agent, pushSecret } = await identity.createAgent({ tenantId, name, endpointUrl, createTenant: true }, operator);
+      return { id: agent!.id, tenantId, as: { principal: { kind: 'agent', agentId: agent!.id, tenantId } }, pushSecret };
     },
     logged: () => lines.join(''),
     async rotatePushSecret(agentId) {
@@ -283,6 +285,36 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     expect(two!.taskId).toBe(one!.agentTaskId);
     expect(two!.agentTaskId).toBe(one!.agentTaskId);
     expect(two!.contextId).toBe(asked.contextId);
+  });
+
+  it('an answer past the hub\'s part limits fails the task with the hub\'s own message, storing none of it (issue 12)', async () => {
+    const { agent } = await pushAgent('oversized', 'oversized');
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('send the dump')), blocking: true }, sender.as);
+    expect(task?.state).toBe(TaskState.FAILED);
+    expect(task!.artifacts).toEqual([]);
+    expect(said(task)!.at(-1)).toBe(
+      "agent: The agent's answer was not accepted: Invalid params: artifacts[0].parts[0].data must be at most 699052 base64 characters; send a uri for larger files",
+    );
+    expect(await queued(task!.id)).toBe(0);
+  });
+
+  it('a revoked grant stops a push agent\'s task: nothing more is relayed, the task fails, the agent\'s task is canceled (issue 12)', async () => {
+    const remote = await startEchoAgent('slow');
+    agents.push(remote);
+    const agent = await stack.agent('foreign-slowpoke', remote.url, 'globex');
+    const { grant } = await stack.identity.requestGrant({ agentId: agent.id }, sender.as);
+    await stack.identity.approveGrant({ grantId: grant!.id }, agent.as);
+    const { task } = await a().sendMessage({ recipientAgentId: agent.id, message: message(text('take your time')) }, sender.as);
+    await eventually(async () => (await state(task!.id)).state === TaskState.WORKING, 'the agent to work');
+
+    await stack.identity.revokeGrant({ grantId: grant!.id }, agent.as);
+    const failed = await eventually(async () => {
+      const t = await state(task!.id);
+      return t.state === TaskState.FAILED && t;
+    }, 'the task to fail');
+    expect(said(failed)!.at(-1)).toBe('agent: The access grant between the agents was revoked');
+    await eventually(async () => remote.canceled.length > 0, 'the cancel to reach the agent');
+    expect(remote.canceled).toEqual([remote.received[0]!.agentTaskId]);
   });
 
   it('CancelTask forwards the cancel to the agent\'s task', async () => {

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError, type Logger } from '@agenthub/runtime';
+import { ConfigError, ensurePrivateFile, type Logger } from '@agenthub/runtime';
 
 /** A data key as stored: wrapped (encrypted) under one version of the key-encryption key. */
 export interface WrappedKey {
@@ -162,11 +162,7 @@ export async function loadKeyWrapper(options: {
     }
     text = (await readKekFile(path)) ?? '';
   }
-  const mode = (await stat(path)).mode & 0o777;
-  if (mode & 0o077) {
-    await chmod(path, 0o600);
-    options.log.warn({ path, was: `0${mode.toString(8)}` }, 'secrets KEK file was readable by others; restricted it to its owner (0600)');
-  }
+  await ensurePrivateFile(path, options.log, 'secrets KEK file');
   const wrapper = LocalKeyWrapper.parse(text, path);
   options.log.warn(
     { path, created, kekVersion: wrapper.currentVersion },

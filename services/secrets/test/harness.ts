@@ -60,7 +60,8 @@ export async function startStack(
   const backends = await TestStackBackends.open(backend, log);
   const identityService = backends.started(await startIdentity(await backends.deps('identity')));
   const workspaceService = backends.started(await startWorkspace({ ...(await backends.deps('workspace')), identityAddr: identityService.address }));
-  const secretsDeps = await backends.deps('secrets');
+  // Durable, so that restartSecrets reaches the same data through new handles.
+  let secretsDeps = await backends.deps('secrets', { durable: true });
   let keyWrapper = options.keyWrapper ?? wrapper(kekEntry(1));
   let secretsService = await startSecrets({ ...secretsDeps, workspaceAddr: workspaceService.address, keyWrapper, limits: options.limits });
 
@@ -78,7 +79,9 @@ export async function startStack(
     get secretsAddress() {
       return secretsService.address;
     },
-    db: secretsDeps.db,
+    get db() {
+      return secretsDeps.db;
+    },
     log,
     async agent(tenantId, name) {
       const { agent } = await identity.createAgent({ tenantId, name, createTenant: true }, operator);
@@ -103,6 +106,7 @@ export async function startStack(
       secrets.close();
       await secretsService.stop(1000);
       keyWrapper = next ?? keyWrapper;
+      secretsDeps = await backends.reopen(secretsDeps);
       secretsService = await startSecrets({ ...secretsDeps, workspaceAddr: workspaceService.address, keyWrapper, limits: options.limits });
       secrets = createClient(secretsv1.SecretsService, secretsService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
     },

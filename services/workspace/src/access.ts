@@ -26,6 +26,8 @@ export interface Access {
   member: MemberRecord;
   role: Role;
   owner: boolean;
+  /** Set when resolveAccess was asked for it (`countMembers`), read in the same query. */
+  memberCount?: number;
 }
 
 /**
@@ -44,12 +46,12 @@ export async function membershipCounts(env: WorkspaceEnv, ctx: CallContext, work
  * workspace does not exist, ACCESS_DENIED when the caller is not a member or its cross-tenant
  * membership has no approved grant behind it. Tenant trust alone gives no access.
  */
-export async function resolveAccess(env: WorkspaceEnv, ctx: CallContext, caller: Caller, workspaceId: string): Promise<Access> {
-  const found = await env.store.getWorkspaceWithMember(workspaceId, caller.agentId);
+export async function resolveAccess(env: WorkspaceEnv, ctx: CallContext, caller: Caller, workspaceId: string, options: { countMembers?: boolean } = {}): Promise<Access> {
+  const found = await env.store.getWorkspaceWithMember(workspaceId, caller.agentId, options);
   if (!found) throw HubError.notFound();
-  const { workspace, member } = found;
+  const { workspace, member, memberCount } = found;
   if (!member || !(await membershipCounts(env, ctx, workspace, member))) throw HubError.accessDenied();
-  return { workspace, member, role: member.role, owner: caller.agentId === workspace.ownerAgentId };
+  return { workspace, member, role: member.role, owner: caller.agentId === workspace.ownerAgentId, memberCount };
 }
 
 // The enum's numbers follow read < write < admin, so comparing them compares privilege.

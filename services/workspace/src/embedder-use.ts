@@ -85,6 +85,11 @@ export class UseLiteEmbedder implements Embedder {
   private readonly maxBatch: number;
   private readonly maxQueue: number;
   private readonly queue: Item[] = [];
+
+  /** Texts waiting for a free worker thread. */
+  queueDepth(): number {
+    return this.queue.length;
+  }
   private readonly slots = new Set<Slot>();
   private nextId = 1;
   private closed = false;

@@ -17,6 +17,8 @@ export interface Embedder {
   embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]>;
   /** Releases threads or connections; later calls fail. */
   close(): Promise<void>;
+  /** Texts waiting for the model (a metric); absent where nothing queues inside the process. */
+  queueDepth?(): number;
 }
 
 /** Scales `vector` in place to unit length (a zero vector stays zero) and returns it. */

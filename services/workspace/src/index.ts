@@ -57,10 +57,14 @@ export async function startWorkspace(deps: WorkspaceDeps): Promise<RunningServic
       (server) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db: deps.db, identity, embedder, vectors, afterDelete: deps.afterDelete, quotas: deps.quotas })),
     );
     deps.log.info(describeMemoryBackends(embedder, vectors), 'memory backends');
+    const stopQueueGauge = deps.metrics.gauge('agenthub_embedder_queue_depth', 'Texts waiting for an embedding worker thread of the built-in model.', ['model'], async () =>
+      embedder.queueDepth ? [{ labels: { model: embedder.modelId }, value: embedder.queueDepth() }] : [],
+    );
     return {
       name: running.name,
       address: running.address,
       async stop(graceMs) {
+        stopQueueGauge();
         await running.stop(graceMs);
         identity.close();
         await closeEmbedder();

@@ -1,6 +1,6 @@
 import { workspacev1 } from '@agenthub/proto';
-import { HubError, Reason, type Db, type ServiceHandlers } from '@agenthub/runtime';
-import { callerOf, resolveAccess, type IdentityClient, type WorkspaceEnv } from './access.js';
+import { HubError, Reason, type CallContext, type Db, type ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, resolveAccess, type Caller, type IdentityClient, type WorkspaceEnv } from './access.js';
 import type { Embedder } from './embedder.js';
 import { forgetMemories, listMemories, queryMemories, reembedWorkspace, storeMemory, updateMemory, type MemoryEnv } from './memories.js';
 import { addMember, listMembers, removeMember } from './members.js';
@@ -10,6 +10,17 @@ import { WorkspaceStore } from './store.js';
 import * as validate from './validate.js';
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, type AfterDelete, type DeleteEnv } from './workspaces.js';
 import type { VectorStore } from './vectors.js';
+
+/**
+ * Whose access ResolveAccess resolves: the calling agent's, or, for an operator principal (the
+ * events service checking a webhook's creator), the named agent's. Resolving access reads only
+ * the agent id (memberships carry their own tenant).
+ */
+function accessSubject(ctx: CallContext, agentId: string): Caller {
+  if (!agentId) return callerOf(ctx);
+  if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.ACCESS_DENIED, 'Operator access required');
+  return { agentId: validate.agentId(agentId), tenantId: '' };
+}
 
 /** The handlers of `agenthub.workspace.v1.WorkspaceService` over a migrated database. */
 export function createWorkspaceHandlers(deps: {
@@ -47,7 +58,7 @@ export function createWorkspaceHandlers(deps: {
       return { types: MEMORY_TYPES.map(({ type, description }) => ({ type, description })) };
     },
     resolveAccess: async (request, ctx) => {
-      const access = await resolveAccess(env, ctx, callerOf(ctx), validate.workspaceId(request.workspaceId));
+      const access = await resolveAccess(env, ctx, accessSubject(ctx, request.agentId), validate.workspaceId(request.workspaceId));
       return { role: access.role, owner: access.owner };
     },
     storeMemory: async (request, ctx) => storeMemory(memory(), ctx, callerOf(ctx), request),

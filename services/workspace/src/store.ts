@@ -142,13 +142,19 @@ export class WorkspaceStore {
 
   /**
    * The workspace and the agent's member row in one round trip, since every workspace call
-   * needs both before anything else; `member` is undefined for a non-member.
+   * needs both before anything else; `member` is undefined for a non-member. `countMembers` adds
+   * the member count to the same statement (one round trip for `GetWorkspace`).
    */
-  async getWorkspaceWithMember(workspaceId: string, agentId: string): Promise<{ workspace: WorkspaceRecord; member: MemberRecord | undefined } | undefined> {
-    const { rows } = await this.db.query<WorkspaceRow & { m_agent_id: string | null; m_agent_name: string; m_tenant_id: string; m_role: string; m_added_by: string; m_added_at: number }>(
+  async getWorkspaceWithMember(
+    workspaceId: string,
+    agentId: string,
+    options: { countMembers?: boolean } = {},
+  ): Promise<{ workspace: WorkspaceRecord; member: MemberRecord | undefined; memberCount?: number } | undefined> {
+    const { rows } = await this.db.query<WorkspaceRow & { m_agent_id: string | null; m_agent_name: string; m_tenant_id: string; m_role: string; m_added_by: string; m_added_at: number; member_count?: number }>(
       `SELECT w.id, w.name, w.description, w.owner_agent_id, w.owner_tenant_id, w.created_at,
               m.agent_id AS m_agent_id, m.agent_name AS m_agent_name, m.tenant_id AS m_tenant_id,
-              m.role AS m_role, m.added_by AS m_added_by, m.added_at AS m_added_at
+              m.role AS m_role, m.added_by AS m_added_by, m.added_at AS m_added_at${options.countMembers ? `,
+              (SELECT count(*)::int FROM members c WHERE c.workspace_id = w.id) AS member_count` : ''}
          FROM workspaces w LEFT JOIN members m ON m.workspace_id = w.id AND m.agent_id = $2
         WHERE w.id = $1`,
       [workspaceId, agentId],
@@ -166,7 +172,7 @@ export class WorkspaceStore {
           added_by: row.m_added_by,
           added_at: row.m_added_at,
         });
-    return { workspace: toWorkspace(row), member };
+    return { workspace: toWorkspace(row), member, ...(options.countMembers ? { memberCount: row.member_count ?? 0 } : {}) };
   }
 
   /** Members ordered by added_at, then agent_id. */
@@ -176,14 +182,6 @@ export class WorkspaceStore {
       [workspaceId],
     );
     return rows.map(toMember);
-  }
-
-  async countMembers(workspaceId: string): Promise<number> {
-    const { rows } = await this.db.query<{ count: number }>(
-      'SELECT count(*)::int AS count FROM members WHERE workspace_id = $1',
-      [workspaceId],
-    );
-    return rows[0]?.count ?? 0;
   }
 
   /** Every membership of the agent with its workspace, ordered by workspace created_at, then id. */

@@ -49,9 +49,8 @@ export async function createWorkspace(env: WorkspaceEnv, ctx: CallContext, calle
 
 /** Any member: the workspace, the caller's role and how many members it has. */
 export async function getWorkspace(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.GetWorkspaceRequest) {
-  const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
-  const memberCount = await env.store.countMembers(access.workspace.id);
-  return { workspace: workspaceMessage(access.workspace), role: access.role, memberCount };
+  const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId), { countMembers: true });
+  return { workspace: workspaceMessage(access.workspace), role: access.role, memberCount: access.memberCount ?? 0 };
 }
 
 /**

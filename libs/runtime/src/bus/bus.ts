@@ -36,6 +36,8 @@ export interface Bus {
   subscribe(group: string, topics: string[], handle: (message: ConsumedMessage) => Promise<void>): Promise<Subscription>;
   /** Throws when the backend cannot be reached (readiness). */
   ping(): Promise<void>;
+  /** Messages of each topic that `group` has not handled yet (a metric, read at scrape time). */
+  consumerLag?(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]>;
   close(): Promise<void>;
 }
 

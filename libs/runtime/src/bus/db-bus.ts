@@ -111,6 +111,20 @@ export class DbBus implements Bus {
     await this.db.query('SELECT 1');
   }
 
+  async consumerLag(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
+    const placeholders = topics.map((_, i) => `$${i + 2}`).join(', ');
+    const { rows } = await this.db.query<{ topic: string; n: number }>(
+      `SELECT m.topic, count(*)::int AS n
+         FROM bus.messages m
+         LEFT JOIN bus.group_offsets o ON o.group_id = $1 AND o.topic = m.topic
+        WHERE m.topic IN (${placeholders}) AND m."offset" > COALESCE(o.committed, 0)
+        GROUP BY m.topic`,
+      [group, ...topics],
+    );
+    const lag = new Map(rows.map((row) => [row.topic, row.n]));
+    return topics.map((topic) => ({ topic, messages: lag.get(topic) ?? 0 }));
+  }
+
   /** Deletes messages older than the retention that every group reading their topic has handled. */
   async deleteExpired(): Promise<number> {
     const { rowCount } = await this.db.query(

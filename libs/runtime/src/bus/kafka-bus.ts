@@ -164,6 +164,24 @@ export class KafkaBus implements Bus {
     await this.admin.describeCluster();
   }
 
+  /** Per topic, the sum over partitions of the newest offset minus the group's committed one. */
+  async consumerLag(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
+    await this.connect();
+    return Promise.all(
+      topics.map(async (topic) => {
+        const [ends, committed] = await Promise.all([this.admin.fetchTopicOffsets(topic), this.admin.fetchOffsets({ groupId: group, topics: [topic] })]);
+        // -1: the group committed nothing on that partition yet, so all of it from the start is due.
+        const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+        let messages = 0;
+        for (const end of ends) {
+          const from = done.get(end.partition) ?? -1;
+          messages += Math.max(0, Number(end.high) - (from < 0 ? Number(end.low) : from));
+        }
+        return { topic, messages };
+      }),
+    );
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
     await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult } from './db.js';
 import { assertIdentifier } from './db.js';
+import { restrictTree } from '../private-files.js';
 
 /**
  * An empty cluster, dumped after this process created its first one: initdb in WASM takes
@@ -41,8 +42,9 @@ export class PgliteDb implements Db {
   /** `dataDir` undefined keeps everything in memory (tests). */
   static async open(options: { dataDir?: string; schema: string }): Promise<PgliteDb> {
     const schema = assertIdentifier(options.schema);
-    if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
+    if (options.dataDir) await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
     const pg = await createCluster(options.dataDir);
+    if (options.dataDir) await restrictTree(options.dataDir);
     await pg.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path = ${schema}, public;`);
     return new PgliteDb(pg);
   }

@@ -16,8 +16,11 @@ export interface Kv {
   take(key: string, capacity: number, refillPerSec: number, cost: number): Promise<TakeResult>;
   /** Delivers `message` to every subscriber of `channel` in every process sharing the backend. */
   publish(channel: string, message: string): Promise<void>;
-  /** Returns a function that ends the subscription. */
-  subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Returns a function that ends the subscription. `onGap`, when given, runs whenever messages may
+   * have been lost: the connection dropped, or came back (messages published meanwhile are gone).
+   */
+  subscribe(channel: string, onMessage: (message: string) => void, onGap?: () => void): Promise<() => Promise<void>>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -80,7 +80,7 @@ export class RedisKv implements Kv {
     await this.client.publish(this.prefix + channel, message);
   }
 
-  async subscribe(channel: string, onMessage: (message: string) => void): Promise<() => Promise<void>> {
+  async subscribe(channel: string, onMessage: (message: string) => void, onGap?: () => void): Promise<() => Promise<void>> {
     if (!this.subscriber) {
       this.subscriber = this.client.duplicate();
       this.subscriber.on('error', () => undefined);
@@ -88,8 +88,13 @@ export class RedisKv implements Kv {
     }
     const subscriber = this.subscriber;
     const listener = (message: string) => onMessage(message);
+    // Pub/sub does not replay: whatever was published while the connection was down is lost.
+    const gapEvents = ['error', 'end', 'reconnecting', 'ready'] as const;
+    const gap = () => onGap?.();
+    if (onGap) for (const event of gapEvents) subscriber.on(event, gap);
     await subscriber.subscribe(this.prefix + channel, listener);
     return async () => {
+      if (onGap) for (const event of gapEvents) subscriber.off(event, gap);
       await subscriber.unsubscribe(this.prefix + channel, listener);
     };
   }

@@ -12,8 +12,12 @@ import type { Json } from '../fields.js';
 
 /** Media types a card advertises when the registration names none. */
 const DEFAULT_MODES = ['text/plain', 'application/json'];
-/** Clients may reuse a card this long, then revalidate with its ETag. */
-const CACHE_CONTROL = 'public, max-age=300';
+/**
+ * Clients may reuse a card this long, then revalidate with its ETag. A card built from the
+ * configured public URL is the same for everyone, so shared caches may keep it; one built from
+ * the request's Host is not, and only the client that asked may.
+ */
+const CACHE_FOR = 'max-age=300';
 const CARD_VERSION = '1.0.0';
 
 const SECURITY = {
@@ -72,10 +76,14 @@ export interface CardResponse {
   body?: Json;
 }
 
-/** The card with a strong ETag (a digest of its bytes); a matching If-None-Match gets 304. */
-export function cardResponse(card: Json, ifNoneMatch: string | undefined): CardResponse {
+/**
+ * The card with a strong ETag (a digest of its bytes); a matching If-None-Match gets 304. `vary`
+ * names the request headers the card's links were read from (none when configured).
+ */
+export function cardResponse(card: Json, ifNoneMatch: string | undefined, vary: readonly string[] = []): CardResponse {
   const etag = `"${createHash('sha256').update(JSON.stringify(card)).digest('base64url').slice(0, 32)}"`;
-  const headers = { ETag: etag, 'Cache-Control': CACHE_CONTROL };
+  const headers: Record<string, string> = { ETag: etag, 'Cache-Control': `${vary.length ? 'private' : 'public'}, ${CACHE_FOR}` };
+  if (vary.length) headers.Vary = vary.join(', ');
   const matches = ifNoneMatch?.split(',').map((t) => t.trim()).some((t) => t === '*' || t === etag || t === `W/${etag}`);
   return matches ? { status: 304, headers } : { status: 200, headers, body: card };
 }

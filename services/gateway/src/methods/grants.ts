@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { identityv1 } from '@agenthub/proto';
 import { route, type Clients, type Route } from '../route.js';
 import { field } from '../params.js';
-import { agentView, grantStatusOf, grantView } from '../views.js';
+import { agentViewFor, grantStatusOf, grantView } from '../views.js';
 
 /** Access grants between agents of different tenants, and agent lookup (`x-hub/grants.*`). */
 export function grantMethods(clients: Clients): [string, Route][] {
@@ -24,14 +24,18 @@ export function grantMethods(clients: Clients): [string, Route][] {
       result: (r) => ({ grant: grantView(r.grant) }),
     })],
     ['x-hub/grants.list', route(clients, id, 'listGrants', {
-      params: z.object({ status: z.enum(['pending', 'approved', 'revoked']).optional() }),
-      request: (p) => ({ status: p.status ? grantStatusOf[p.status] : identityv1.GrantStatus.UNSPECIFIED }),
-      result: (r) => ({ grants: r.grants.map(grantView), count: r.grants.length }),
+      params: z.object({
+        status: z.enum(['pending', 'approved', 'revoked']).optional(),
+        page_size: z.number().int().min(1).max(100).optional(),
+        page_token: z.string().max(256).optional(),
+      }),
+      request: (p) => ({ status: p.status ? grantStatusOf[p.status] : identityv1.GrantStatus.UNSPECIFIED, pageSize: p.page_size ?? 0, pageToken: p.page_token ?? '' }),
+      result: (r) => ({ grants: r.grants.map(grantView), count: r.grants.length, next_page_token: r.nextPageToken || null }),
     })],
     ['x-hub/agents.get', route(clients, id, 'getAgent', {
       params: z.object({ agent_id: field.agentId }),
       request: (p) => ({ agentId: p.agent_id }),
-      result: (r) => ({ agent: agentView(r.agent) }),
+      result: (r, ctx) => ({ agent: agentViewFor(r.agent, ctx.principal) }),
     })],
   ];
 }

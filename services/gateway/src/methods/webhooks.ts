@@ -21,6 +21,7 @@ function webhookView(webhook: eventsv1.Webhook | undefined, secret?: string) {
     enabled: webhook.enabled,
     ...(webhook.enabled ? {} : { disabled_reason: webhook.disabledReason, disabled_at: iso(webhook.disabledAt) }),
     created_at: iso(webhook.createdAt),
+    created_by: webhook.createdBy,
     ...(secret ? { secret } : {}),
   };
 }

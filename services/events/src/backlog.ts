@@ -1,0 +1,26 @@
+import type { Bus, Db, Metrics } from '@agenthub/runtime';
+
+/**
+ * What SREs alert on in the events service, read when Prometheus scrapes: webhook deliveries
+ * waiting per endpoint (through the pending partial index) and how far the consumer group is
+ * behind the event log. Returns how to stop reporting them.
+ */
+export function reportBacklog(metrics: Metrics, db: Db, bus: Bus, consumer: { group: string; topics: string[] }): () => void {
+  const stops = [
+    metrics.backlog('agenthub_webhook_deliveries_pending', 'Webhook deliveries not yet delivered or given up, per webhook', ['webhook_id'], async () => {
+      const { rows } = await db.query<{ webhook_id: string; n: number; oldest: string | number }>(
+        `SELECT webhook_id, count(*)::int AS n, min(created_at) AS oldest FROM deliveries WHERE status = 'pending' GROUP BY webhook_id`,
+      );
+      return rows.map((row) => ({ labels: { webhook_id: row.webhook_id }, count: row.n, oldestMs: Number(row.oldest) }));
+    }),
+  ];
+  if (bus.consumerLag) {
+    const lag = bus.consumerLag.bind(bus);
+    stops.push(
+      metrics.gauge('agenthub_event_log_consumer_lag', 'Messages of the event log the consumer group has not handled yet, by group and topic.', ['group', 'topic'], async () =>
+        (await lag(consumer.group, consumer.topics)).map((row) => ({ labels: { group: consumer.group, topic: row.topic }, value: row.messages })),
+      ),
+    );
+  }
+  return () => stops.forEach((stop) => stop());
+}

@@ -1,0 +1,46 @@
+import type { Db, Metrics } from '@agenthub/runtime';
+
+/** States a task leaves; final states only grow, and counting them would scan every task. */
+const ACTIVE_STATES = ['submitted', 'working', 'input-required'];
+
+/**
+ * What SREs alert on in the messaging service, read when Prometheus scrapes: deliveries queued
+ * for connected agents (their inboxes, in total: one series per agent would be unbounded),
+ * deliveries queued per push agent (one series per registered push endpoint), and tasks in each
+ * active state. Returns how to stop reporting them.
+ */
+export function reportBacklog(metrics: Metrics, db: Db): () => void {
+  // One read of the queue feeds both families (inbox totals and push per agent).
+  let last: { at: number; rows: Promise<{ agent_id: string; push: boolean; n: number; oldest: string | number }[]> } | undefined;
+  const queue = () => {
+    if (!last || Date.now() - last.at > 1_000) {
+      last = {
+        at: Date.now(),
+        rows: db
+          .query<{ agent_id: string; push: boolean; n: number; oldest: string | number }>(
+            `SELECT d.recipient_agent_id AS agent_id, p.agent_id IS NOT NULL AS push, count(*)::int AS n, min(d.created_at) AS oldest
+               FROM deliveries d LEFT JOIN push_agents p ON p.agent_id = d.recipient_agent_id
+              GROUP BY d.recipient_agent_id, p.agent_id`,
+          )
+          .then((result) => result.rows),
+      };
+    }
+    return last.rows;
+  };
+  const stops = [
+    metrics.backlog('agenthub_inbox_deliveries_queued', 'Deliveries queued for connected agents (inbox poll or stream), all agents together', [], async () => {
+      const inbox = (await queue()).filter((row) => !row.push);
+      const oldest = inbox.reduce<number | null>((min, row) => (min === null || Number(row.oldest) < min ? Number(row.oldest) : min), null);
+      return [{ labels: {}, count: inbox.reduce((sum, row) => sum + row.n, 0), oldestMs: oldest }];
+    }),
+    metrics.backlog('agenthub_push_deliveries_queued', 'Deliveries queued for a push agent, per agent', ['agent_id'], async () =>
+      (await queue()).filter((row) => row.push).map((row) => ({ labels: { agent_id: row.agent_id }, count: row.n, oldestMs: Number(row.oldest) })),
+    ),
+    metrics.gauge('agenthub_tasks', 'Tasks in each active state (submitted, working, input-required).', ['state'], async () => {
+      const { rows } = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM tasks WHERE state IN (${ACTIVE_STATES.map((state) => `'${state}'`).join(', ')}) GROUP BY state`);
+      const counts = new Map(rows.map((row) => [row.state, row.n]));
+      return ACTIVE_STATES.map((state) => ({ labels: { state }, value: counts.get(state) ?? 0 }));
+    }),
+  ];
+  return () => stops.forEach((stop) => stop());
+}

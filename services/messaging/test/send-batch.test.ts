@@ -1,0 +1,84 @@
+import { messagingv1 } from '@agenthub/proto';
+import { isUniqueViolation } from '@agenthub/runtime';
+import { backends } from '@agenthub/testing';
+import { TaskInsertBatcher, type NewTaskRows } from '../src/send-batch.js';
+import { serializeItems } from '../src/task-items.js';
+import { startStack, type Stack } from './harness.js';
+
+/** Sends are written in groups (group commit); each must still be its own durable, isolated send. */
+
+const text = (t: string) => ({ content: { case: 'text' as const, value: { text: t } } });
+
+describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts (%s)', (_name, backend) => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(backend);
+  });
+  afterAll(() => stack?.stop());
+
+  it('commits every one of many concurrent sends with its delivery, each readable at once', async () => {
+    const sender = await stack.agent('acme', 'sender');
+    const recipient = await stack.agent('acme', 'recipient');
+    const [messaging] = stack.replicas;
+    const sent = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text(`m${i}`)] } }, sender.as),
+      ),
+    );
+    const ids = sent.map((r) => r.task!.id);
+    expect(new Set(ids).size).toBe(40);
+    // Each task's first message went into task_items in its group's statement, with the task's counts.
+    for (const [i, id] of ids.entries()) {
+      const { task } = await messaging!.getTask({ taskId: id }, sender.as);
+      expect([task!.state, task!.messages.map((m) => m.parts.map((p) => (p.content.case === 'text' ? p.content.value.text : '')))]).toEqual([
+        messagingv1.TaskState.SUBMITTED,
+        [[`m${i}`]],
+      ]);
+    }
+    const { rows: counted } = await stack.db.query<{ n: string | number }>(
+      'SELECT count(*) AS n FROM tasks t WHERE t.id = ANY($1::text[]) AND t.message_count = 1 AND t.bytes = (SELECT sum(i.bytes) FROM task_items i WHERE i.task_id = t.id)',
+      [ids],
+    );
+    expect(Number(counted[0]!.n)).toBe(40);
+    const delivered: string[] = [];
+    while (delivered.length < 40) {
+      const { deliveries } = await messaging!.pollInbox({ max: 100, waitMs: 0 }, recipient.as);
+      if (!deliveries.length) break;
+      for (const d of deliveries) delivered.push(d.taskId);
+    }
+    expect(delivered.sort()).toEqual([...ids].sort());
+  });
+
+  it('fails only the send whose rows cannot be written when it shares a statement with others', async () => {
+    const first = { role: 'ROLE_USER', messageId: 'msg_batch', parts: [{ text: 'hello' }] };
+    const items = serializeItems('message', [first]);
+    const base = {
+      contextId: 'ctx_batch', senderAgentId: 'agt_s', senderTenantId: 'acme', recipientAgentId: 'agt_r', state: 'submitted' as const,
+      messages: [first], artifacts: [], messageCount: 1, artifactCount: 0, bytes: items[0]!.bytes, createdAt: 1, updatedAt: 1, version: 1,
+    };
+    const rows = (id: string): NewTaskRows => ({
+      task: { ...base, id },
+      items,
+      event: { topic: 'test', partitionKey: id, type: 'messaging.task.created', data: {} },
+      delivery: { id: `dlv_${id}`, message: {}, expiresAt: 2 },
+    });
+    const batcher = new TaskInsertBatcher(stack.db, 64, 1);
+    await batcher.insert(rows('task_batch_dup'));
+    // One statement in flight at a time: the three below queue behind the first and go together.
+    const results = await Promise.allSettled([
+      batcher.insert(rows('task_batch_a')),
+      batcher.insert(rows('task_batch_b')),
+      batcher.insert(rows('task_batch_dup')),
+      batcher.insert(rows('task_batch_c')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(isUniqueViolation((results[2] as PromiseRejectedResult).reason)).toBe(true);
+    const { rows: found } = await stack.db.query<{ id: string }>("SELECT id FROM tasks WHERE context_id = 'ctx_batch' ORDER BY id");
+    expect(found.map((r) => r.id)).toEqual(['task_batch_a', 'task_batch_b', 'task_batch_c', 'task_batch_dup']);
+    // The failed send wrote no item of its own: the one kept is from its first, committed insert.
+    const { rows: kept } = await stack.db.query<{ task_id: string }>(
+      "SELECT i.task_id FROM task_items i JOIN tasks t ON t.id = i.task_id WHERE t.context_id = 'ctx_batch' ORDER BY i.task_id",
+    );
+    expect(kept.map((r) => r.task_id)).toEqual(['task_batch_a', 'task_batch_b', 'task_batch_c', 'task_batch_dup']);
+  });
+});
