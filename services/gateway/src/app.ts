@@ -85,6 +85,7 @@ export function createApp(options: GatewayAppOptions): Koa {
 
   app.use(async (ctx) => {
     if (ctx.path === '/mcp' && options.mcp) {
+      if (options.limits && ctx.method === 'POST' && !(await admitMcp(ctx, options.limits, options.authenticator))) return;
       // The MCP SDK's transport owns the response; Koa must not touch it.
       ctx.respond = false;
       await options.mcp(ctx.req, ctx.res);
@@ -236,6 +237,24 @@ export function createApp(options: GatewayAppOptions): Koa {
     ctx.body = response;
   });
   return app;
+}
+
+/**
+ * The limits of `POST /a2a` for `POST /mcp`, whose every message is one agent call: the address
+ * before any lookup, failed authentications, the key's and tenant's buckets. The endpoint itself
+ * still answers a bad key (401); only a refusal is answered here.
+ */
+async function admitMcp(ctx: Koa.Context, limits: Limits, authenticator: Authenticator): Promise<boolean> {
+  if (!limits.preAuth(ctx)) return false;
+  const authorization = ctx.get('Authorization') || undefined;
+  let principal: Principal;
+  try {
+    principal = await authenticator.agent(authorization);
+  } catch (err) {
+    if (HubError.from(err).reason === Reason.UNAUTHENTICATED) return !(await limits.authFailed(ctx, undefined));
+    return true;
+  }
+  return limits.admit(ctx, principal, authorization, undefined, false);
 }
 
 function unauthorized(ctx: Koa.Context, id: RpcId, message: string): void {

@@ -70,6 +70,25 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect((await post(hub.url, b.api_key, list(), '10.0.0.1')).status).toBe(200);
   });
 
+  it('limits MCP tool calls with the same key bucket as JSON-RPC calls', async () => {
+    const a = await hub.agent('rl-mcp', 'a');
+    const mcp = (id: number) =>
+      fetch(`${hub.url}/mcp`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${a.api_key}`, 'X-Forwarded-For': '10.0.0.9' },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list', params: {} }),
+      });
+    expect((await post(hub.url, a.api_key, [list(), list(), list(), list()], '10.0.0.9')).status).toBe(200);
+    const last = await mcp(1);
+    expect(last.status).toBe(200);
+    expect(last.headers.get('RateLimit-Remaining')).toBe('0');
+    await last.text();
+    const over = await mcp(2);
+    expectLimited({ status: over.status, headers: over.headers, body: await over.json() }, 'key');
+    // The bucket is the key's, whichever endpoint drew it.
+    expectLimited(await post(hub.url, a.api_key, list(), '10.0.0.9'), 'key');
+  });
+
   it('limits a tenant across its keys, with the operator’s per-tenant override', async () => {
     const a = await hub.agent('rl-tenant', 'a');
     const b = await hub.agent('rl-tenant', 'b');
