@@ -129,8 +129,12 @@ describe('agenthub command', () => {
       const shown = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--tenant-rate', '500/900', '--json'], env)).stdout);
       expect(shown.overrides).toEqual({ key: { per_sec: 50, burst: 100 }, tenant: { per_sec: 500, burst: 900 }, max_waiting_per_agent: 7 });
       const bad = await agenthub(['tenants', 'limits', 'acme', '--key', 'fast'], env);
-      expect(bad.code).not.toBe(0);
-      expect(bad.stderr).toContain('--key fast: expected <per-sec>/<burst>');
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toBe('agenthub: --key fast: expected <per-sec>/<burst>, e.g. 50/100. See agenthub tenants limits --help.\n');
+      const help = await agenthub(['tenants', 'limits', '--help'], { HUB_PORT: '1' });
+      expect(help).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout).toMatch(/^agenthub tenants limits <tenant-id> \[--key <per-sec>\/<burst>\]/);
+      expect(help.stdout).toContain('--reset first drops every override');
       const reset = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--reset', '--json'], env)).stdout);
       expect(reset.overrides).toEqual({});
       const usage = await agenthub(['tenants', 'usage', 'acme'], env);
