@@ -89,6 +89,21 @@ const schema = z.object({
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
   HUB_MAX_BATCH: positiveInt.default(50),
   HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),
+  // Rate limits (token buckets, per second and burst; 0 a second turns one off) and the cap on
+  // each agent's waiting calls. Operators override them per tenant (`agenthub tenants limits`).
+  HUB_RATE_KEY_PER_SEC: z.coerce.number().min(0).default(300),
+  HUB_RATE_KEY_BURST: positiveInt.default(600),
+  HUB_RATE_TENANT_PER_SEC: z.coerce.number().min(0).default(1_000),
+  HUB_RATE_TENANT_BURST: positiveInt.default(2_000),
+  HUB_RATE_ADDRESS_PER_SEC: z.coerce.number().min(0).default(10),
+  HUB_RATE_ADDRESS_BURST: positiveInt.default(200),
+  HUB_RATE_TRUST_FORWARDED_FOR: bool.default(false),
+  HUB_MAX_WAITING_PER_AGENT: positiveInt.default(100),
+  // Quotas, checked by the service that owns the resource; a refusal names the quota.
+  HUB_QUOTA_WORKSPACES_PER_TENANT: positiveInt.default(1_000),
+  HUB_QUOTA_MEMORIES_PER_WORKSPACE: positiveInt.default(100_000),
+  HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE: positiveInt.default(256 * 1024 * 1024),
+  HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: positiveInt.default(1_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
   // Gateway: the public base URL the hub is reached at (`https://hub.example.com`), from which
@@ -118,6 +133,8 @@ const schema = z.object({
   EMBEDDINGS_API_KEY: z.string().min(1).optional(),
   EMBEDDINGS_TIMEOUT_MS: positiveInt.default(30_000),
   EMBEDDINGS_THREADS: z.coerce.number().int().min(1).max(16).optional(),
+  // Texts waiting for the built-in model's workers; past it a store or query is refused, retryable.
+  EMBEDDINGS_MAX_QUEUE: positiveInt.default(1_000),
   // Vectors in Qdrant when set, else exact search over vectors kept in the workspace schema.
   QDRANT_URL: url(['http:', 'https:']).optional(),
   QDRANT_API_KEY: z.string().min(1).optional(),

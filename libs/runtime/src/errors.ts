@@ -14,11 +14,14 @@ export class HubError extends Error {
   readonly reason: Reason;
   /** The parameter at fault, as a dotted path, when there is one. */
   readonly field: string;
+  /** When a retry can succeed (RATE_LIMITED), in milliseconds. */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(reason: Reason, message: string, options: { field?: string; cause?: unknown } = {}) {
+  constructor(reason: Reason, message: string, options: { field?: string; cause?: unknown; retryAfterMs?: number } = {}) {
     super(message, { cause: options.cause });
     this.reason = reason;
     this.field = options.field ?? '';
+    this.retryAfterMs = options.retryAfterMs;
   }
 
   static from(err: unknown): HubError {
@@ -51,6 +54,16 @@ export class HubError extends Error {
       Reason.GRANT_REQUIRED,
       'No access grant to target agent. Request access first with x-hub/grants.request.',
     );
+  }
+
+  /** A rate limit or concurrency cap; `retryAfterMs` when waiting that long lets a retry succeed. */
+  static rateLimited(retryAfterMs?: number, message = 'Rate limit exceeded'): HubError {
+    return new HubError(Reason.RATE_LIMITED, message, { retryAfterMs });
+  }
+
+  /** A quota is used up; `quota` names it (e.g. `workspaces_per_tenant`). */
+  static quotaExceeded(quota: string, message: string): HubError {
+    return new HubError(Reason.QUOTA_EXCEEDED, message, { field: quota });
   }
 
   static unauthenticated(message = 'Missing or invalid API key'): HubError {

@@ -25,6 +25,7 @@ export class Metrics {
   /** Calls that wait by design (blocking sends, long-polls, streams), kept out of rpcDuration. */
   readonly rpcWaitDuration: Histogram<'method'>;
   readonly httpRequests: Counter<'route' | 'status'>;
+  readonly limitedRequests: Counter<'reason' | 'tenant'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     // Unprefixed (process_*, nodejs_*), as the stock Node.js dashboards expect.
@@ -56,6 +57,12 @@ export class Metrics {
       name: 'agenthub_http_requests_total',
       help: 'HTTP requests served by the gateway, by route and status.',
       labelNames: ['route', 'status'],
+      registers: [this.registry],
+    });
+    this.limitedRequests = new Counter({
+      name: 'agenthub_limited_requests_total',
+      help: 'Requests refused by a rate limit, concurrency cap or quota, by reason (key, tenant, address, waiting, or the quota) and tenant ("" before authentication).',
+      labelNames: ['reason', 'tenant'],
       registers: [this.registry],
     });
   }

@@ -48,6 +48,31 @@ describe.each(adapters)('Kv conformance: %s', (_name, open) => {
     expect(got).toEqual(['one']);
   });
 
+  it('takes tokens from a bucket until it is empty, then tells how long to wait', async () => {
+    const first = await kv.take('bucket', 3, 1, 2);
+    expect(first).toEqual({ allowed: true, remaining: 1, retryAfterMs: 0 });
+    const refused = await kv.take('bucket', 3, 1, 2);
+    expect(refused.allowed).toBe(false);
+    expect(refused.remaining).toBe(1);
+    // One token short at one token a second.
+    expect(refused.retryAfterMs).toBeGreaterThan(800);
+    expect(refused.retryAfterMs).toBeLessThanOrEqual(1000);
+    expect((await kv.take('bucket', 3, 1, 0)).allowed).toBe(true);
+    expect((await kv.take('other', 3, 1, 3)).allowed).toBe(true);
+  });
+
+  it('refills a bucket over time', async () => {
+    expect((await kv.take('refill', 2, 20, 2)).allowed).toBe(true);
+    expect((await kv.take('refill', 2, 20, 1)).allowed).toBe(false);
+    await sleep(120);
+    expect((await kv.take('refill', 2, 20, 1)).allowed).toBe(true);
+  });
+
+  it('takes atomically under concurrent callers', async () => {
+    const results = await Promise.all(Array.from({ length: 20 }, () => kv.take('race', 10, 0.001, 1)));
+    expect(results.filter((r) => r.allowed)).toHaveLength(10);
+  });
+
   it('answers ping', async () => {
     await expect(kv.ping()).resolves.toBeUndefined();
   });

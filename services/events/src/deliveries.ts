@@ -172,6 +172,11 @@ export interface WorkerOptions {
    */
   runLength: number;
   leaseMs: number;
+  /**
+   * Most slots the webhooks of one workspace hold at once: slow or tarpit endpoints of one
+   * workspace (one tenant) cannot take every slot and delay the others' deliveries.
+   */
+  maxSlotsPerWorkspace: number;
 }
 
 /**
@@ -192,6 +197,8 @@ export class DeliveryWorker {
   /** Webhooks a run of this worker is going down the queue of. */
   private readonly inRun = new Set<string>();
   private readonly slots = new Set<Promise<unknown>>();
+  /** Slots held per workspace. */
+  private readonly held = new Map<string, number>();
   private readonly stopping = new AbortController();
 
   constructor(
@@ -271,9 +278,13 @@ export class DeliveryWorker {
   }
 
   private occupy(head: DueDelivery): void {
+    this.held.set(head.workspaceId, (this.held.get(head.workspaceId) ?? 0) + 1);
     const slot = this.deliverRun(head).then(
       ({ drained }) => {
         this.slots.delete(slot);
+        const left = (this.held.get(head.workspaceId) ?? 1) - 1;
+        if (left > 0) this.held.set(head.workspaceId, left);
+        else this.held.delete(head.workspaceId);
         // A full loop waits for a slot; otherwise only a run that may have left work due needs it.
         if (!drained || this.slots.size === this.options.concurrency - 1) this.rouse();
       },
@@ -291,8 +302,14 @@ export class DeliveryWorker {
         const free = this.options.concurrency - this.slots.size;
         if (free > 0) {
           const limit = Math.min(free, this.options.batchSize);
-          const { claimed, nextDue } = await this.env.store.claimDue(this.env.clock(), limit, this.options.leaseMs);
-          for (const head of claimed) this.occupy(head);
+          const max = this.options.maxSlotsPerWorkspace;
+          const busy = [...this.held].filter(([, count]) => count >= max).map(([workspaceId]) => workspaceId);
+          const { claimed, nextDue } = await this.env.store.claimDue(this.env.clock(), limit, this.options.leaseMs, busy);
+          for (const head of claimed) {
+            // One claim may bring more heads of a workspace than its share: the rest go back.
+            if ((this.held.get(head.workspaceId) ?? 0) >= max) await this.env.store.releaseLease(head.seq);
+            else this.occupy(head);
+          }
           // More may be due: claim again, or, with every slot taken, wait below for one to free.
           if (claimed.length === limit) continue;
           if (nextDue !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, nextDue - this.env.clock()));

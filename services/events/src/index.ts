@@ -54,6 +54,8 @@ export interface EventsDeps extends ServiceDeps {
     concurrency?: number;
     /** Most deliveries of one webhook sent in a row before its queue goes back to the claim (default 20). */
     runLength?: number;
+    /** Most slots the webhooks of one workspace hold at once (default a quarter of `concurrency`). */
+    maxSlotsPerWorkspace?: number;
     /** False runs no loop: deliveries go out only on `deliverDue()` (tests). */
     enabled?: boolean;
   };
@@ -95,6 +97,7 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
     batchSize: deps.worker?.batchSize ?? 32,
     concurrency: deps.worker?.concurrency ?? 32,
     runLength: deps.worker?.runLength ?? 20,
+    maxSlotsPerWorkspace: deps.worker?.maxSlotsPerWorkspace ?? Math.max(1, Math.floor((deps.worker?.concurrency ?? 32) / 4)),
     // Outlives any attempt, so a live worker's claim never lapses under it.
     leaseMs: timeoutMs + 30_000,
   });

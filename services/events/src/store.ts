@@ -20,13 +20,14 @@ export interface WebhookRecord {
 export interface DueDelivery {
   seq: number;
   webhookId: string;
+  /** The webhook's workspace: delivery slots are shared fairly between workspaces. */
+  workspaceId: string;
   eventId: string;
   payload: string;
   failures: number;
   url: string;
   /** The current secret first, then the previous one while its window lasts. */
   secrets: string[];
-  workspaceId: string;
   /** The webhook's creator, whose admin access each attempt needs. */
   createdBy: string;
   /** The workspace was deleted (its last event, workspace.deleted, still goes out). */
@@ -98,6 +99,7 @@ const DUE_COLUMNS =
 interface DueRow {
   seq: string | number;
   webhook_id: string;
+  workspace_id: string;
   event_id: string;
   payload: string;
   failures: number;
@@ -105,7 +107,6 @@ interface DueRow {
   secret: string;
   previous_secret: string | null;
   previous_expires_at: string | number | null;
-  workspace_id: string;
   created_by: string;
   workspace_deleted_at: string | number | null;
   traceparent: string | null;
@@ -118,12 +119,12 @@ function toDue(row: DueRow, now: number): DueDelivery {
   return {
     seq: Number(row.seq),
     webhookId: row.webhook_id,
+    workspaceId: row.workspace_id,
     eventId: row.event_id,
     payload: row.payload,
     failures: row.failures,
     url: row.url,
     secrets: secretsOf(row, now),
-    workspaceId: row.workspace_id,
     createdBy: row.created_by,
     retired: row.workspace_deleted_at !== null,
     ...(row.traceparent ? { traceparent: row.traceparent } : {}),
@@ -288,7 +289,8 @@ export class EventsStore {
    * `nextDue` is when the earliest head left unclaimed falls due (or its lease lapses), for the
    * worker's sleep; it comes with the claim to spare the loop a round trip.
    */
-  async claimDue(now: number, limit: number, leaseMs: number): Promise<{ claimed: DueDelivery[]; nextDue: number | undefined }> {
+  /** `busyWorkspaces`: workspaces whose heads are skipped (they hold their share of the slots). */
+  async claimDue(now: number, limit: number, leaseMs: number, busyWorkspaces: readonly string[] = []): Promise<{ claimed: DueDelivery[]; nextDue: number | undefined }> {
     const { rows } = await this.db.query<Partial<DueRow> & { next_due: string | number | null }>(
       `WITH RECURSIVE heads AS (
          -- The first pending delivery of every webhook that has one, by a loose index scan over
@@ -302,6 +304,7 @@ export class EventsStore {
          SELECT c.seq FROM heads h JOIN deliveries c ON c.seq = h.seq JOIN webhooks cw ON cw.id = c.webhook_id
           WHERE c.status = 'pending' AND c.next_attempt_at <= $1
             AND (c.lease_until IS NULL OR c.lease_until <= $1) AND cw.enabled
+            AND NOT (cw.workspace_id = ANY($4::text[]))
           ORDER BY c.next_attempt_at, c.seq LIMIT $2
           FOR UPDATE OF c SKIP LOCKED
        ), claimed AS (
@@ -316,7 +319,7 @@ export class EventsStore {
           WHERE nw.enabled AND h.seq NOT IN (SELECT seq FROM due)
        ) AS next_due
        FROM (VALUES (1)) AS one LEFT JOIN claimed ON true`,
-      [now, limit, leaseMs],
+      [now, limit, leaseMs, [...busyWorkspaces]],
     );
     const nextDue = rows[0]?.next_due;
     return {

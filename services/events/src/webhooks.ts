@@ -1,5 +1,5 @@
 import type { eventsv1 } from '@agenthub/proto';
-import { checkTargetUrl, HubError, newId, Reason, type CallContext } from '@agenthub/runtime';
+import { checkTargetUrl, HubError, newId, type CallContext } from '@agenthub/runtime';
 import { callerOf, requireAdmin } from './access.js';
 import type { EventsEnv } from './env.js';
 import { newSigningSecret } from './signing.js';
@@ -68,7 +68,9 @@ export async function createWebhook(env: EventsEnv, ctx: CallContext, request: e
     max,
   });
   if (!webhook) {
-    throw new HubError(Reason.LIMIT_EXCEEDED, `${workspaceId ? 'A workspace' : 'An agent'} holds at most ${max} webhooks${workspaceId ? '' : ' for all its workspaces'}; delete one first`, { field: 'workspace_id' });
+    throw workspaceId
+      ? HubError.quotaExceeded('webhooks_per_workspace', `Quota exceeded: a workspace holds at most ${max} webhooks; delete one first`)
+      : HubError.quotaExceeded('webhooks_per_agent', `Quota exceeded: an agent holds at most ${max} agent-wide webhooks; delete one first`);
   }
   ctx.log.info({ workspace_id: workspaceId, webhook_id: webhook.id }, 'webhook created');
   return { webhook: webhookInfo(webhook), secret };

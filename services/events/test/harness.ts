@@ -129,7 +129,14 @@ const log = createLogger({
 /** Identity, workspace and events services on one provisioned backend; the events worker is driven by hand. */
 export async function startStack(
   backend: Backend,
-  options: { allowPrivate?: boolean; resolve?: Resolver; limits?: Partial<EventsLimits>; timeoutMs?: number } = {},
+  options: {
+    allowPrivate?: boolean;
+    resolve?: Resolver;
+    limits?: Partial<EventsLimits>;
+    timeoutMs?: number;
+    /** The delivery loop's settings; without them it does not run (`deliverDue` drives it). */
+    worker?: { concurrency: number; maxSlotsPerWorkspace: number; pollMs: number };
+  } = {},
 ): Promise<Stack> {
   const backends = await TestStackBackends.open(backend, log);
   const identityService = backends.started(await startIdentity(await backends.deps('identity')));
@@ -147,7 +154,7 @@ export async function startStack(
     limits: options.limits,
     resolve: options.resolve,
     clock: () => clock.now,
-    worker: { enabled: false },
+    worker: options.worker ? { ...options.worker, enabled: true } : { enabled: false },
   });
   const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });
   const workspace = createClient(workspacev1.WorkspaceService, workspaceService.address, { defaultTimeoutMs: 5000, internalKey: backends.internalKey });

@@ -134,9 +134,9 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhooks (%s)', (_na
     const made = [];
     for (let i = 0; i < MAX_WEBHOOKS; i += 1) made.push(await create(owner, workspaceId));
     expect(await failure(create(owner, workspaceId))).toEqual({
-      reason: Reason.LIMIT_EXCEEDED,
-      message: `A workspace holds at most ${MAX_WEBHOOKS} webhooks; delete one first`,
-      field: 'workspace_id',
+      reason: Reason.QUOTA_EXCEEDED,
+      message: `Quota exceeded: a workspace holds at most ${MAX_WEBHOOKS} webhooks; delete one first`,
+      field: 'webhooks_per_workspace',
     });
     await stack.events.deleteWebhook({ workspaceId, webhookId: made[0]!.webhook!.id }, owner.as);
     await create(owner, workspaceId);

@@ -101,6 +101,12 @@ export function adminMethods(clients: Clients): Map<string, Route> {
       request: (p) => ({ workspaceId: p.workspace_id }),
       result: (r) => ({ workspace_id: r.workspaceId, generation: r.generation, resealed: r.resealed }),
     })],
+    // A tenant's use of its quotas (`agenthub tenants usage`).
+    ['tenants.usage', route(clients, workspacev1.WorkspaceService, 'getTenantUsage', {
+      params: z.object({ tenant_id: z.string().min(1).max(63) }),
+      request: (p) => ({ tenantId: p.tenant_id }),
+      result: (r) => ({ usage: r.usage.map((u) => ({ quota: u.quota, scope: u.scope, used: Number(u.used), limit: Number(u.limit) })) }),
+    })],
     // Memories: move a workspace to the configured embedding model. Each call works until its
     // deadline nears and reports what remains; `agenthub memories reembed` calls until none does.
     ['memories.reembed', route(clients, workspacev1.WorkspaceService, 'reembedWorkspace', {

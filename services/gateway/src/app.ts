@@ -6,6 +6,7 @@ import { protocolError, RpcCode, toRpcError } from './errors.js';
 import type { JsonRpcHandler, RpcContext, RpcId } from './jsonrpc.js';
 import { writeSse } from './sse.js';
 import { cardResponse, hubCard } from './a2a/index.js';
+import type { Limits } from './limits/index.js';
 import type { OriginOf } from './origin.js';
 import type { McpEndpoint } from './mcp/index.js';
 
@@ -31,6 +32,8 @@ export interface GatewayAppOptions {
   /** Whether `/metrics` is served here; false when it has a port of its own (split mode). */
   publicMetrics: boolean;
   log: Logger;
+  /** Rate limits and caps; absent, nothing is limited. */
+  limits?: Limits;
   /** Level of the one line logged per request: `info` in development, `debug` (the default) else. */
   requestLogLevel?: 'info' | 'debug';
   /** The MCP endpoint (`/mcp`), when served. */
@@ -83,6 +86,7 @@ export function createApp(options: GatewayAppOptions): Koa {
 
   app.use(async (ctx) => {
     if (ctx.path === '/mcp' && options.mcp) {
+      if (options.limits && ctx.method === 'POST' && !(await admitMcp(ctx, options.limits, options.authenticator))) return;
       // The MCP SDK's transport owns the response; Koa must not touch it.
       ctx.respond = false;
       await options.mcp(ctx.req, ctx.res);
@@ -114,6 +118,7 @@ export function createApp(options: GatewayAppOptions): Koa {
     }
     const cardPath = AGENT_CARD_PATH.exec(ctx.path);
     if ((cardPath || ctx.path === HUB_CARD_PATH) && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      if (options.limits && !(options.limits.preAuth(ctx) && (await options.limits.card(ctx)))) return;
       const origin = options.origin({
         remoteAddress: ctx.req.socket.remoteAddress,
         encrypted: 'encrypted' in ctx.req.socket && ctx.req.socket.encrypted === true,
@@ -145,6 +150,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       return;
     }
 
+    if (options.limits && !options.limits.preAuth(ctx)) return;
     let raw: Buffer;
     try {
       raw = await readBody(ctx.req, options.maxBodyBytes);
@@ -168,6 +174,7 @@ export function createApp(options: GatewayAppOptions): Koa {
     let principal: Principal;
     if (ctx.path === '/admin') {
       if (!isOperator(authorization, options.adminToken)) {
+        if (options.limits && (await options.limits.authFailed(ctx, body))) return;
         unauthorized(ctx, idOf(body), 'Operator token required');
         return;
       }
@@ -178,6 +185,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       } catch (err) {
         const hubError = HubError.from(err);
         if (hubError.reason === Reason.UNAUTHENTICATED) {
+          if (options.limits && (await options.limits.authFailed(ctx, body))) return;
           unauthorized(ctx, idOf(body), 'Missing or invalid API key');
         } else {
           ctx.body = { jsonrpc: '2.0', id: idOf(body), error: toRpcError(hubError) };
@@ -186,6 +194,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       }
     }
 
+    if (options.limits && !(await options.limits.admit(ctx, principal, authorization, body, Boolean(strictPath)))) return;
     const handler = ctx.path === '/admin' ? options.adminRpc : strictPath ? options.a2aRpc : options.agentRpc;
     if (!parsed) {
       ctx.body = handler.parseError();
@@ -226,9 +235,28 @@ export function createApp(options: GatewayAppOptions): Koa {
       ctx.status = 204;
       return;
     }
+    if (!Array.isArray(response) && response.error?.code === RpcCode.RATE_LIMITED) ctx.status = 429;
     ctx.body = response;
   });
   return app;
+}
+
+/**
+ * The limits of `POST /a2a` for `POST /mcp`, whose every message is one agent call: the address
+ * before any lookup, failed authentications, the key's and tenant's buckets. The endpoint itself
+ * still answers a bad key (401); only a refusal is answered here.
+ */
+async function admitMcp(ctx: Koa.Context, limits: Limits, authenticator: Authenticator): Promise<boolean> {
+  if (!limits.preAuth(ctx)) return false;
+  const authorization = ctx.get('Authorization') || undefined;
+  let principal: Principal;
+  try {
+    principal = await authenticator.agent(authorization);
+  } catch (err) {
+    if (HubError.from(err).reason === Reason.UNAUTHENTICATED) return !(await limits.authFailed(ctx, undefined));
+    return true;
+  }
+  return limits.admit(ctx, principal, authorization, undefined, false);
 }
 
 function unauthorized(ctx: Koa.Context, id: RpcId, message: string): void {

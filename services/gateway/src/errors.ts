@@ -17,6 +17,8 @@ export const RpcCode = {
   PERMISSION_REQUIRED: -32102,
   INVALID_OPERATION: -32103,
   GRANT_REQUIRED: -32104,
+  /** A rate limit, a concurrency cap or a quota (HTTP 429 where the whole request is refused). */
+  RATE_LIMITED: -32029,
 } as const;
 
 export interface RpcError {
@@ -46,11 +48,14 @@ const codeOf: Record<Reason, number> = {
   [Reason.UNAVAILABLE]: RpcCode.INTERNAL_ERROR,
   [Reason.DEADLINE_EXCEEDED]: RpcCode.INTERNAL_ERROR,
   [Reason.INTERNAL]: RpcCode.INTERNAL_ERROR,
+  [Reason.RATE_LIMITED]: RpcCode.RATE_LIMITED,
+  [Reason.QUOTA_EXCEEDED]: RpcCode.RATE_LIMITED,
 };
 
 export function toRpcError(err: HubError): RpcError {
   const data: Record<string, unknown> = { reason: Reason[err.reason]?.toLowerCase() ?? 'internal' };
   if (err.field) data.field = err.field;
+  if (err.retryAfterMs !== undefined) data.retry_after_ms = err.retryAfterMs;
   const message = err.reason === Reason.INTERNAL || err.reason === Reason.UNSPECIFIED ? 'Internal error' : err.message;
   return { code: codeOf[err.reason] ?? RpcCode.INTERNAL_ERROR, message, data };
 }

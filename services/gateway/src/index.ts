@@ -10,7 +10,8 @@ import { Authenticator } from './auth.js';
 import { serveMetrics } from './metrics-server.js';
 import { AuthMemory } from './auth-memory.js';
 import { protocolError, RpcCode } from './errors.js';
-import { JsonRpcHandler, type RpcContext } from './jsonrpc.js';
+import { JsonRpcHandler, type RpcContext, type RpcMethod } from './jsonrpc.js';
+import { Limits, type LimitsConfig } from './limits/index.js';
 import { mcpEndpoint } from './mcp/index.js';
 import { agentMethods } from './methods/index.js';
 import { originOf } from './origin.js';
@@ -34,6 +35,8 @@ export { JsonRpcHandler, type RpcContext, type RpcResponse } from './jsonrpc.js'
 export { RpcCode, toRpcError } from './errors.js';
 /** A route: params check, upstream call, result view. */
 export type { Route, Clients } from './route.js';
+/** Rate limits and waiting-call caps from configuration (HUB_RATE_*, HUB_MAX_WAITING_PER_AGENT). */
+export { limitsConfig, type LimitsConfig } from './limits/index.js';
 /** The services the gateway forwards to, by name, and their addresses. */
 export { UPSTREAMS, type UpstreamName, type UpstreamAddresses } from './upstreams.js';
 
@@ -69,6 +72,8 @@ export interface GatewayDeps {
   metricsListen?: { host: string; port: number };
   /** In-process calls to the services (HUB_TRANSPORT=inproc in the all-in-one mode). */
   local?: LocalTransport;
+  /** Rate limits and caps (`limitsConfig`); absent, nothing is limited. */
+  limits?: LimitsConfig;
   /** Level of the line logged per request (`info` in development, see requestLogLevel). */
   requestLogLevel?: 'info' | 'debug';
 }
@@ -111,6 +116,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
+  const limits = deps.limits ? new Limits({ kv: deps.kv, identity, config: deps.limits, metrics: deps.metrics, log: deps.log }) : undefined;
   // Keys in this process's memory too, revoked through Kv pub/sub (auth-memory.ts).
   const authMemory = deps.authCacheMs > 0 ? new AuthMemory(deps.kv, deps.authCacheMs) : undefined;
   // Without the subscription the memory is never trusted and the Kv answers, as before.
@@ -121,7 +127,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const authenticator = new Authenticator(identity, deps.kv, deps.authCacheMs, authMemory);
   const app = createApp({
     agentRpc,
-    adminRpc: new JsonRpcHandler({ ...common, methods: adminMethods(clients) }),
+    adminRpc: new JsonRpcHandler({ ...common, methods: new Map<string, RpcMethod>([...adminMethods(clients), ...(limits?.adminMethods() ?? [])]) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
       methods: a2aMethods(clients),
@@ -142,6 +148,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     metrics: deps.metrics,
     publicMetrics: !deps.metricsListen,
     log: deps.log,
+    limits,
     requestLogLevel: deps.requestLogLevel,
   });
 

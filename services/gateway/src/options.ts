@@ -1,8 +1,9 @@
 import type { HubConfig } from '@agenthub/runtime';
 import { requestLogLevel, type GatewayDeps } from './index.js';
+import { limitsConfig } from './limits/index.js';
 
 /**
- * The gateway's settings from configuration (HUB_*): the one mapping, used by its `main.ts` and
+ * The gateway's settings from configuration (HUB_*, rate limits included): the one mapping, used by its `main.ts` and
  * by the all-in-one hub, which add what differs by how they run it (upstreams, keys, Kv, TLS).
  *
  * Intentional differences, decided here: the all-in-one hub (`oneProcess`) caches API keys
@@ -13,7 +14,7 @@ import { requestLogLevel, type GatewayDeps } from './index.js';
 export function gatewayOptions(
   config: HubConfig,
   mode: { oneProcess: boolean },
-): Pick<GatewayDeps, 'host' | 'port' | 'maxBodyBytes' | 'maxBatch' | 'maxJsonDepth' | 'publicUrl' | 'trustedProxies' | 'authCacheMs' | 'grpcTimeoutMs' | 'metricsListen' | 'requestLogLevel'> {
+): Pick<GatewayDeps, 'host' | 'port' | 'maxBodyBytes' | 'maxBatch' | 'maxJsonDepth' | 'publicUrl' | 'trustedProxies' | 'authCacheMs' | 'grpcTimeoutMs' | 'metricsListen' | 'requestLogLevel' | 'limits'> {
   return {
     host: config.HUB_HOST,
     port: config.HUB_PORT,
@@ -26,5 +27,6 @@ export function gatewayOptions(
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
     ...(mode.oneProcess ? {} : { metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT } }),
     requestLogLevel: requestLogLevel(config.NODE_ENV),
+    limits: limitsConfig(config),
   };
 }

@@ -56,6 +56,38 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
     const result = await admin.call<{ tenants: { id: string; name: string }[] }>('tenants.list');
     print(result, result.tenants.map((t) => `${t.id}\t${t.name}`).join('\n'));
   },
+  'tenants usage': async ({ admin, arg, print }) => {
+    const result = await admin.call<{ usage: { quota: string; scope: string; used: number; limit: number }[] }>('tenants.usage', { tenant_id: need(arg, 'tenant id') });
+    print(result, result.usage.map((u) => `${u.quota}${u.scope ? ` ${u.scope}` : ''}\t${u.used} / ${u.limit}`).join('\n'));
+  },
+  'tenants limits': async ({ admin, values, arg, print }) => {
+    type Rate = { per_sec: number; burst: number };
+    type Limits = { key: Rate; tenant: Rate; max_waiting_per_agent: number };
+    type View = { tenant_id: string; limits: Limits; overrides: Partial<Limits> };
+    const tenantId = need(arg, 'tenant id');
+    const changes = {
+      ...(values.key !== undefined ? { key: rateFlag(values.key, '--key') } : {}),
+      ...(values['tenant-rate'] !== undefined ? { tenant: rateFlag(values['tenant-rate'], '--tenant-rate') } : {}),
+      ...(values['max-waiting'] !== undefined ? { max_waiting_per_agent: Number(values['max-waiting']) } : {}),
+    };
+    let result: View;
+    if (values.reset) result = await admin.call<View>('tenants.set_limits', { tenant_id: tenantId, limits: changes });
+    else if (Object.keys(changes).length) {
+      const current = await admin.call<View>('tenants.get_limits', { tenant_id: tenantId });
+      result = await admin.call<View>('tenants.set_limits', { tenant_id: tenantId, limits: { ...current.overrides, ...changes } });
+    } else result = await admin.call<View>('tenants.get_limits', { tenant_id: tenantId });
+    const l = result.limits;
+    const mark = (name: keyof Limits) => (name in result.overrides ? ' (override)' : '');
+    print(
+      result,
+      [
+        `Tenant ${result.tenant_id}`,
+        `per key:     ${l.key.per_sec}/s, burst ${l.key.burst}${mark('key')}`,
+        `per tenant:  ${l.tenant.per_sec}/s, burst ${l.tenant.burst}${mark('tenant')}`,
+        `waiting calls per agent: ${l.max_waiting_per_agent}${mark('max_waiting_per_agent')}`,
+      ].join('\n'),
+    );
+  },
   'agents create': async ({ admin, values }) => {
     const result = await admin.call<{
       agent: { id: string; tenant_id: string; name: string };
@@ -192,6 +224,10 @@ async function run(argv: string[]): Promise<void> {
       agent: { type: 'string' },
       workspace: { type: 'string' },
       model: { type: 'string' },
+      key: { type: 'string' },
+      'tenant-rate': { type: 'string' },
+      'max-waiting': { type: 'string' },
+      reset: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -229,6 +265,13 @@ function skillFlag(value: string): { id: string; name: string; description: stri
   const [id = '', name = '', ...rest] = value.split(':');
   if (!id || !name) throw new UsageError(`--skill ${value}: expected <id>:<name>[:<description>]`);
   return { id, name, description: rest.join(':') };
+}
+
+/** `<per-sec>/<burst>`, e.g. `50/100`; the hub checks the numbers. */
+function rateFlag(value: Flags[string], flag: string): { per_sec: number; burst: number } {
+  const match = typeof value === 'string' ? /^([0-9.]+)\/([0-9]+)$/.exec(value.trim()) : null;
+  if (!match) throw new UsageError(`${flag} ${String(value)}: expected <per-sec>/<burst>, e.g. 50/100`);
+  return { per_sec: Number(match[1]), burst: Number(match[2]) };
 }
 
 function need(value: Flags[string], what: string): string {

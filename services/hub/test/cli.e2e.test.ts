@@ -121,6 +121,27 @@ describe('agenthub command', () => {
       expect(JSON.parse(json.stdout).tenants).toEqual([expect.objectContaining({ id: 'acme', name: 'acme' })]);
     }, COMMAND_TIMEOUT_MS);
 
+    it('tenants limits overrides some of a tenant’s rate limits and resets them', async () => {
+      const set = await agenthub(['tenants', 'limits', 'acme', '--key', '50/100', '--max-waiting', '7'], env);
+      expect(set.code).toBe(0);
+      expect(set.stdout).toContain('per key:     50/s, burst 100 (override)');
+      expect(set.stdout).toContain('waiting calls per agent: 7 (override)');
+      const shown = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--tenant-rate', '500/900', '--json'], env)).stdout);
+      expect(shown.overrides).toEqual({ key: { per_sec: 50, burst: 100 }, tenant: { per_sec: 500, burst: 900 }, max_waiting_per_agent: 7 });
+      const bad = await agenthub(['tenants', 'limits', 'acme', '--key', 'fast'], env);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toBe('agenthub: --key fast: expected <per-sec>/<burst>, e.g. 50/100. See agenthub tenants limits --help.\n');
+      const help = await agenthub(['tenants', 'limits', '--help'], { HUB_PORT: '1' });
+      expect(help).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout).toMatch(/^agenthub tenants limits <tenant-id> \[--key <per-sec>\/<burst>\]/);
+      expect(help.stdout).toContain('--reset first drops every override');
+      const reset = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--reset', '--json'], env)).stdout);
+      expect(reset.overrides).toEqual({});
+      const usage = await agenthub(['tenants', 'usage', 'acme'], env);
+      expect(usage.code).toBe(0);
+      expect(usage.stdout.split('\n')).toContain('workspaces_per_tenant\t1 / 1000');
+    }, COMMAND_TIMEOUT_MS);
+
     it('agents list and agents get show the agent', async () => {
       const [list, get] = await Promise.all([agenthub(['agents', 'list', '--tenant', 'acme'], env), agenthub(['agents', 'get', alice.agent_id], env)]);
       expect(list.code).toBe(0);

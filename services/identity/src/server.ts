@@ -4,7 +4,7 @@ import { createAgent, getAgent, listAgents, pushCredential, rotatePushSecret } f
 import { approveGrant, checkGrant, listGrants, requestGrant, revokeGrant } from './grants.js';
 import { authenticate, createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 import { IdentityStore } from './store.js';
-import { createTenant, listTenants } from './tenants.js';
+import { createTenant, getTenantLimits, listTenants, setTenantLimits } from './tenants.js';
 import * as valid from './validate.js';
 
 /** One handler per IdentityService RPC; a missing one fails compilation. */
@@ -38,6 +38,18 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPo
     async listTenants(_req, ctx) {
       requireOperator(ctx);
       return { tenants: await listTenants(store) };
+    },
+
+    async getTenantLimits(req, ctx) {
+      const tenantId = valid.tenantId(req.tenantId);
+      const own = ctx.principal?.kind === 'agent' && ctx.principal.tenantId === tenantId;
+      if (!own) requireOperator(ctx);
+      return { limits: await getTenantLimits(store, tenantId) };
+    },
+
+    async setTenantLimits(req, ctx) {
+      requireOperator(ctx);
+      return { limits: await setTenantLimits(store, valid.tenantId(req.tenantId), req.limits) };
     },
 
     async createAgent(req, ctx) {

@@ -71,6 +71,13 @@ const statusOfText: Record<string, GrantStatus> = {
   revoked: GrantStatus.REVOKED,
 };
 
+/** A tenant's limit overrides as the `limits` column holds them. */
+export interface StoredLimits {
+  key?: { per_sec: number; burst: number };
+  tenant?: { per_sec: number; burst: number };
+  max_waiting_per_agent?: number;
+}
+
 interface TenantRow {
   id: string;
   name: string;
@@ -167,6 +174,19 @@ export class IdentityStore {
   async tenant(id: string): Promise<TenantRecord | undefined> {
     const { rows } = await this.q.query<TenantRow>('SELECT id, name, created_at FROM tenants WHERE id = $1', [id]);
     return rows[0] && tenantOf(rows[0]);
+  }
+
+  /** The stored overrides (JSON), or undefined when there is no such tenant. */
+  async tenantLimits(id: string): Promise<StoredLimits | undefined> {
+    const { rows } = await this.q.query<{ limits: StoredLimits | string }>('SELECT limits FROM tenants WHERE id = $1', [id]);
+    const raw = rows[0]?.limits;
+    return raw === undefined ? undefined : typeof raw === 'string' ? (JSON.parse(raw) as StoredLimits) : raw;
+  }
+
+  /** False when there is no such tenant. */
+  async setTenantLimits(id: string, limits: StoredLimits): Promise<boolean> {
+    const { rows } = await this.q.query<{ id: string }>('UPDATE tenants SET limits = $2::jsonb WHERE id = $1 RETURNING id', [id, JSON.stringify(limits)]);
+    return rows.length > 0;
   }
 
   async tenants(): Promise<TenantRecord[]> {

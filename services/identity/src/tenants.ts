@@ -1,4 +1,7 @@
-import type { IdentityStore, TenantRecord } from './store.js';
+import { create } from '@bufbuild/protobuf';
+import { identityv1 } from '@agenthub/proto';
+import { HubError } from '@agenthub/runtime';
+import type { IdentityStore, StoredLimits, TenantRecord } from './store.js';
 
 /** Creates the tenant, or returns the existing one unchanged (`created` false). */
 export async function createTenant(store: IdentityStore, id: string, name: string): Promise<{ tenant: TenantRecord; created: boolean }> {
@@ -12,4 +15,39 @@ export async function createTenant(store: IdentityStore, id: string, name: strin
 
 export function listTenants(store: IdentityStore): Promise<TenantRecord[]> {
   return store.tenants();
+}
+
+/** Most tokens a second and largest burst an override may set. */
+const MAX_PER_SEC = 1_000_000;
+const MAX_BURST = 10_000_000;
+
+function rateIn(rate: identityv1.RateLimit | undefined, field: string): { per_sec: number; burst: number } | undefined {
+  if (!rate) return undefined;
+  if (!Number.isFinite(rate.perSec) || rate.perSec < 0 || rate.perSec > MAX_PER_SEC) {
+    throw HubError.invalidParams(`${field}.per_sec`, `must be between 0 and ${MAX_PER_SEC}`);
+  }
+  if (rate.burst < 1 || rate.burst > MAX_BURST) throw HubError.invalidParams(`${field}.burst`, `must be between 1 and ${MAX_BURST}`);
+  return { per_sec: rate.perSec, burst: rate.burst };
+}
+
+function limitsOut(stored: StoredLimits): identityv1.TenantLimits {
+  const rate = (r: { per_sec: number; burst: number } | undefined) => (r ? create(identityv1.RateLimitSchema, { perSec: r.per_sec, burst: r.burst }) : undefined);
+  return create(identityv1.TenantLimitsSchema, { key: rate(stored.key), tenant: rate(stored.tenant), maxWaitingPerAgent: stored.max_waiting_per_agent });
+}
+
+export async function getTenantLimits(store: IdentityStore, tenantId: string): Promise<identityv1.TenantLimits> {
+  const stored = await store.tenantLimits(tenantId);
+  if (!stored) throw HubError.notFound('Tenant not found');
+  return limitsOut(stored);
+}
+
+export async function setTenantLimits(store: IdentityStore, tenantId: string, limits: identityv1.TenantLimits | undefined): Promise<identityv1.TenantLimits> {
+  const stored: StoredLimits = {};
+  const key = rateIn(limits?.key, 'limits.key');
+  const tenant = rateIn(limits?.tenant, 'limits.tenant');
+  if (key) stored.key = key;
+  if (tenant) stored.tenant = tenant;
+  if (limits?.maxWaitingPerAgent !== undefined) stored.max_waiting_per_agent = limits.maxWaitingPerAgent;
+  if (!(await store.setTenantLimits(tenantId, stored))) throw HubError.notFound('Tenant not found');
+  return limitsOut(stored);
 }

@@ -50,6 +50,27 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity tenants and
     });
   });
 
+  describe('GetTenantLimits and SetTenantLimits', () => {
+    it('stores the operator’s overrides, readable by the tenant’s agents only', async () => {
+      const tenantId = unique('lim');
+      await h.client.createTenant({ tenantId }, operator);
+      const empty = await h.client.getTenantLimits({ tenantId }, operator);
+      expect([empty.limits?.key, empty.limits?.tenant, empty.limits?.maxWaitingPerAgent]).toEqual([undefined, undefined, undefined]);
+      const set = await h.client.setTenantLimits({ tenantId, limits: { key: { perSec: 2.5, burst: 10 }, maxWaitingPerAgent: 0 } }, operator);
+      expect(set.limits).toMatchObject({ key: { perSec: 2.5, burst: 10 }, maxWaitingPerAgent: 0 });
+      expect(set.limits?.tenant).toBeUndefined();
+      const own = asAgent({ id: 'agent-x', tenantId });
+      expect((await h.client.getTenantLimits({ tenantId }, own)).limits).toEqual(set.limits);
+      expect(await failure(h.client.getTenantLimits({ tenantId }, asAgent({ id: 'agent-y', tenantId: unique('other') })))).toMatchObject({ reason: Reason.ACCESS_DENIED });
+      expect(await failure(h.client.setTenantLimits({ tenantId, limits: {} }, own))).toMatchObject({ reason: Reason.ACCESS_DENIED });
+      expect(await failure(h.client.setTenantLimits({ tenantId, limits: { tenant: { perSec: 1, burst: 0 } } }, operator))).toMatchObject({
+        reason: Reason.INVALID_PARAMS,
+        field: 'limits.tenant.burst',
+      });
+      expect(await failure(h.client.getTenantLimits({ tenantId: unique('none') }, operator))).toMatchObject({ reason: Reason.NOT_FOUND });
+    });
+  });
+
   describe('CreateAgent', () => {
     it('registers an agent with every field and issues its first key', async () => {
       const tenantId = unique('t');

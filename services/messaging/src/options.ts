@@ -7,7 +7,14 @@ import type { MessagingDeps } from './index.js';
  */
 export function messagingOptions(config: HubConfig): Pick<MessagingDeps, 'limits' | 'sweepIntervalMs' | 'push' | 'egress'> {
   return {
-    limits: { blockingMs: config.MESSAGING_BLOCKING_MS, onlineMs: config.MESSAGING_ONLINE_MS, claimMs: config.MESSAGING_CLAIM_MS, maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES, idempotencyWindowMs: config.MESSAGING_IDEMPOTENCY_WINDOW_MS },
+    limits: {
+      blockingMs: config.MESSAGING_BLOCKING_MS,
+      onlineMs: config.MESSAGING_ONLINE_MS,
+      claimMs: config.MESSAGING_CLAIM_MS,
+      maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES,
+      idempotencyWindowMs: config.MESSAGING_IDEMPOTENCY_WINDOW_MS,
+      maxTasksInFlightPerSender: config.HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER,
+    },
     sweepIntervalMs: config.MESSAGING_SWEEP_MS,
     push: {
       maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS,

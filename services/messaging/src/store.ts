@@ -1,6 +1,6 @@
 import { appendEvent, currentTraceparent, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
-import { TaskInsertBatcher } from './send-batch.js';
+import { insertTasks, TaskInsertBatcher } from './send-batch.js';
 import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
@@ -171,15 +171,33 @@ export class MessagingStore {
    * Inserts a task (its `messages` and `artifacts` become its first items) with its first event
    * and, unless undefined, its delivery; `check` may refuse it before anything is written.
    * The rows go in one statement, grouped with concurrent sends (send-batch.ts): one round trip
-   * and at most one commit per send, on the send's hot path. Returns the task with its counts and bytes.
+   * and at most one commit per send, on the send's hot path. Returns the task with its counts and
+   * bytes, or undefined, and nothing written, when its sender already has `maxInFlight` tasks
+   * submitted or working.
    */
-  async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck): Promise<TaskRecord> {
+  async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
     const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
     const growth = growthOf(items);
     check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
-    await this.newTasks.insert({ task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null });
-    return created;
+    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null };
+    if (!Number.isFinite(maxInFlight)) {
+      await this.newTasks.insert(rows);
+      return created;
+    }
+    // The quota needs the count and the insert under one lock per sender, so these sends leave
+    // the grouped statement for a transaction of their own.
+    return this.db.transaction(async (tx) => {
+      // Serialises one sender's creations so two concurrent sends cannot both pass the count.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tasks:${task.senderAgentId}`]);
+      const { rows: counted } = await tx.query<{ count: number }>(
+        `SELECT count(*)::int AS count FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working')`,
+        [task.senderAgentId],
+      );
+      if ((counted[0]?.count ?? 0) >= maxInFlight) return undefined;
+      await insertTasks(tx, [rows]);
+      return created;
+    });
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {

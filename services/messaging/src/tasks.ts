@@ -16,6 +16,8 @@ type TaskState = messagingv1.TaskState;
 export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant'>;
 
 export interface MessagingLimits {
+  /** Quota: tasks one agent has sent that are still submitted or working (HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER). */
+  maxTasksInFlightPerSender: number;
   /** Longest SendMessage blocking wait (the interface's 60 s). */
   blockingMs: number;
   /** A connected agent counts as online this long after its last inbox poll. */
@@ -50,6 +52,7 @@ export const DEFAULT_LIMITS: MessagingLimits = {
   defaultTtlSeconds: 30 * 24 * 3600,
   maxParts: 100,
   maxTaskItems: 1000,
+  maxTasksInFlightPerSender: 1000,
   maxTaskBytes: 4 * 1024 * 1024,
   idempotencyWindowMs: 24 * 3600_000,
 };
@@ -298,12 +301,19 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
+    const max = env.limits.maxTasksInFlightPerSender;
+    let created: TaskRecord | undefined;
     try {
-      task = await env.store.createTask(task, delivery, taskGrowthCheck(env.limits));
+      created = await env.store.createTask(task, delivery, taskGrowthCheck(env.limits), max);
     } catch (err) {
       void listening?.then((l) => l.close(), () => undefined);
       throw err;
     }
+    if (!created) {
+      void listening?.then((l) => l.close(), () => undefined);
+      throw HubError.quotaExceeded('tasks_in_flight_per_sender', `Quota exceeded: an agent may have at most ${max} tasks submitted or working; wait for some to finish`);
+    }
+    task = created;
   }
   // Not awaited: the delivery is committed, and a recipient that misses the wake claims it on its
   // next poll; the sender need not wait for the publish (coalesced per recipient, wake.ts).

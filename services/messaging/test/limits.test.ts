@@ -11,9 +11,26 @@ const text = (t: string) => ({ content: { case: 'text' as const, value: { text: 
 describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s)', (_name, backend) => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack(backend, { limits: { maxTaskItems: 3 } });
+    stack = await startStack(backend, { limits: { maxTaskItems: 3, maxTasksInFlightPerSender: 2 } });
   });
   afterAll(() => stack?.stop());
+
+  it('refuses a sender past its quota of tasks in flight, until one finishes', async () => {
+    const sender = await stack.agent('acme', 'busy-sender');
+    const other = await stack.agent('acme', 'other-sender');
+    const recipient = await stack.agent('acme', 'busy-recipient');
+    const [messaging] = stack.replicas;
+    const send = (who: typeof sender) => messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('q')] } }, who.as);
+    const first = (await send(sender)).task!;
+    await send(sender);
+    const refused = await failure(send(sender));
+    expect(refused).toMatchObject({ reason: Reason.QUOTA_EXCEEDED, field: 'tasks_in_flight_per_sender' });
+    expect(refused.message).toContain('at most 2 tasks');
+    // Another sender has its own quota.
+    await send(other);
+    await messaging!.updateTask({ taskId: first.id, state: TaskState.COMPLETED }, recipient.as);
+    await send(sender);
+  });
 
   it('refuses the message or artifacts that would pass maxTaskItems, leaving the task unchanged', async () => {
     const sender = await stack.agent('acme', 'sender');

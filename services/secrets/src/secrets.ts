@@ -71,9 +71,7 @@ export async function setSecret(env: SecretsEnv, ctx: CallContext, caller: Calle
     });
     if (stored.status === 'stored') return { secret: secretInfo(stored.secret), created: stored.created };
     if (stored.status === 'limited') {
-      throw new HubError(Reason.LIMIT_EXCEEDED, `A workspace holds at most ${env.limits.maxSecretsPerWorkspace} secrets; delete one first`, {
-        field: 'key',
-      });
+      throw HubError.quotaExceeded('secrets_per_workspace', `Quota exceeded: a workspace holds at most ${env.limits.maxSecretsPerWorkspace} secrets; delete one first`);
     }
     // Keys are destroyed only with their workspace: it was deleted after the access check.
     if (stored.status === 'gone') throw HubError.notFound();

@@ -198,9 +198,9 @@ describe.each(backends().map((b) => [b.name, b] as const))('secrets (%s)', (_nam
     const workspaceId = await staffed();
     for (let i = 0; i < MAX_SECRETS; i += 1) await set(writer, workspaceId, `k${i}`, secretValue());
     expect(await failure(set(writer, workspaceId, 'one-too-many', 'x'))).toEqual({
-      reason: Reason.LIMIT_EXCEEDED,
-      message: `A workspace holds at most ${MAX_SECRETS} secrets; delete one first`,
-      field: 'key',
+      reason: Reason.QUOTA_EXCEEDED,
+      message: `Quota exceeded: a workspace holds at most ${MAX_SECRETS} secrets; delete one first`,
+      field: 'secrets_per_workspace',
     });
     await set(writer, workspaceId, 'k0', secretValue());
     expect((await stack.secrets.listSecrets({ workspaceId }, reader.as)).secrets).toHaveLength(MAX_SECRETS);
@@ -336,4 +336,4 @@ describe.each(backends().map((b) => [b.name, b] as const))('secrets (%s)', (_nam
   });
 });
 
-checkLogsForLeaks(['"msg":"rpc refused"', '"reason":"INVALID_PARAMS"', '"reason":"LIMIT_EXCEEDED"']);
+checkLogsForLeaks(['"msg":"rpc refused"', '"reason":"INVALID_PARAMS"', '"reason":"QUOTA_EXCEEDED"']);

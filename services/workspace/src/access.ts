@@ -1,5 +1,6 @@
 import { identityv1, workspacev1 } from '@agenthub/proto';
 import { HubError, type CallContext, type Caller, type Client } from '@agenthub/runtime';
+import type { WorkspaceQuotas } from './quotas.js';
 import type { MemberRecord, WorkspaceRecord, WorkspaceStore } from './store.js';
 
 export { callerOf, type Caller } from '@agenthub/runtime';
@@ -14,6 +15,7 @@ export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.metho
 export interface WorkspaceEnv {
   store: WorkspaceStore;
   identity: IdentityClient;
+  quotas: WorkspaceQuotas;
 }
 
 /** The agent a call acts for. */

@@ -63,6 +63,11 @@ export interface UseLiteOptions {
   /** Worker threads, each with its own copy of the model (about 150 MB). */
   threads: number;
   maxBatch?: number;
+  /**
+   * Most texts waiting for a worker (EMBEDDINGS_MAX_QUEUE, default 1000): past it a call is
+   * refused at once with RATE_LIMITED (retryable) instead of waiting behind everyone else's.
+   */
+  maxQueue?: number;
   log?: Logger;
 }
 
@@ -78,6 +83,7 @@ export class UseLiteEmbedder implements Embedder {
   readonly stats = { batches: 0, texts: 0 };
   private readonly threads: number;
   private readonly maxBatch: number;
+  private readonly maxQueue: number;
   private readonly queue: Item[] = [];
 
   /** Texts waiting for a free worker thread. */
@@ -92,12 +98,16 @@ export class UseLiteEmbedder implements Embedder {
   constructor(private readonly options: UseLiteOptions) {
     this.threads = Math.max(1, Math.floor(options.threads));
     this.maxBatch = Math.max(1, options.maxBatch ?? USE_LITE_MAX_BATCH);
+    this.maxQueue = Math.max(1, options.maxQueue ?? 1_000);
   }
 
   embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]> {
     if (this.closed) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The embedder is closed'));
     if (signal?.aborted) return Promise.reject(abortedError(signal));
     if (texts.length === 0) return Promise.resolve([]);
+    if (this.queue.length + texts.length > this.maxQueue) {
+      return Promise.reject(HubError.rateLimited(1_000, 'The embedder is busy: too many memories are waiting to be embedded; retry shortly'));
+    }
     const items: Item[] = [];
     const all = Promise.all(
       texts.map(

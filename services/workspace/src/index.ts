@@ -9,6 +9,7 @@ import { createEmbedder, createVectorStore, describeMemoryBackends, type MemoryC
 import { createWorkspaceHandlers } from './server.js';
 import type { VectorStore } from './vectors.js';
 import type { AfterDelete } from './workspaces.js';
+import type { WorkspaceQuotas } from './quotas.js';
 
 /** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
 export { workspaceOptions } from './options.js';
@@ -34,6 +35,7 @@ export { EmbeddedVectorStore } from './vectors-embedded.js';
 export { QdrantVectorStore } from './vectors-qdrant.js';
 /** Defaults and maximums of the memory methods, enforced for every gRPC caller (the gateway checks the same). */
 export { MEMORY_LIMITS } from './memories-params.js';
+export { workspaceQuotas, DEFAULT_WORKSPACE_QUOTAS, type WorkspaceQuotas } from './quotas.js';
 
 export interface WorkspaceDeps extends ServiceDeps {
   /** `host:port` of the identity service, asked for agents and grants on every call that needs them. */
@@ -46,6 +48,8 @@ export interface WorkspaceDeps extends ServiceDeps {
   vectors?: VectorStore;
   /** Told after a workspace's deletion commits (the secrets service destroys its data key). */
   afterDelete?: AfterDelete;
+  /** HUB_QUOTA_* (`workspaceQuotas(config)`); absent, the defaults. */
+  quotas?: WorkspaceQuotas;
 }
 
 /**
@@ -63,7 +67,7 @@ export async function startWorkspace(deps: WorkspaceDeps): Promise<RunningServic
       'workspace',
       deps,
       { schema: 'workspace', migrations: new URL('../migrations/', import.meta.url) },
-      (server) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db: deps.db, identity, embedder, vectors, afterDelete: deps.afterDelete })),
+      (server) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db: deps.db, identity, embedder, vectors, afterDelete: deps.afterDelete, quotas: deps.quotas })),
     );
     deps.log.info(describeMemoryBackends(embedder, vectors), 'memory backends');
     const stopQueueGauge = deps.metrics.gauge('agenthub_embedder_queue_depth', 'Texts waiting for an embedding worker thread of the built-in model.', ['model'], async () =>

@@ -16,6 +16,7 @@ export type MemoryConfig = Partial<
     | 'EMBEDDINGS_API_KEY'
     | 'EMBEDDINGS_TIMEOUT_MS'
     | 'EMBEDDINGS_THREADS'
+    | 'EMBEDDINGS_MAX_QUEUE'
     | 'QDRANT_URL'
     | 'QDRANT_API_KEY'
     | 'HUB_EGRESS_ALLOW_PRIVATE'
@@ -46,7 +47,11 @@ export function createEmbedder(config: MemoryConfig, log?: Logger): Embedder {
       ...(log ? { log } : {}),
     });
   }
-  return new UseLiteEmbedder({ threads: config.EMBEDDINGS_THREADS ?? defaultEmbeddingThreads(), ...(log ? { log } : {}) });
+  return new UseLiteEmbedder({
+    threads: config.EMBEDDINGS_THREADS ?? defaultEmbeddingThreads(),
+    ...(config.EMBEDDINGS_MAX_QUEUE ? { maxQueue: config.EMBEDDINGS_MAX_QUEUE } : {}),
+    ...(log ? { log } : {}),
+  });
 }
 
 /** The one place the vector store is chosen: Qdrant when QDRANT_URL is set, else the embedded exact store. */

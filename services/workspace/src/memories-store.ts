@@ -88,6 +88,19 @@ export const memorySql = {
     return new Map(rows.map((row) => [row.id, toMemory(row)]));
   },
 
+  /**
+   * How many memories the workspace holds and their content's bytes, under a lock that holds
+   * other stores into the workspace back until this transaction ends (so a quota check holds).
+   */
+  async usageLocked(q: Queryable, workspaceId: string): Promise<{ count: number; bytes: number }> {
+    await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`memories:${workspaceId}`]);
+    const { rows } = await q.query<{ count: number; bytes: string | number }>(
+      'SELECT count(*)::int AS count, coalesce(sum(octet_length(content)), 0)::bigint AS bytes FROM memories WHERE workspace_id = $1',
+      [workspaceId],
+    );
+    return { count: rows[0]?.count ?? 0, bytes: Number(rows[0]?.bytes ?? 0) };
+  },
+
   /** Inserts the memory unless the workspace holds its content already (then returns false). */
   async insert(q: Queryable, memory: MemoryRecord, contentSha256: string): Promise<boolean> {
     const { rows } = await q.query(

@@ -16,6 +16,7 @@ import type { Embedder } from './embedder.js';
 import * as params from './memories-params.js';
 import { MEMORY_LIMITS } from './memories-params.js';
 import { memorySql, type MemoryRecord } from './memories-store.js';
+import { memoriesQuotaExceeded } from './quotas.js';
 import type { MemoryType } from './memory-types.js';
 import * as validate from './validate.js';
 import { matches, type VectorFilter, type VectorStore } from './vectors.js';
@@ -161,6 +162,11 @@ export async function storeMemory(env: MemoryEnv, ctx: CallContext, caller: Call
   };
   const stored = await env.db
     .transaction(async (tx) => {
+      const usage = await memorySql.usageLocked(tx, workspaceId);
+      if (usage.count >= env.quotas.memoriesPerWorkspace) throw memoriesQuotaExceeded('memories_per_workspace', env.quotas.memoriesPerWorkspace);
+      if (usage.bytes + Buffer.byteLength(content) > env.quotas.memoryBytesPerWorkspace) {
+        throw memoriesQuotaExceeded('memory_bytes_per_workspace', env.quotas.memoryBytesPerWorkspace);
+      }
       // The foreign key holds the workspace against a concurrent delete until this commits.
       if (!(await memorySql.insert(tx, memory, sha))) return false;
       await memoryEvent(tx, 'stored', memory, caller.agentId);

@@ -5,6 +5,7 @@ import type { Embedder } from './embedder.js';
 import { forgetMemories, listMemories, queryMemories, reembedWorkspace, storeMemory, updateMemory, type MemoryEnv } from './memories.js';
 import { addMember, listMembers, removeMember } from './members.js';
 import { MEMORY_TYPES } from './memory-types.js';
+import { DEFAULT_WORKSPACE_QUOTAS, tenantUsage, type WorkspaceQuotas } from './quotas.js';
 import { WorkspaceStore } from './store.js';
 import * as validate from './validate.js';
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, type AfterDelete, type DeleteEnv } from './workspaces.js';
@@ -29,8 +30,15 @@ export function createWorkspaceHandlers(deps: {
   embedder?: Embedder;
   vectors?: VectorStore;
   afterDelete?: AfterDelete;
+  quotas?: WorkspaceQuotas;
 }): ServiceHandlers<typeof workspacev1.WorkspaceService.method> {
-  const env: DeleteEnv = { store: new WorkspaceStore(deps.db), identity: deps.identity, vectors: deps.vectors, afterDelete: deps.afterDelete };
+  const env: DeleteEnv = {
+    store: new WorkspaceStore(deps.db),
+    identity: deps.identity,
+    vectors: deps.vectors,
+    afterDelete: deps.afterDelete,
+    quotas: deps.quotas ?? DEFAULT_WORKSPACE_QUOTAS,
+  };
   const memory = (): MemoryEnv => {
     if (!deps.embedder || !deps.vectors) throw new HubError(Reason.UNAVAILABLE, 'Memories are not configured on this server');
     return { ...env, db: deps.db, embedder: deps.embedder, vectors: deps.vectors };
@@ -59,5 +67,6 @@ export function createWorkspaceHandlers(deps: {
     forgetMemories: async (request, ctx) => forgetMemories(memory(), ctx, callerOf(ctx), request),
     listMemories: async (request, ctx) => listMemories(memory(), ctx, callerOf(ctx), request),
     reembedWorkspace: async (request, ctx) => reembedWorkspace(memory(), ctx, request),
+    getTenantUsage: async (request, ctx) => tenantUsage(env, ctx, request.tenantId),
   };
 }

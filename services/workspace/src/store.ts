@@ -97,8 +97,13 @@ export class WorkspaceStore {
   constructor(private readonly db: Db) {}
 
   /** Inserts the workspace and its owner's admin membership together, with `event`. */
-  async createWorkspace(workspace: WorkspaceRecord, owner: MemberRecord, event: OutboxEvent): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  /** False, and nothing written, when the owner's tenant already owns `maxPerTenant` workspaces. */
+  async createWorkspace(workspace: WorkspaceRecord, owner: MemberRecord, event: OutboxEvent, maxPerTenant: number): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      // Serialises creations in one tenant so two concurrent calls cannot both pass the count.
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`workspaces:${workspace.ownerTenantId}`]);
+      const count = await tx.query<{ count: number }>('SELECT count(*)::int AS count FROM workspaces WHERE owner_tenant_id = $1', [workspace.ownerTenantId]);
+      if ((count.rows[0]?.count ?? 0) >= maxPerTenant) return false;
       await tx.query(
         `INSERT INTO workspaces (id, name, description, owner_agent_id, owner_tenant_id, created_at)
          VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -106,7 +111,19 @@ export class WorkspaceStore {
       );
       await tx.query(`INSERT INTO members (${MEMBER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, memberValues(owner));
       await appendEvent(tx, event);
+      return true;
     });
+  }
+
+  /** Each workspace the tenant owns, with its memories and their content's bytes. */
+  async tenantUsage(tenantId: string): Promise<{ id: string; memories: number; bytes: string | number }[]> {
+    const { rows } = await this.db.query<{ id: string; memories: number; bytes: string | number }>(
+      `SELECT w.id, count(m.id)::int AS memories, coalesce(sum(octet_length(m.content)), 0)::bigint AS bytes
+         FROM workspaces w LEFT JOIN memories m ON m.workspace_id = w.id
+        WHERE w.owner_tenant_id = $1 GROUP BY w.id ORDER BY w.id`,
+      [tenantId],
+    );
+    return rows;
   }
 
   async getWorkspace(id: string): Promise<WorkspaceRecord | undefined> {

@@ -5,6 +5,7 @@ import type { WorkspaceRecord } from './store.js';
 import type { VectorStore } from './vectors.js';
 import * as validate from './validate.js';
 import { workspaceCreated, workspaceDeleted } from './events.js';
+import { workspacesQuotaExceeded } from './quotas.js';
 
 const { Role } = workspacev1;
 
@@ -33,7 +34,7 @@ export async function createWorkspace(env: WorkspaceEnv, ctx: CallContext, calle
     ownerTenantId: caller.tenantId,
     createdAt: now,
   };
-  await env.store.createWorkspace(workspace, {
+  const created = await env.store.createWorkspace(workspace, {
     workspaceId: workspace.id,
     agentId: caller.agentId,
     agentName: agent?.name ?? '',
@@ -41,7 +42,8 @@ export async function createWorkspace(env: WorkspaceEnv, ctx: CallContext, calle
     role: Role.ADMIN,
     addedBy: caller.agentId,
     addedAt: now,
-  }, workspaceCreated(workspace));
+  }, workspaceCreated(workspace), env.quotas.workspacesPerTenant);
+  if (!created) throw workspacesQuotaExceeded(env.quotas.workspacesPerTenant);
   return { workspace: workspaceMessage(workspace) };
 }
 

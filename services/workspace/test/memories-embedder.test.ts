@@ -49,6 +49,19 @@ describe('UseLiteEmbedder (the built-in model, offline, in worker threads)', () 
     await expect(embedder.embed([])).resolves.toEqual([]);
   });
 
+  test('past its queue bound it refuses at once with a retryable error, and serves what it took', async () => {
+    const small = new UseLiteEmbedder({ threads: 1, maxQueue: 2 });
+    try {
+      // The worker is still loading the model: both texts wait in the queue.
+      const taken = small.embed(['first', 'second']);
+      await expect(small.embed(['third'])).rejects.toMatchObject({ reason: Reason.RATE_LIMITED, retryAfterMs: 1_000 });
+      expect(await taken).toHaveLength(2);
+      await expect(small.embed(['third'])).resolves.toHaveLength(1);
+    } finally {
+      await small.close();
+    }
+  });
+
   test('a closed embedder refuses work', async () => {
     const closed = new UseLiteEmbedder({ threads: 1 });
     await closed.close();

@@ -214,6 +214,10 @@ export class GrpcServer {
       const hubError = HubError.from(err);
       this.logFailure(serviceName, method, hubError);
       code = toStatus(hubError).code ?? grpc.status.UNKNOWN;
+      if (hubError.reason === Reason.QUOTA_EXCEEDED) {
+        // Who is held back by which quota, for whoever watches this service's metrics.
+        this.options.metrics.limitedRequests.inc({ reason: hubError.field, tenant: ctx.principal?.kind === 'agent' ? ctx.principal.tenantId : '' });
+      }
       throw hubError;
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -23,6 +23,8 @@ const statusOf: Record<Reason, status> = {
   [Reason.UNAVAILABLE]: status.UNAVAILABLE,
   [Reason.DEADLINE_EXCEEDED]: status.DEADLINE_EXCEEDED,
   [Reason.INTERNAL]: status.INTERNAL,
+  [Reason.RATE_LIMITED]: status.RESOURCE_EXHAUSTED,
+  [Reason.QUOTA_EXCEEDED]: status.RESOURCE_EXHAUSTED,
 };
 
 /** Statuses raised by grpc-js itself (no detail trailer): transport trouble, not a bug. */
@@ -39,6 +41,7 @@ export function toStatus(err: HubError): Partial<StatusObject> {
     reason: err.reason,
     message: err.message,
     field: err.field,
+    retryAfterMs: err.retryAfterMs === undefined ? 0 : Math.min(0xffffffff, Math.max(0, Math.ceil(err.retryAfterMs))),
   });
   metadata.set(DETAIL_KEY, Buffer.from(toBinary(commonv1.ErrorDetailSchema, detail)));
   return { code: statusOf[err.reason], details: err.message, metadata };
@@ -49,7 +52,7 @@ export function fromStatus(err: ServiceError): HubError {
   if (raw instanceof Buffer) {
     try {
       const detail = fromBinary(commonv1.ErrorDetailSchema, raw);
-      return new HubError(detail.reason, detail.message, { field: detail.field, cause: err });
+      return new HubError(detail.reason, detail.message, { field: detail.field, cause: err, retryAfterMs: detail.retryAfterMs || undefined });
     } catch (decodeError) {
       return new HubError(Reason.INTERNAL, 'Internal error', { cause: decodeError });
     }

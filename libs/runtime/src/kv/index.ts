@@ -2,7 +2,7 @@ import type { Kv } from './kv.js';
 import { MemoryKv } from './memory.js';
 import { RedisKv } from './redis.js';
 
-export type { Kv } from './kv.js';
+export type { Kv, TakeResult } from './kv.js';
 export { MemoryKv } from './memory.js';
 export { RedisKv } from './redis.js';
 

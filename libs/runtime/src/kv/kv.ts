@@ -9,6 +9,11 @@ export interface Kv {
   /** Sets the value only when the key holds none; returns whether it did. */
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
   del(key: string): Promise<void>;
+  /**
+   * Token bucket: atomically refills `key` (at most `capacity` tokens, `refillPerSec` a second)
+   * and takes `cost` tokens when it holds that many. Cost 0 only reads the bucket.
+   */
+  take(key: string, capacity: number, refillPerSec: number, cost: number): Promise<TakeResult>;
   /** Delivers `message` to every subscriber of `channel` in every process sharing the backend. */
   publish(channel: string, message: string): Promise<void>;
   /**
@@ -18,4 +23,12 @@ export interface Kv {
   subscribe(channel: string, onMessage: (message: string) => void, onGap?: () => void): Promise<() => Promise<void>>;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface TakeResult {
+  allowed: boolean;
+  /** Whole tokens left after this take. */
+  remaining: number;
+  /** 0 when allowed; else how long until `cost` tokens are there (until the bucket is full when it never holds that many). */
+  retryAfterMs: number;
 }

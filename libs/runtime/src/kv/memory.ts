@@ -1,9 +1,13 @@
 import { EventEmitter } from 'node:events';
-import type { Kv } from './kv.js';
+import type { Kv, TakeResult } from './kv.js';
+
+/** Past this many buckets, full ones (indistinguishable from absent ones) are dropped. */
+const BUCKET_SWEEP_AT = 10_000;
 
 /** In-process Kv for the all-in-one mode: shared only by the services of this process. */
 export class MemoryKv implements Kv {
   private readonly values = new Map<string, { value: string; expiresAt: number }>();
+  private readonly buckets = new Map<string, { tokens: number; at: number; full: number }>();
   private readonly channels = new EventEmitter().setMaxListeners(0);
 
   async get(key: string): Promise<string | undefined> {
@@ -30,6 +34,20 @@ export class MemoryKv implements Kv {
     this.values.delete(key);
   }
 
+  async take(key: string, capacity: number, refillPerSec: number, cost: number): Promise<TakeResult> {
+    const now = Date.now();
+    const bucket = this.buckets.get(key);
+    let tokens = bucket ? Math.min(capacity, bucket.tokens + ((now - bucket.at) * refillPerSec) / 1000) : capacity;
+    const allowed = tokens >= cost;
+    if (allowed) tokens -= cost;
+    if (!bucket && this.buckets.size >= BUCKET_SWEEP_AT) {
+      for (const [k, b] of this.buckets) if (b.full <= now) this.buckets.delete(k);
+    }
+    this.buckets.set(key, { tokens, at: now, full: now + ((capacity - tokens) / refillPerSec) * 1000 });
+    const missing = (cost > capacity ? capacity : cost) - tokens;
+    return { allowed, remaining: Math.floor(tokens), retryAfterMs: allowed ? 0 : Math.ceil((missing / refillPerSec) * 1000) };
+  }
+
   async publish(channel: string, message: string): Promise<void> {
     // Delivered on a later tick, as with Redis: a publisher never runs subscribers inline.
     setImmediate(() => this.channels.emit(channel, message));
@@ -46,6 +64,7 @@ export class MemoryKv implements Kv {
 
   async close(): Promise<void> {
     this.values.clear();
+    this.buckets.clear();
     this.channels.removeAllListeners();
   }
 }

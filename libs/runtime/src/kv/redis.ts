@@ -1,6 +1,38 @@
 import { createClient, type RedisClientType } from 'redis';
 import { SpanKind, withSpan } from '../tracing.js';
-import type { Kv } from './kv.js';
+import type { Kv, TakeResult } from './kv.js';
+
+/**
+ * The token bucket of `Kv.take`, atomic in Redis and timed by the server's clock, so every
+ * gateway replica draws from the same bucket. The hash expires once it would be full again.
+ */
+const TAKE_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local capacity = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1])
+local at = tonumber(state[2])
+if tokens == nil or at == nil then
+  tokens = capacity
+else
+  tokens = math.min(capacity, tokens + math.max(0, now - at) * rate / 1000)
+end
+local allowed = 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - tokens) / rate * 1000) + 1000)
+local wait = 0
+if allowed == 0 then
+  wait = math.ceil((math.min(cost, capacity) - tokens) / rate * 1000)
+end
+return { allowed, math.floor(tokens), wait }
+`;
 
 /** A client span for one command run inside a traced call (no key or value on it: keys can name API keys' hashes). */
 const command = <T>(name: string, work: () => Promise<T>): Promise<T> =>
@@ -39,6 +71,13 @@ export class RedisKv implements Kv {
 
   async del(key: string): Promise<void> {
     await command('DEL', () => this.client.del(this.prefix + key));
+  }
+
+  async take(key: string, capacity: number, refillPerSec: number, cost: number): Promise<TakeResult> {
+    const reply = (await command('EVAL', () =>
+      this.client.eval(TAKE_SCRIPT, { keys: [this.prefix + key], arguments: [String(capacity), String(refillPerSec), String(cost)] }),
+    )) as [number, number, number];
+    return { allowed: reply[0] === 1, remaining: reply[1], retryAfterMs: reply[2] };
   }
 
   async publish(channel: string, message: string): Promise<void> {

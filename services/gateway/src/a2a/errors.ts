@@ -49,6 +49,8 @@ const entryOf: Record<Reason, Entry> = {
   [Reason.UNAVAILABLE]: a2a(A2aCode.INTERNAL_ERROR, 'INTERNAL_ERROR'),
   [Reason.DEADLINE_EXCEEDED]: a2a(A2aCode.INTERNAL_ERROR, 'INTERNAL_ERROR'),
   [Reason.INTERNAL]: a2a(A2aCode.INTERNAL_ERROR, 'INTERNAL_ERROR'),
+  [Reason.RATE_LIMITED]: hub(A2aCode.RATE_LIMITED, 'RATE_LIMITED'),
+  [Reason.QUOTA_EXCEEDED]: hub(A2aCode.RATE_LIMITED, 'QUOTA_EXCEEDED'),
 };
 
 /** An error only A2A has a name for; the methods of the strict endpoint throw it. */
@@ -85,7 +87,9 @@ export function toA2aRpcError(err: unknown): RpcError {
   const hubError = HubError.from(err);
   const entry = entryOf[hubError.reason] ?? entryOf[Reason.INTERNAL];
   const message = entry.code === A2aCode.INTERNAL_ERROR ? 'Internal error' : hubError.message;
-  return withInfo(entry, message, hubError.field ? { field: hubError.field } : {});
+  const metadata: Record<string, string> = hubError.field ? { field: hubError.field } : {};
+  if (hubError.retryAfterMs !== undefined) metadata.retry_after_ms = String(hubError.retryAfterMs);
+  return withInfo(entry, message, metadata);
 }
 
 function withInfo(entry: Entry, message: string, metadata: Record<string, string>): RpcError {

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agenthub/identity/v1/identity.proto.
  */
 export const file_agenthub_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("CiNhZ2VudGh1Yi9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIUYWdlbnRodWIuaWRlbnRpdHkudjEiNgoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyK7AQoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiSQoKQWdlbnRTa2lsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHRhZ3MYBCADKAkiXgoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgDEhIKCnJldm9rZWRfYXQYBSABKAMiowEKBUdyYW50EgoKAmlkGAEgASgJEhoKEnJlcXVlc3Rlcl9hZ2VudF9pZBgCIAEoCRIXCg90YXJnZXRfYWdlbnRfaWQYAyABKAkSMQoGc3RhdHVzGAQgASgOMiEuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnRTdGF0dXMSEgoKY3JlYXRlZF9hdBgFIAEoAxISCgp1cGRhdGVkX2F0GAYgASgDIjAKCVByaW5jaXBhbBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkiNgoTQ3JlYXRlVGVuYW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJVChRDcmVhdGVUZW5hbnRSZXNwb25zZRIsCgZ0ZW5hbnQYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnQSDwoHY3JlYXRlZBgCIAEoCCIUChJMaXN0VGVuYW50c1JlcXVlc3QiRAoTTGlzdFRlbmFudHNSZXNwb25zZRItCgd0ZW5hbnRzGAEgAygLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50ItEBChJDcmVhdGVBZ2VudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRIVCg1jcmVhdGVfdGVuYW50GAYgASgIEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiqgEKE0NyZWF0ZUFnZW50UmVzcG9uc2USKgoFYWdlbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5BZ2VudBIpCgNrZXkYAiABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgDIAEoCRIWCg50ZW5hbnRfY3JlYXRlZBgEIAEoCBITCgtwdXNoX3NlY3JldBgFIAEoCSIjCg9HZXRBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiPgoQR2V0QWdlbnRSZXNwb25zZRIqCgVhZ2VudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50IiYKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJBChJMaXN0QWdlbnRzUmVzcG9uc2USKwoGYWdlbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuQWdlbnQiJwoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJSChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkiJgoSTGlzdEFwaUtleXNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkEKE0xpc3RBcGlLZXlzUmVzcG9uc2USKgoEa2V5cxgBIAMoCzIcLmFnZW50aHViLmlkZW50aXR5LnYxLkFwaUtleSIrChdSb3RhdGVQdXNoU2VjcmV0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIvChhSb3RhdGVQdXNoU2VjcmV0UmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiLAoYR2V0UHVzaENyZWRlbnRpYWxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIjAKGUdldFB1c2hDcmVkZW50aWFsUmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIkoKFEF1dGhlbnRpY2F0ZVJlc3BvbnNlEjIKCXByaW5jaXBhbBgBIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlByaW5jaXBhbCInChNSZXF1ZXN0R3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIlMKFFJlcXVlc3RHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSDwoHY3JlYXRlZBgCIAEoCCInChNBcHByb3ZlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkIKFEFwcHJvdmVHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQiJgoSUmV2b2tlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkEKE1Jldm9rZUdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCJtChFMaXN0R3JhbnRzUmVxdWVzdBIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudFN0YXR1cxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJaChJMaXN0R3JhbnRzUmVzcG9uc2USKwoGZ3JhbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIj0KEUNoZWNrR3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhYKDm90aGVyX2FnZW50X2lkGAIgASgJIjgKEkNoZWNrR3JhbnRSZXNwb25zZRIQCghhcHByb3ZlZBgBIAEoCBIQCghncmFudF9pZBgCIAEoCSp6CgtHcmFudFN0YXR1cxIcChhHUkFOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRHUkFOVF9TVEFUVVNfUEVORElORxABEhkKFUdSQU5UX1NUQVRVU19BUFBST1ZFRBACEhgKFEdSQU5UX1NUQVRVU19SRVZPS0VEEAMy8gwKD0lkZW50aXR5U2VydmljZRJlCgxDcmVhdGVUZW5hbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVUZW5hbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlVGVuYW50UmVzcG9uc2USYgoLTGlzdFRlbmFudHMSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1JlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1Jlc3BvbnNlEmIKC0NyZWF0ZUFnZW50EiguYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQWdlbnRSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQWdlbnRSZXNwb25zZRJZCghHZXRBZ2VudBIlLmFnZW50aHViLmlkZW50aXR5LnYxLkdldEFnZW50UmVxdWVzdBomLmFnZW50aHViLmlkZW50aXR5LnYxLkdldEFnZW50UmVzcG9uc2USXwoKTGlzdEFnZW50cxInLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBZ2VudHNSZXF1ZXN0GiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFnZW50c1Jlc3BvbnNlEmUKDENyZWF0ZUFwaUtleRIpLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJlCgxSZXZva2VBcGlLZXkSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USYgoLTGlzdEFwaUtleXMSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QXBpS2V5c1JlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEnEKEFJvdGF0ZVB1c2hTZWNyZXQSLS5hZ2VudGh1Yi5pZGVudGl0eS52MS5Sb3RhdGVQdXNoU2VjcmV0UmVxdWVzdBouLmFnZW50aHViLmlkZW50aXR5LnYxLlJvdGF0ZVB1c2hTZWNyZXRSZXNwb25zZRJ0ChFHZXRQdXNoQ3JlZGVudGlhbBIuLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFB1c2hDcmVkZW50aWFsUmVxdWVzdBovLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFB1c2hDcmVkZW50aWFsUmVzcG9uc2USZQoMQXV0aGVudGljYXRlEikuYWdlbnRodWIuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlEmUKDFJlcXVlc3RHcmFudBIpLmFnZW50aHViLmlkZW50aXR5LnYxLlJlcXVlc3RHcmFudFJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXF1ZXN0R3JhbnRSZXNwb25zZRJlCgxBcHByb3ZlR3JhbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcHByb3ZlR3JhbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQXBwcm92ZUdyYW50UmVzcG9uc2USYgoLUmV2b2tlR3JhbnQSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VHcmFudFJlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VHcmFudFJlc3BvbnNlEl8KCkxpc3RHcmFudHMSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0R3JhbnRzUmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RHcmFudHNSZXNwb25zZRJfCgpDaGVja0dyYW50EicuYWdlbnRodWIuaWRlbnRpdHkudjEuQ2hlY2tHcmFudFJlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5DaGVja0dyYW50UmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiNhZ2VudGh1Yi9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIUYWdlbnRodWIuaWRlbnRpdHkudjEiNgoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyK7AQoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiSQoKQWdlbnRTa2lsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHRhZ3MYBCADKAkiXgoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgDEhIKCnJldm9rZWRfYXQYBSABKAMiowEKBUdyYW50EgoKAmlkGAEgASgJEhoKEnJlcXVlc3Rlcl9hZ2VudF9pZBgCIAEoCRIXCg90YXJnZXRfYWdlbnRfaWQYAyABKAkSMQoGc3RhdHVzGAQgASgOMiEuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnRTdGF0dXMSEgoKY3JlYXRlZF9hdBgFIAEoAxISCgp1cGRhdGVkX2F0GAYgASgDIjAKCVByaW5jaXBhbBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkiNgoTQ3JlYXRlVGVuYW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJVChRDcmVhdGVUZW5hbnRSZXNwb25zZRIsCgZ0ZW5hbnQYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnQSDwoHY3JlYXRlZBgCIAEoCCIUChJMaXN0VGVuYW50c1JlcXVlc3QiRAoTTGlzdFRlbmFudHNSZXNwb25zZRItCgd0ZW5hbnRzGAEgAygLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50IisKCVJhdGVMaW1pdBIPCgdwZXJfc2VjGAEgASgBEg0KBWJ1cnN0GAIgASgNIqsBCgxUZW5hbnRMaW1pdHMSLAoDa2V5GAEgASgLMh8uYWdlbnRodWIuaWRlbnRpdHkudjEuUmF0ZUxpbWl0Ei8KBnRlbmFudBgCIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlJhdGVMaW1pdBIiChVtYXhfd2FpdGluZ19wZXJfYWdlbnQYAyABKA1IAIgBAUIYChZfbWF4X3dhaXRpbmdfcGVyX2FnZW50IisKFkdldFRlbmFudExpbWl0c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIk0KF0dldFRlbmFudExpbWl0c1Jlc3BvbnNlEjIKBmxpbWl0cxgBIAEoCzIiLmFnZW50aHViLmlkZW50aXR5LnYxLlRlbmFudExpbWl0cyJfChZTZXRUZW5hbnRMaW1pdHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIyCgZsaW1pdHMYAiABKAsyIi5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnRMaW1pdHMiTQoXU2V0VGVuYW50TGltaXRzUmVzcG9uc2USMgoGbGltaXRzGAEgASgLMiIuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50TGltaXRzItEBChJDcmVhdGVBZ2VudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRIVCg1jcmVhdGVfdGVuYW50GAYgASgIEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiqgEKE0NyZWF0ZUFnZW50UmVzcG9uc2USKgoFYWdlbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5BZ2VudBIpCgNrZXkYAiABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgDIAEoCRIWCg50ZW5hbnRfY3JlYXRlZBgEIAEoCBITCgtwdXNoX3NlY3JldBgFIAEoCSIjCg9HZXRBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiPgoQR2V0QWdlbnRSZXNwb25zZRIqCgVhZ2VudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50IiYKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJBChJMaXN0QWdlbnRzUmVzcG9uc2USKwoGYWdlbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuQWdlbnQiJwoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJSChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkiJgoSTGlzdEFwaUtleXNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkEKE0xpc3RBcGlLZXlzUmVzcG9uc2USKgoEa2V5cxgBIAMoCzIcLmFnZW50aHViLmlkZW50aXR5LnYxLkFwaUtleSIrChdSb3RhdGVQdXNoU2VjcmV0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIvChhSb3RhdGVQdXNoU2VjcmV0UmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiLAoYR2V0UHVzaENyZWRlbnRpYWxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIjAKGUdldFB1c2hDcmVkZW50aWFsUmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIkoKFEF1dGhlbnRpY2F0ZVJlc3BvbnNlEjIKCXByaW5jaXBhbBgBIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlByaW5jaXBhbCInChNSZXF1ZXN0R3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIlMKFFJlcXVlc3RHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSDwoHY3JlYXRlZBgCIAEoCCInChNBcHByb3ZlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkIKFEFwcHJvdmVHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQiJgoSUmV2b2tlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkEKE1Jldm9rZUdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCJtChFMaXN0R3JhbnRzUmVxdWVzdBIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudFN0YXR1cxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJaChJMaXN0R3JhbnRzUmVzcG9uc2USKwoGZ3JhbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIj0KEUNoZWNrR3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhYKDm90aGVyX2FnZW50X2lkGAIgASgJIjgKEkNoZWNrR3JhbnRSZXNwb25zZRIQCghhcHByb3ZlZBgBIAEoCBIQCghncmFudF9pZBgCIAEoCSp6CgtHcmFudFN0YXR1cxIcChhHUkFOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRHUkFOVF9TVEFUVVNfUEVORElORxABEhkKFUdSQU5UX1NUQVRVU19BUFBST1ZFRBACEhgKFEdSQU5UX1NUQVRVU19SRVZPS0VEEAMy0g4KD0lkZW50aXR5U2VydmljZRJlCgxDcmVhdGVUZW5hbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVUZW5hbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlVGVuYW50UmVzcG9uc2USYgoLTGlzdFRlbmFudHMSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1JlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1Jlc3BvbnNlEm4KD0dldFRlbmFudExpbWl0cxIsLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFRlbmFudExpbWl0c1JlcXVlc3QaLS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HZXRUZW5hbnRMaW1pdHNSZXNwb25zZRJuCg9TZXRUZW5hbnRMaW1pdHMSLC5hZ2VudGh1Yi5pZGVudGl0eS52MS5TZXRUZW5hbnRMaW1pdHNSZXF1ZXN0Gi0uYWdlbnRodWIuaWRlbnRpdHkudjEuU2V0VGVuYW50TGltaXRzUmVzcG9uc2USYgoLQ3JlYXRlQWdlbnQSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBZ2VudFJlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBZ2VudFJlc3BvbnNlElkKCEdldEFnZW50EiUuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0QWdlbnRSZXF1ZXN0GiYuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0QWdlbnRSZXNwb25zZRJfCgpMaXN0QWdlbnRzEicuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFnZW50c1JlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QWdlbnRzUmVzcG9uc2USZQoMQ3JlYXRlQXBpS2V5EikuYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEmUKDFJldm9rZUFwaUtleRIpLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUFwaUtleVJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJiCgtMaXN0QXBpS2V5cxIoLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBcGlLZXlzUmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UScQoQUm90YXRlUHVzaFNlY3JldBItLmFnZW50aHViLmlkZW50aXR5LnYxLlJvdGF0ZVB1c2hTZWNyZXRSZXF1ZXN0Gi4uYWdlbnRodWIuaWRlbnRpdHkudjEuUm90YXRlUHVzaFNlY3JldFJlc3BvbnNlEnQKEUdldFB1c2hDcmVkZW50aWFsEi4uYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0UHVzaENyZWRlbnRpYWxSZXF1ZXN0Gi8uYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0UHVzaENyZWRlbnRpYWxSZXNwb25zZRJlCgxBdXRoZW50aWNhdGUSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5BdXRoZW50aWNhdGVSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVzcG9uc2USZQoMUmVxdWVzdEdyYW50EikuYWdlbnRodWIuaWRlbnRpdHkudjEuUmVxdWVzdEdyYW50UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLlJlcXVlc3RHcmFudFJlc3BvbnNlEmUKDEFwcHJvdmVHcmFudBIpLmFnZW50aHViLmlkZW50aXR5LnYxLkFwcHJvdmVHcmFudFJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcHByb3ZlR3JhbnRSZXNwb25zZRJiCgtSZXZva2VHcmFudBIoLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUdyYW50UmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUdyYW50UmVzcG9uc2USXwoKTGlzdEdyYW50cxInLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RHcmFudHNSZXF1ZXN0GiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEdyYW50c1Jlc3BvbnNlEl8KCkNoZWNrR3JhbnQSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5DaGVja0dyYW50UmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkNoZWNrR3JhbnRSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message agenthub.identity.v1.Tenant
@@ -315,6 +315,138 @@ export const ListTenantsResponseSchema: GenMessage<ListTenantsResponse> = /*@__P
   messageDesc(file_agenthub_identity_v1_identity, 9);
 
 /**
+ * A token bucket: `per_sec` tokens a second (0 turns it off), at most `burst`.
+ *
+ * @generated from message agenthub.identity.v1.RateLimit
+ */
+export type RateLimit = Message<"agenthub.identity.v1.RateLimit"> & {
+  /**
+   * @generated from field: double per_sec = 1;
+   */
+  perSec: number;
+
+  /**
+   * @generated from field: uint32 burst = 2;
+   */
+  burst: number;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.RateLimit.
+ * Use `create(RateLimitSchema)` to create a new message.
+ */
+export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 10);
+
+/**
+ * Overrides of a tenant's limits; each one unset keeps the gateway's default.
+ *
+ * @generated from message agenthub.identity.v1.TenantLimits
+ */
+export type TenantLimits = Message<"agenthub.identity.v1.TenantLimits"> & {
+  /**
+   * Calls a second per API key.
+   *
+   * @generated from field: agenthub.identity.v1.RateLimit key = 1;
+   */
+  key?: RateLimit | undefined;
+
+  /**
+   * Calls a second across the tenant's keys.
+   *
+   * @generated from field: agenthub.identity.v1.RateLimit tenant = 2;
+   */
+  tenant?: RateLimit | undefined;
+
+  /**
+   * Waiting calls one agent may hold open on one gateway replica.
+   *
+   * @generated from field: optional uint32 max_waiting_per_agent = 3;
+   */
+  maxWaitingPerAgent?: number | undefined;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.TenantLimits.
+ * Use `create(TenantLimitsSchema)` to create a new message.
+ */
+export const TenantLimitsSchema: GenMessage<TenantLimits> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 11);
+
+/**
+ * @generated from message agenthub.identity.v1.GetTenantLimitsRequest
+ */
+export type GetTenantLimitsRequest = Message<"agenthub.identity.v1.GetTenantLimitsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.GetTenantLimitsRequest.
+ * Use `create(GetTenantLimitsRequestSchema)` to create a new message.
+ */
+export const GetTenantLimitsRequestSchema: GenMessage<GetTenantLimitsRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 12);
+
+/**
+ * @generated from message agenthub.identity.v1.GetTenantLimitsResponse
+ */
+export type GetTenantLimitsResponse = Message<"agenthub.identity.v1.GetTenantLimitsResponse"> & {
+  /**
+   * @generated from field: agenthub.identity.v1.TenantLimits limits = 1;
+   */
+  limits?: TenantLimits | undefined;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.GetTenantLimitsResponse.
+ * Use `create(GetTenantLimitsResponseSchema)` to create a new message.
+ */
+export const GetTenantLimitsResponseSchema: GenMessage<GetTenantLimitsResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 13);
+
+/**
+ * @generated from message agenthub.identity.v1.SetTenantLimitsRequest
+ */
+export type SetTenantLimitsRequest = Message<"agenthub.identity.v1.SetTenantLimitsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: agenthub.identity.v1.TenantLimits limits = 2;
+   */
+  limits?: TenantLimits | undefined;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.SetTenantLimitsRequest.
+ * Use `create(SetTenantLimitsRequestSchema)` to create a new message.
+ */
+export const SetTenantLimitsRequestSchema: GenMessage<SetTenantLimitsRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 14);
+
+/**
+ * @generated from message agenthub.identity.v1.SetTenantLimitsResponse
+ */
+export type SetTenantLimitsResponse = Message<"agenthub.identity.v1.SetTenantLimitsResponse"> & {
+  /**
+   * @generated from field: agenthub.identity.v1.TenantLimits limits = 1;
+   */
+  limits?: TenantLimits | undefined;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.SetTenantLimitsResponse.
+ * Use `create(SetTenantLimitsResponseSchema)` to create a new message.
+ */
+export const SetTenantLimitsResponseSchema: GenMessage<SetTenantLimitsResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 15);
+
+/**
  * @generated from message agenthub.identity.v1.CreateAgentRequest
  */
 export type CreateAgentRequest = Message<"agenthub.identity.v1.CreateAgentRequest"> & {
@@ -368,7 +500,7 @@ export type CreateAgentRequest = Message<"agenthub.identity.v1.CreateAgentReques
  * Use `create(CreateAgentRequestSchema)` to create a new message.
  */
 export const CreateAgentRequestSchema: GenMessage<CreateAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 10);
+  messageDesc(file_agenthub_identity_v1_identity, 16);
 
 /**
  * @generated from message agenthub.identity.v1.CreateAgentResponse
@@ -410,7 +542,7 @@ export type CreateAgentResponse = Message<"agenthub.identity.v1.CreateAgentRespo
  * Use `create(CreateAgentResponseSchema)` to create a new message.
  */
 export const CreateAgentResponseSchema: GenMessage<CreateAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 11);
+  messageDesc(file_agenthub_identity_v1_identity, 17);
 
 /**
  * @generated from message agenthub.identity.v1.GetAgentRequest
@@ -427,7 +559,7 @@ export type GetAgentRequest = Message<"agenthub.identity.v1.GetAgentRequest"> & 
  * Use `create(GetAgentRequestSchema)` to create a new message.
  */
 export const GetAgentRequestSchema: GenMessage<GetAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 12);
+  messageDesc(file_agenthub_identity_v1_identity, 18);
 
 /**
  * @generated from message agenthub.identity.v1.GetAgentResponse
@@ -444,7 +576,7 @@ export type GetAgentResponse = Message<"agenthub.identity.v1.GetAgentResponse"> 
  * Use `create(GetAgentResponseSchema)` to create a new message.
  */
 export const GetAgentResponseSchema: GenMessage<GetAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 13);
+  messageDesc(file_agenthub_identity_v1_identity, 19);
 
 /**
  * @generated from message agenthub.identity.v1.ListAgentsRequest
@@ -463,7 +595,7 @@ export type ListAgentsRequest = Message<"agenthub.identity.v1.ListAgentsRequest"
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 14);
+  messageDesc(file_agenthub_identity_v1_identity, 20);
 
 /**
  * @generated from message agenthub.identity.v1.ListAgentsResponse
@@ -480,7 +612,7 @@ export type ListAgentsResponse = Message<"agenthub.identity.v1.ListAgentsRespons
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 15);
+  messageDesc(file_agenthub_identity_v1_identity, 21);
 
 /**
  * @generated from message agenthub.identity.v1.CreateApiKeyRequest
@@ -497,7 +629,7 @@ export type CreateApiKeyRequest = Message<"agenthub.identity.v1.CreateApiKeyRequ
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 16);
+  messageDesc(file_agenthub_identity_v1_identity, 22);
 
 /**
  * @generated from message agenthub.identity.v1.CreateApiKeyResponse
@@ -519,7 +651,7 @@ export type CreateApiKeyResponse = Message<"agenthub.identity.v1.CreateApiKeyRes
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 17);
+  messageDesc(file_agenthub_identity_v1_identity, 23);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeApiKeyRequest
@@ -536,7 +668,7 @@ export type RevokeApiKeyRequest = Message<"agenthub.identity.v1.RevokeApiKeyRequ
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 18);
+  messageDesc(file_agenthub_identity_v1_identity, 24);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeApiKeyResponse
@@ -553,7 +685,7 @@ export type RevokeApiKeyResponse = Message<"agenthub.identity.v1.RevokeApiKeyRes
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 19);
+  messageDesc(file_agenthub_identity_v1_identity, 25);
 
 /**
  * @generated from message agenthub.identity.v1.ListApiKeysRequest
@@ -570,7 +702,7 @@ export type ListApiKeysRequest = Message<"agenthub.identity.v1.ListApiKeysReques
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 20);
+  messageDesc(file_agenthub_identity_v1_identity, 26);
 
 /**
  * @generated from message agenthub.identity.v1.ListApiKeysResponse
@@ -587,7 +719,7 @@ export type ListApiKeysResponse = Message<"agenthub.identity.v1.ListApiKeysRespo
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 21);
+  messageDesc(file_agenthub_identity_v1_identity, 27);
 
 /**
  * @generated from message agenthub.identity.v1.RotatePushSecretRequest
@@ -604,7 +736,7 @@ export type RotatePushSecretRequest = Message<"agenthub.identity.v1.RotatePushSe
  * Use `create(RotatePushSecretRequestSchema)` to create a new message.
  */
 export const RotatePushSecretRequestSchema: GenMessage<RotatePushSecretRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 22);
+  messageDesc(file_agenthub_identity_v1_identity, 28);
 
 /**
  * @generated from message agenthub.identity.v1.RotatePushSecretResponse
@@ -621,7 +753,7 @@ export type RotatePushSecretResponse = Message<"agenthub.identity.v1.RotatePushS
  * Use `create(RotatePushSecretResponseSchema)` to create a new message.
  */
 export const RotatePushSecretResponseSchema: GenMessage<RotatePushSecretResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 23);
+  messageDesc(file_agenthub_identity_v1_identity, 29);
 
 /**
  * @generated from message agenthub.identity.v1.GetPushCredentialRequest
@@ -638,7 +770,7 @@ export type GetPushCredentialRequest = Message<"agenthub.identity.v1.GetPushCred
  * Use `create(GetPushCredentialRequestSchema)` to create a new message.
  */
 export const GetPushCredentialRequestSchema: GenMessage<GetPushCredentialRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 24);
+  messageDesc(file_agenthub_identity_v1_identity, 30);
 
 /**
  * @generated from message agenthub.identity.v1.GetPushCredentialResponse
@@ -657,7 +789,7 @@ export type GetPushCredentialResponse = Message<"agenthub.identity.v1.GetPushCre
  * Use `create(GetPushCredentialResponseSchema)` to create a new message.
  */
 export const GetPushCredentialResponseSchema: GenMessage<GetPushCredentialResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 25);
+  messageDesc(file_agenthub_identity_v1_identity, 31);
 
 /**
  * @generated from message agenthub.identity.v1.AuthenticateRequest
@@ -674,7 +806,7 @@ export type AuthenticateRequest = Message<"agenthub.identity.v1.AuthenticateRequ
  * Use `create(AuthenticateRequestSchema)` to create a new message.
  */
 export const AuthenticateRequestSchema: GenMessage<AuthenticateRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 26);
+  messageDesc(file_agenthub_identity_v1_identity, 32);
 
 /**
  * @generated from message agenthub.identity.v1.AuthenticateResponse
@@ -691,7 +823,7 @@ export type AuthenticateResponse = Message<"agenthub.identity.v1.AuthenticateRes
  * Use `create(AuthenticateResponseSchema)` to create a new message.
  */
 export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 27);
+  messageDesc(file_agenthub_identity_v1_identity, 33);
 
 /**
  * @generated from message agenthub.identity.v1.RequestGrantRequest
@@ -710,7 +842,7 @@ export type RequestGrantRequest = Message<"agenthub.identity.v1.RequestGrantRequ
  * Use `create(RequestGrantRequestSchema)` to create a new message.
  */
 export const RequestGrantRequestSchema: GenMessage<RequestGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 28);
+  messageDesc(file_agenthub_identity_v1_identity, 34);
 
 /**
  * @generated from message agenthub.identity.v1.RequestGrantResponse
@@ -732,7 +864,7 @@ export type RequestGrantResponse = Message<"agenthub.identity.v1.RequestGrantRes
  * Use `create(RequestGrantResponseSchema)` to create a new message.
  */
 export const RequestGrantResponseSchema: GenMessage<RequestGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 29);
+  messageDesc(file_agenthub_identity_v1_identity, 35);
 
 /**
  * @generated from message agenthub.identity.v1.ApproveGrantRequest
@@ -749,7 +881,7 @@ export type ApproveGrantRequest = Message<"agenthub.identity.v1.ApproveGrantRequ
  * Use `create(ApproveGrantRequestSchema)` to create a new message.
  */
 export const ApproveGrantRequestSchema: GenMessage<ApproveGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 30);
+  messageDesc(file_agenthub_identity_v1_identity, 36);
 
 /**
  * @generated from message agenthub.identity.v1.ApproveGrantResponse
@@ -766,7 +898,7 @@ export type ApproveGrantResponse = Message<"agenthub.identity.v1.ApproveGrantRes
  * Use `create(ApproveGrantResponseSchema)` to create a new message.
  */
 export const ApproveGrantResponseSchema: GenMessage<ApproveGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 31);
+  messageDesc(file_agenthub_identity_v1_identity, 37);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeGrantRequest
@@ -783,7 +915,7 @@ export type RevokeGrantRequest = Message<"agenthub.identity.v1.RevokeGrantReques
  * Use `create(RevokeGrantRequestSchema)` to create a new message.
  */
 export const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 32);
+  messageDesc(file_agenthub_identity_v1_identity, 38);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeGrantResponse
@@ -800,7 +932,7 @@ export type RevokeGrantResponse = Message<"agenthub.identity.v1.RevokeGrantRespo
  * Use `create(RevokeGrantResponseSchema)` to create a new message.
  */
 export const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 33);
+  messageDesc(file_agenthub_identity_v1_identity, 39);
 
 /**
  * @generated from message agenthub.identity.v1.ListGrantsRequest
@@ -833,7 +965,7 @@ export type ListGrantsRequest = Message<"agenthub.identity.v1.ListGrantsRequest"
  * Use `create(ListGrantsRequestSchema)` to create a new message.
  */
 export const ListGrantsRequestSchema: GenMessage<ListGrantsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 34);
+  messageDesc(file_agenthub_identity_v1_identity, 40);
 
 /**
  * @generated from message agenthub.identity.v1.ListGrantsResponse
@@ -857,7 +989,7 @@ export type ListGrantsResponse = Message<"agenthub.identity.v1.ListGrantsRespons
  * Use `create(ListGrantsResponseSchema)` to create a new message.
  */
 export const ListGrantsResponseSchema: GenMessage<ListGrantsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 35);
+  messageDesc(file_agenthub_identity_v1_identity, 41);
 
 /**
  * @generated from message agenthub.identity.v1.CheckGrantRequest
@@ -879,7 +1011,7 @@ export type CheckGrantRequest = Message<"agenthub.identity.v1.CheckGrantRequest"
  * Use `create(CheckGrantRequestSchema)` to create a new message.
  */
 export const CheckGrantRequestSchema: GenMessage<CheckGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 36);
+  messageDesc(file_agenthub_identity_v1_identity, 42);
 
 /**
  * @generated from message agenthub.identity.v1.CheckGrantResponse
@@ -901,7 +1033,7 @@ export type CheckGrantResponse = Message<"agenthub.identity.v1.CheckGrantRespons
  * Use `create(CheckGrantResponseSchema)` to create a new message.
  */
 export const CheckGrantResponseSchema: GenMessage<CheckGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 37);
+  messageDesc(file_agenthub_identity_v1_identity, 43);
 
 /**
  * @generated from enum agenthub.identity.v1.GrantStatus
@@ -961,6 +1093,27 @@ export const IdentityService: GenService<{
     methodKind: "unary";
     input: typeof ListTenantsRequestSchema;
     output: typeof ListTenantsResponseSchema;
+  },
+  /**
+   * A tenant's overrides of the gateway's rate limits (unset: the gateway's defaults). The
+   * operator, or an agent of the tenant (the gateway reads its caller's).
+   *
+   * @generated from rpc agenthub.identity.v1.IdentityService.GetTenantLimits
+   */
+  getTenantLimits: {
+    methodKind: "unary";
+    input: typeof GetTenantLimitsRequestSchema;
+    output: typeof GetTenantLimitsResponseSchema;
+  },
+  /**
+   * Replaces a tenant's overrides. Operator only.
+   *
+   * @generated from rpc agenthub.identity.v1.IdentityService.SetTenantLimits
+   */
+  setTenantLimits: {
+    methodKind: "unary";
+    input: typeof SetTenantLimitsRequestSchema;
+    output: typeof SetTenantLimitsResponseSchema;
   },
   /**
    * Registers an agent and issues its first API key (shown only in this response); a push agent

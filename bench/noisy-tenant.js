@@ -1,0 +1,245 @@
+#!/usr/bin/env node
+// Benchmark: a quiet tenant's latency while a noisy tenant sends at 10× its rate, with and without
+// rate limits. One hub (`serve all` on PostgreSQL and Redis, as a child process); both tenants
+// call `x-hub/workspace.get` on a workspace of their own, open-loop at fixed rates:
+//   1. solo:            the quiet tenant alone;
+//   2. with limits:     quiet + noisy, the noisy tenant held to BENCH_NOISY_LIMIT calls a second
+//                       (`tenants.set_limits`); its excess is refused with 429 before any lookup;
+//   3. without limits:  quiet + noisy, the noisy tenant's limits turned off (override, rate 0);
+//                       last, so that the backlog it leaves behind weighs on no other phase.
+// Prints the quiet tenant's p50/p99 per phase and the ratios to its solo p99; the target is
+// p99 (with limits) ≤ 1.5 × p99 (solo). Then webhooks: the quiet tenant's workspace has one
+// webhook to a prompt receiver; the noisy tenant's three workspaces have 20 webhooks each to a
+// tarpit that never answers (each attempt hangs until WEBHOOK_TIMEOUT_MS). Both cause events
+// (a member added, then removed) at BENCH_WEBHOOK_RATE and 10× that; the quiet tenant's
+// event-to-delivery p99 next to the tarpit is compared with its solo p99 (target ≤ 2×).
+//
+//   npm run build && node bench/noisy-tenant.js
+//   BENCH_DURATION=20 BENCH_QUIET_RATE=50 node bench/noisy-tenant.js
+//
+// Settings (environment):
+//   BENCH_DURATION     measured seconds per phase (default 8)
+//   BENCH_QUIET_RATE   the quiet tenant's calls a second (default 20); the noisy tenant sends 10×
+//   BENCH_NOISY_LIMIT  the noisy tenant's limit in phase 3, calls a second (default = quiet rate)
+//   BENCH_WEBHOOK_RATE the quiet tenant's events a second in the webhook phases (default 4; 0 skips them)
+//   BENCH_PG_URL       PostgreSQL admin URL (default postgres://postgres@127.0.0.1:5432/postgres)
+//   BENCH_REDIS_URL    Redis URL (default redis://127.0.0.1:6379)
+//   BENCH_HUB_ENV      extra hub settings, "NAME=value NAME=value"
+//
+// Exit status: 0 when every phase ran (whatever the verdict); 1 when a quiet call failed solo or
+// with limits, or setup failed; 2 when PostgreSQL or Redis is unreachable.
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { envNumber, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess } from './lib.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const TARGET = 1.5;
+
+const duration = envNumber('BENCH_DURATION', 8, 1);
+const quietRate = envNumber('BENCH_QUIET_RATE', 20, 1);
+const noisyRate = quietRate * 10;
+const noisyLimit = envNumber('BENCH_NOISY_LIMIT', quietRate, 1);
+const webhookRate = envNumber('BENCH_WEBHOOK_RATE', 4, 0);
+const pgUrl = process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const redisUrl = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
+
+/**
+ * Sends one `x-hub/workspace.get` every 1/rate seconds for `seconds`, not waiting for answers
+ * (open loop: a slow hub does not slow the sender down). Returns each call's latency and status.
+ */
+async function openLoop(url, key, workspaceId, rate, seconds) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x-hub/workspace.get', params: { workspace_id: workspaceId } });
+  const results = [];
+  const pending = [];
+  const start = performance.now();
+  const total = Math.round(rate * seconds);
+  for (let i = 0; i < total; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((ok) => setTimeout(ok, wait));
+    const sent = performance.now();
+    pending.push(
+      fetch(`${url}/a2a`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body })
+        .then(async (response) => {
+          await response.arrayBuffer();
+          results.push({ ms: performance.now() - sent, status: response.status });
+        })
+        .catch(() => results.push({ ms: performance.now() - sent, status: 0 })),
+    );
+  }
+  await Promise.all(pending);
+  return results;
+}
+
+/** An HTTP server on loopback; `handle(req, res)` answers (or never does). */
+async function listen(handle) {
+  const server = createServer(handle);
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { url: `http://127.0.0.1:${server.address().port}/hook`, close: () => { server.closeAllConnections(); server.close(); } };
+}
+
+function summary(results) {
+  const ok = results.filter((r) => r.status === 200).map((r) => r.ms).sort((a, b) => a - b);
+  return {
+    calls: results.length,
+    ok: ok.length,
+    limited: results.filter((r) => r.status === 429).length,
+    failed: results.filter((r) => r.status !== 200 && r.status !== 429).length,
+    p50_ms: round(percentile(ok, 50), 2),
+    p99_ms: round(percentile(ok, 99), 2),
+  };
+}
+
+await runBench(async (cleanups) => {
+  const settings = await freshHubSettings(cleanups, { pgUrl, redisUrl });
+  // Loopback webhook receivers need the egress guard relaxed, as in tests.
+  const hub = await startHubProcess(ROOT, { ...settings.env, HUB_ADMIN_TOKEN: settings.adminToken, HUB_EGRESS_ALLOW_PRIVATE: 'true', ...parseHubEnv() });
+  cleanups.push(() => hub.stop());
+  const admin = async (method, params) => {
+    const reply = await rpc(hub.url, '/admin', settings.adminToken, method, params);
+    if (reply.error) throw new Error(`${method}: ${JSON.stringify(reply.error)}`);
+    return reply.result;
+  };
+  const tenant = async (name) => {
+    const { api_key: key } = await admin('agents.create', { tenant_id: name, name, create_tenant: true });
+    const reply = await rpc(hub.url, '/a2a', key, 'x-hub/workspace.create', { name });
+    if (reply.error) throw new Error(`workspace.create: ${JSON.stringify(reply.error)}`);
+    return { key, workspaceId: reply.result.workspace.id };
+  };
+  const quiet = await tenant('quiet');
+  const noisy = await tenant('noisy');
+  const off = { per_sec: 0, burst: 1 };
+  const setNoisy = (limits) => admin('tenants.set_limits', { tenant_id: 'noisy', limits });
+
+  log(`noisy-tenant: quiet ${quietRate}/s, noisy ${noisyRate}/s, ${duration} s per phase; limit in phase 3: ${noisyLimit}/s`);
+  // Warm-up: connections, caches, JIT.
+  await Promise.all([openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, 2), openLoop(hub.url, noisy.key, noisy.workspaceId, quietRate, 2)]);
+
+  const phase = async (name, withNoisy) => {
+    const [q, n] = await Promise.all([
+      openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, duration),
+      withNoisy ? openLoop(hub.url, noisy.key, noisy.workspaceId, noisyRate, duration) : Promise.resolve([]),
+    ]);
+    const result = { phase: name, quiet: summary(q), noisy: withNoisy ? summary(n) : undefined };
+    log(`  ${name.padEnd(15)} quiet p50 ${result.quiet.p50_ms} ms, p99 ${result.quiet.p99_ms} ms (${result.quiet.ok}/${result.quiet.calls} ok)` +
+      (result.noisy ? `; noisy ${result.noisy.ok} ok, ${result.noisy.limited} limited, ${result.noisy.failed} failed` : ''));
+    return result;
+  };
+
+  // The gateway reads a tenant's overrides at most 5 s old: each change is followed by a pause.
+  const settle = () => new Promise((ok) => setTimeout(ok, 5_500));
+  await setNoisy({ key: { per_sec: noisyLimit, burst: noisyLimit }, tenant: { per_sec: noisyLimit, burst: noisyLimit } });
+  await settle();
+  const solo = await phase('solo', false);
+  const limited = await phase('with limits', true);
+  // Last: the backlog an unlimited noisy tenant leaves behind must not weigh on another phase.
+  await setNoisy({ key: off, tenant: off });
+  await settle();
+  const unlimited = await phase('without limits', true);
+
+  const ratio = (r) => round(r.quiet.p99_ms / solo.quiet.p99_ms, 2);
+  const verdict = ratio(limited) <= TARGET ? 'PASS' : 'BELOW TARGET';
+  log(`  quiet p99 / solo p99: without limits ${ratio(unlimited)}×, with limits ${ratio(limited)}× (target ≤ ${TARGET}×): ${verdict}`);
+  await mkdir(join(ROOT, 'bench', 'results'), { recursive: true });
+  await writeFile(
+    join(ROOT, 'bench', 'results', 'noisy-tenant.json'),
+    `${JSON.stringify({ quietRate, noisyRate, noisyLimit, duration, phases: [solo, limited, unlimited], ratios: { without: ratio(unlimited), with: ratio(limited) }, verdict }, null, 2)}\n`,
+  );
+  // Without limits the quiet tenant may fail (that is the point); solo and with limits it must not.
+  if (unlimited.quiet.failed) log(`  without limits ${unlimited.quiet.failed} of the quiet tenant's calls failed`);
+  const webhooks = webhookRate > 0 ? await webhookPhases(hub.url, admin, quiet, noisy, setNoisy) : undefined;
+  if (webhooks) {
+    await writeFile(join(ROOT, 'bench', 'results', 'noisy-tenant-webhooks.json'), `${JSON.stringify(webhooks, null, 2)}\n`);
+  }
+  const quietFailed = [solo, limited].some((p) => p.quiet.failed > 0 || p.quiet.limited > 0);
+  if (quietFailed) log('  the quiet tenant had failed or limited calls solo or with limits: no figures are claimed from this run');
+  return quietFailed ? 1 : 0;
+});
+
+/**
+ * The quiet tenant's webhook latency (event caused → delivery received), alone and next to the
+ * noisy tenant's tarpit webhooks.
+ */
+async function webhookPhases(url, admin, quiet, noisy, setNoisy) {
+  const call = async (key, method, params) => {
+    const reply = await rpc(url, '/a2a', key, method, params);
+    if (reply.error) throw new Error(`${method}: ${JSON.stringify(reply.error)}`);
+    return reply.result;
+  };
+  const arrivals = [];
+  const prompt = await listen((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrivals.push(performance.now());
+      res.writeHead(204).end();
+    });
+  });
+  const held = [];
+  const tarpit = await listen((req, res) => {
+    req.resume();
+    held.push(res);
+  });
+  try {
+    await setNoisy({ key: { per_sec: 0, burst: 1 }, tenant: { per_sec: 0, burst: 1 } });
+    const peer = async (tenant) => (await admin('agents.create', { tenant_id: tenant, name: `${tenant}-peer`, create_tenant: true })).agent.id;
+    const quietPeer = await peer('quiet');
+    const noisyPeer = await peer('noisy');
+    await call(quiet.key, 'x-hub/webhooks.create', { workspace_id: quiet.workspaceId, url: prompt.url, events: ['workspace.member.added', 'workspace.member.removed'] });
+    const noisyWorkspaces = [];
+    for (let w = 0; w < 3; w++) {
+      const id = (await call(noisy.key, 'x-hub/workspace.create', { name: `tarpit ${w}` })).workspace.id;
+      for (let h = 0; h < 20; h++) await call(noisy.key, 'x-hub/webhooks.create', { workspace_id: id, url: tarpit.url, events: ['workspace.member.added', 'workspace.member.removed'] });
+      noisyWorkspaces.push(id);
+    }
+    // Alternately adds and removes the peer: one event per call.
+    const toggler = (key, peerId) => {
+      const member = new Map();
+      return async (workspaceId) => {
+        const inside = member.get(workspaceId) === true;
+        member.set(workspaceId, !inside);
+        if (inside) await call(key, 'x-hub/workspace.members.remove', { workspace_id: workspaceId, agent_id: peerId });
+        else await call(key, 'x-hub/workspace.members.add', { workspace_id: workspaceId, agent_id: peerId, role: 'read' });
+      };
+    };
+    const quietEvent = toggler(quiet.key, quietPeer);
+    const noisyEvent = toggler(noisy.key, noisyPeer);
+    const drive = async (rate, seconds, cause) => {
+      const sent = [];
+      const start = performance.now();
+      for (let i = 0; i < Math.round(rate * seconds); i++) {
+        const wait = start + (i * 1000) / rate - performance.now();
+        if (wait > 1) await new Promise((ok) => setTimeout(ok, wait));
+        await cause(i);
+        sent.push(performance.now());
+      }
+      return sent;
+    };
+    const measure = async (name, withNoisy) => {
+      arrivals.length = 0;
+      const [sent] = await Promise.all([
+        drive(webhookRate, duration, () => quietEvent(quiet.workspaceId)),
+        withNoisy ? drive(webhookRate * 10, duration, (i) => noisyEvent(noisyWorkspaces[i % noisyWorkspaces.length])) : Promise.resolve([]),
+      ]);
+      const deadline = performance.now() + 30_000;
+      while (arrivals.length < sent.length && performance.now() < deadline) await new Promise((ok) => setTimeout(ok, 50));
+      // One webhook delivers in order: the i-th arrival is the i-th event's.
+      const ms = sent.slice(0, arrivals.length).map((at, i) => arrivals[i] - at).sort((a, b) => a - b);
+      const result = { phase: name, events: sent.length, delivered: arrivals.length, p50_ms: round(percentile(ms, 50), 1), p99_ms: round(percentile(ms, 99), 1), tarpit_held: held.length };
+      log(`  webhooks ${name.padEnd(12)} quiet p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms (${result.delivered}/${result.events} delivered); tarpit requests held so far: ${held.length}`);
+      return result;
+    };
+    const solo = await measure('solo', false);
+    const tarpitted = await measure('next to tarpit', true);
+    const ratio = round(tarpitted.p99_ms / solo.p99_ms, 2);
+    const verdict = tarpitted.delivered === tarpitted.events && ratio <= 2 ? 'PASS' : 'BELOW TARGET';
+    log(`  webhooks: quiet p99 next to the tarpit / solo p99: ${ratio}× (target ≤ 2×): ${verdict}`);
+    return { webhookRate, phases: [solo, tarpitted], ratio, verdict };
+  } finally {
+    for (const res of held) res.destroy();
+    prompt.close();
+    tarpit.close();
+  }
+}

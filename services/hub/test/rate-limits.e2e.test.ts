@@ -1,0 +1,267 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { backends } from '@agenthub/testing';
+import { startTestHub, type TestHub } from './harness.js';
+import { splitCredentials, splitMode, spawnProcess, type SplitProcess } from './split-hub.js';
+
+/** A token every 100 s, so no bucket refills while a test runs. */
+const LIMITS = {
+  HUB_RATE_KEY_PER_SEC: '0.01',
+  HUB_RATE_KEY_BURST: '5',
+  HUB_RATE_TENANT_PER_SEC: '1000',
+  HUB_RATE_TENANT_BURST: '2000',
+  HUB_RATE_ADDRESS_PER_SEC: '0.01',
+  HUB_RATE_ADDRESS_BURST: '3',
+  HUB_RATE_TRUST_FORWARDED_FOR: 'true',
+  HUB_MAX_WAITING_PER_AGENT: '2',
+  HUB_QUOTA_WORKSPACES_PER_TENANT: '2',
+  HUB_QUOTA_MEMORIES_PER_WORKSPACE: '2',
+};
+
+let nextId = 1;
+
+/** One JSON-RPC request (a call or a batch) on `url`, from the client address `from`. */
+async function post(url: string, key: string | undefined, body: unknown, from: string) {
+  const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Forwarded-For': from };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const response = await fetch(`${url}/a2a`, { method: 'POST', headers, body: JSON.stringify(body) });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any };
+}
+
+const call = (method: string, params: unknown = {}) => ({ jsonrpc: '2.0', id: nextId++, method, params });
+const list = () => call('x-hub/workspace.list');
+
+function expectLimited(reply: { status: number; headers: Headers; body: any }, scope?: string) {
+  expect(reply.status).toBe(429);
+  expect(Number(reply.headers.get('Retry-After'))).toBeGreaterThanOrEqual(1);
+  const errors = Array.isArray(reply.body) ? reply.body.map((r: any) => r.error) : [reply.body.error];
+  for (const error of errors) {
+    expect(error.code).toBe(-32029);
+    expect(error.data.reason).toBe('rate_limited');
+    expect(error.data.retry_after_ms).toBeGreaterThan(0);
+    if (scope) expect(error.message).toContain(scope);
+  }
+}
+
+describe.each(backends())('Rate limits and caps on $name', (backend) => {
+  let hub: TestHub;
+  beforeAll(async () => {
+    hub = await startTestHub(backend, LIMITS);
+  });
+  afterAll(() => hub?.stop());
+
+  it('limits each API key, counting every call of a batch, with 429 and RateLimit headers', async () => {
+    const a = await hub.agent('rl-key', 'a');
+    const b = await hub.agent('rl-key', 'b');
+    const first = await post(hub.url, a.api_key, list(), '10.0.0.1');
+    expect(first.status).toBe(200);
+    expect(first.headers.get('RateLimit-Limit')).toBe('5');
+    expect(first.headers.get('RateLimit-Remaining')).toBe('4');
+    // Four calls left of the burst but the batch holds five: refused as a whole, nothing taken.
+    const over = await post(hub.url, a.api_key, [list(), list(), list(), list(), list()], '10.0.0.1');
+    expectLimited(over, 'key');
+    expect(over.body).toHaveLength(5);
+    expect(over.headers.get('RateLimit-Remaining')).toBe('4');
+    const batch = await post(hub.url, a.api_key, [list(), list(), list(), list()], '10.0.0.1');
+    expect(batch.status).toBe(200);
+    expect(batch.headers.get('RateLimit-Remaining')).toBe('0');
+    expectLimited(await post(hub.url, a.api_key, list(), '10.0.0.1'), 'key');
+    // Another key of the same tenant draws from its own bucket.
+    expect((await post(hub.url, b.api_key, list(), '10.0.0.1')).status).toBe(200);
+  });
+
+  it('limits MCP tool calls with the same key bucket as JSON-RPC calls', async () => {
+    const a = await hub.agent('rl-mcp', 'a');
+    const mcp = (id: number) =>
+      fetch(`${hub.url}/mcp`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${a.api_key}`, 'X-Forwarded-For': '10.0.0.9' },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list', params: {} }),
+      });
+    expect((await post(hub.url, a.api_key, [list(), list(), list(), list()], '10.0.0.9')).status).toBe(200);
+    const last = await mcp(1);
+    expect(last.status).toBe(200);
+    expect(last.headers.get('RateLimit-Remaining')).toBe('0');
+    await last.text();
+    const over = await mcp(2);
+    expectLimited({ status: over.status, headers: over.headers, body: await over.json() }, 'key');
+    // The bucket is the key's, whichever endpoint drew it.
+    expectLimited(await post(hub.url, a.api_key, list(), '10.0.0.9'), 'key');
+  });
+
+  it('limits a tenant across its keys, with the operator’s per-tenant override', async () => {
+    const a = await hub.agent('rl-tenant', 'a');
+    const b = await hub.agent('rl-tenant', 'b');
+    const other = await hub.agent('rl-other', 'c');
+    const set = await hub.admin('tenants.set_limits', { tenant_id: 'rl-tenant', limits: { tenant: { per_sec: 0.01, burst: 3 } } });
+    expect(set.limits.tenant).toEqual({ per_sec: 0.01, burst: 3 });
+    expect(set.limits.key).toEqual({ per_sec: 0.01, burst: 5 });
+    const got = await hub.admin('tenants.get_limits', { tenant_id: 'rl-tenant' });
+    expect(got.overrides).toEqual({ tenant: { per_sec: 0.01, burst: 3 } });
+
+    expect((await post(hub.url, a.api_key, [list(), list()], '10.0.0.2')).status).toBe(200);
+    expect((await post(hub.url, b.api_key, list(), '10.0.0.2')).status).toBe(200);
+    expectLimited(await post(hub.url, b.api_key, list(), '10.0.0.2'), 'tenant');
+    expect((await post(hub.url, other.api_key, list(), '10.0.0.2')).status).toBe(200);
+
+    const bad = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-tenant', limits: { key: { per_sec: -1, burst: 3 } } }, { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } });
+    expect(bad.body.error?.code).toBe(-32602);
+    expect(bad.body.error?.data.field).toBe('limits.key.per_sec');
+    const unknown = await hub.call(undefined, 'tenants.get_limits', { tenant_id: 'no-such-tenant' }, { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } });
+    expect(unknown.body.error).toMatchObject({ code: -32101, message: 'Tenant not found' });
+  });
+
+  it('limits failed authentications and card fetches per client address, then refuses before any lookup', async () => {
+    const from = '10.0.0.3';
+    for (let i = 0; i < 3; i++) {
+      const reply = await post(hub.url, `ahk_${'x'.repeat(43)}`, list(), from);
+      expect(reply.status).toBe(401);
+    }
+    expectLimited(await post(hub.url, `ahk_${'x'.repeat(43)}`, list(), from), 'address');
+    const card = await fetch(`${hub.url}/.well-known/agent-card.json`, { headers: { 'X-Forwarded-For': from } });
+    expect(card.status).toBe(429);
+    expect(card.headers.get('Retry-After')).toBeTruthy();
+    // Another address is not affected.
+    const elsewhere = await fetch(`${hub.url}/.well-known/agent-card.json`, { headers: { 'X-Forwarded-For': '10.0.0.4' } });
+    expect(elsewhere.status).toBe(200);
+  });
+
+  it('caps the waiting calls of an agent, counting those inside a batch', async () => {
+    const agent = await hub.agent('rl-wait', 'a');
+    // Enough calls that only the cap refuses.
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-wait', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const poll = () => call('x-hub/inbox.poll', { wait_ms: 3_000 });
+    const started = Date.now();
+    const tooMany = await post(hub.url, agent.api_key, [poll(), poll(), poll()], '10.0.0.5');
+    expectLimited(tooMany, 'waiting');
+    // Refused at once, not held.
+    expect(Date.now() - started).toBeLessThan(2_000);
+    const holding = post(hub.url, agent.api_key, [poll(), poll()], '10.0.0.5');
+    // The two polls are open once a third is refused; poll until then rather than sleep.
+    let third: Awaited<ReturnType<typeof post>> | undefined;
+    for (let i = 0; i < 20; i++) {
+      third = await post(hub.url, agent.api_key, call('x-hub/inbox.poll', { wait_ms: 100 }), '10.0.0.5');
+      if (third.status === 429) break;
+    }
+    expectLimited(third!, 'waiting');
+    expect((await holding).status).toBe(200);
+    // Released once answered.
+    expect((await post(hub.url, agent.api_key, call('x-hub/inbox.poll', { wait_ms: 10 }), '10.0.0.5')).status).toBe(200);
+  });
+
+  it('refuses past a quota, naming it', async () => {
+    const agent = await hub.agent('rl-quota', 'a');
+    const other = await hub.agent('rl-quota-other', 'b');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-quota', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const create = (key: string) => post(hub.url, key, call('x-hub/workspace.create', { name: 'q' }), '10.0.0.6');
+    const first = await create(agent.api_key);
+    await create(agent.api_key);
+    const refused = await create(agent.api_key);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: -32029, message: expect.stringContaining('at most 2 workspaces'), data: { reason: 'quota_exceeded', field: 'workspaces_per_tenant' } });
+    expect(refused.body.error.data.retry_after_ms).toBeUndefined();
+    // Another tenant has its own quota.
+    expect((await create(other.api_key)).status).toBe(200);
+
+    const ws = first.body.result.workspace.id;
+    const store = (content: string) => post(hub.url, agent.api_key, call('x-hub/workspace.store', { workspace_id: ws, content }), '10.0.0.6');
+    expect((await store('The first memory.')).status).toBe(200);
+    expect((await store('The second memory.')).status).toBe(200);
+    const full = await store('One memory too many.');
+    expect(full.body.error).toMatchObject({ code: -32029, data: { field: 'memories_per_workspace' } });
+    // A duplicate merges into an existing memory: no new one, no refusal.
+    expect((await store('The first memory.')).status).toBe(200);
+
+    const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-quota' });
+    expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 2, limit: 2 });
+    expect(usage).toContainEqual({ quota: 'memories_per_workspace', scope: ws, used: 2, limit: 2 });
+    expect(usage).toContainEqual({ quota: 'memory_bytes_per_workspace', scope: ws, used: 'The first memory.The second memory.'.length, limit: 268435456 });
+  });
+
+  it('counts refusals by reason and tenant in /metrics', async () => {
+    const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="key",tenant="rl-key"\} [1-9]/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="tenant",tenant="rl-tenant"\} [1-9]/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="address",tenant=""\} [1-9]/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="waiting",tenant="rl-wait"\} [1-9]/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="workspaces_per_tenant",tenant="rl-quota"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="memories_per_workspace",tenant="rl-quota"\} 1/);
+  });
+
+  it('keeps a tenant’s overrides across a restart', async () => {
+    hub = await hub.restart();
+    const got = await hub.admin('tenants.get_limits', { tenant_id: 'rl-tenant' });
+    expect(got.overrides).toEqual({ tenant: { per_sec: 0.01, burst: 3 } });
+    expect(got.limits.tenant).toEqual({ per_sec: 0.01, burst: 3 });
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const real = backends().find((b) => b.name === 'postgres+redis');
+(real ? describe : describe.skip)('Rate limits across two gateway replicas (split mode)', () => {
+  let hub: TestHub;
+  let second: SplitProcess | undefined;
+  let secondUrl: string;
+  const credentials = splitCredentials();
+  const prefix = `limits-${randomBytes(4).toString('hex')}:`;
+
+  beforeAll(async () => {
+    hub = await startTestHub(splitMode(real!), { ...LIMITS, ...credentials, REDIS_PREFIX: prefix });
+    const [port, ops] = [await freePort(), await freePort()];
+    secondUrl = `http://127.0.0.1:${port}`;
+    const [identity, workspace, secrets, messaging, events] = Object.values(hub.services);
+    second = spawnProcess('gateway-b', 'gateway', {
+      ...LIMITS,
+      ...credentials,
+      REDIS_URL: process.env.AGENTHUB_TEST_REDIS_URL!,
+      REDIS_PREFIX: prefix,
+      IDENTITY_ADDR: identity!,
+      WORKSPACE_ADDR: workspace!,
+      SECRETS_ADDR: secrets!,
+      MESSAGING_ADDR: messaging!,
+      EVENTS_ADDR: events!,
+      HUB_HOST: '127.0.0.1',
+      HUB_PORT: String(port),
+      OPS_PORT: String(ops),
+      HUB_METRICS: 'false',
+      LOG_LEVEL: 'warn',
+    }, secondUrl);
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const ready = await fetch(`${secondUrl}/readyz`).then((r) => r.status === 200, () => false);
+      if (ready) break;
+      if (Date.now() > deadline) throw new Error(`gateway-b was not ready:\n${second.output()}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  });
+  afterAll(async () => {
+    await second?.stop();
+    await hub?.stop();
+  });
+
+  it('holds a key’s limit across replicas', async () => {
+    const agent = await hub.agent('rl-split', 'a');
+    expect((await post(hub.url, agent.api_key, [list(), list(), list()], '10.1.0.1')).status).toBe(200);
+    expect((await post(secondUrl, agent.api_key, [list(), list()], '10.1.0.1')).status).toBe(200);
+    expectLimited(await post(secondUrl, agent.api_key, list(), '10.1.0.1'), 'key');
+    expectLimited(await post(hub.url, agent.api_key, list(), '10.1.0.1'), 'key');
+  });
+
+  it('holds an address’s limit across replicas', async () => {
+    const badKey = `ahk_${'y'.repeat(43)}`;
+    expect((await post(hub.url, badKey, list(), '10.1.0.2')).status).toBe(401);
+    expect((await post(secondUrl, badKey, list(), '10.1.0.2')).status).toBe(401);
+    expect((await post(hub.url, badKey, list(), '10.1.0.2')).status).toBe(401);
+    expectLimited(await post(secondUrl, badKey, list(), '10.1.0.2'), 'address');
+  });
+});

@@ -1,0 +1,51 @@
+import { HubError, Reason, type CallContext, type HubConfig } from '@agenthub/runtime';
+import type { WorkspaceEnv } from './access.js';
+
+/** Per-tenant and per-workspace quotas of the workspace service (HUB_QUOTA_*). */
+export interface WorkspaceQuotas {
+  workspacesPerTenant: number;
+  memoriesPerWorkspace: number;
+  /** Bytes of memory content (UTF-8) one workspace holds. */
+  memoryBytesPerWorkspace: number;
+}
+
+/** The defaults of HUB_QUOTA_*, for services started without a configuration (tests). */
+export const DEFAULT_WORKSPACE_QUOTAS: WorkspaceQuotas = {
+  workspacesPerTenant: 1_000,
+  memoriesPerWorkspace: 100_000,
+  memoryBytesPerWorkspace: 256 * 1024 * 1024,
+};
+
+export function workspaceQuotas(config: HubConfig): WorkspaceQuotas {
+  return {
+    workspacesPerTenant: config.HUB_QUOTA_WORKSPACES_PER_TENANT,
+    memoriesPerWorkspace: config.HUB_QUOTA_MEMORIES_PER_WORKSPACE,
+    memoryBytesPerWorkspace: config.HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE,
+  };
+}
+
+export function workspacesQuotaExceeded(max: number): HubError {
+  return HubError.quotaExceeded('workspaces_per_tenant', `Quota exceeded: a tenant owns at most ${max} workspaces; delete one first`);
+}
+
+export function memoriesQuotaExceeded(quota: 'memories_per_workspace' | 'memory_bytes_per_workspace', max: number): HubError {
+  const what = quota === 'memories_per_workspace' ? `${max} memories` : `${max} bytes of memories`;
+  return HubError.quotaExceeded(quota, `Quota exceeded: a workspace holds at most ${what}; forget some first`);
+}
+
+/** Operator only: the tenant's workspaces against their quota, and each one's memories against theirs. */
+export async function tenantUsage(env: WorkspaceEnv, ctx: CallContext, tenantId: string) {
+  if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
+  const rows = await env.store.tenantUsage(tenantId);
+  const q = env.quotas;
+  const usage = (quota: string, scope: string, used: number, limit: number) => ({ quota, scope, used: BigInt(used), limit: BigInt(limit) });
+  return {
+    usage: [
+      usage('workspaces_per_tenant', '', rows.length, q.workspacesPerTenant),
+      ...rows.flatMap((r) => [
+        usage('memories_per_workspace', r.id, r.memories, q.memoriesPerWorkspace),
+        usage('memory_bytes_per_workspace', r.id, Number(r.bytes), q.memoryBytesPerWorkspace),
+      ]),
+    ],
+  };
+}
