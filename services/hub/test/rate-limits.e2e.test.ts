@@ -16,6 +16,8 @@ const LIMITS = {
   HUB_MAX_WAITING_PER_AGENT: '2',
   HUB_QUOTA_WORKSPACES_PER_TENANT: '2',
   HUB_QUOTA_MEMORIES_PER_WORKSPACE: '2',
+  HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE: '1000',
+  HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: '2',
 };
 
 let nextId = 1;
@@ -39,7 +41,8 @@ function expectLimited(reply: { status: number; headers: Headers; body: any }, s
     expect(error.code).toBe(-32029);
     expect(error.data.reason).toBe('rate_limited');
     expect(error.data.retry_after_ms).toBeGreaterThan(0);
-    if (scope) expect(error.message).toContain(scope);
+    if (scope === 'waiting') expect(error.message.startsWith('Too many waiting calls: an agent may hold at most 2 ')).toBe(true);
+    else if (scope) expect(error.message).toBe(`Rate limit exceeded (${scope}); retry after ${reply.headers.get('Retry-After')} s`);
   }
 }
 
@@ -175,7 +178,19 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-quota' });
     expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 2, limit: 2 });
     expect(usage).toContainEqual({ quota: 'memories_per_workspace', scope: ws, used: 2, limit: 2 });
-    expect(usage).toContainEqual({ quota: 'memory_bytes_per_workspace', scope: ws, used: 'The first memory.The second memory.'.length, limit: 268435456 });
+    expect(usage).toContainEqual({ quota: 'memory_bytes_per_workspace', scope: ws, used: 'The first memory.The second memory.'.length, limit: 1000 });
+  });
+
+  it('refuses a send past the sender\'s tasks in flight (submitted or working), naming the quota', async () => {
+    const sender = await hub.agent('rl-inflight', 'sender');
+    const recipient = await hub.agent('rl-inflight', 'recipient');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-inflight', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const send = () => post(hub.url, sender.api_key, call('SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] }, configuration: { agentId: recipient.agent_id } }), '10.0.0.7');
+    expect((await send()).body.result.status.state).toBe('submitted');
+    expect((await send()).body.result.status.state).toBe('submitted');
+    const refused = await send();
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'tasks_in_flight_per_sender' } });
   });
 
   it('counts refusals by reason and tenant in /metrics', async () => {

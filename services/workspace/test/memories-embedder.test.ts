@@ -49,8 +49,8 @@ describe('UseLiteEmbedder (the built-in model, offline, in worker threads)', () 
     await expect(embedder.embed([])).resolves.toEqual([]);
   });
 
-  test('past its queue bound it refuses at once with a retryable error, and serves what it took', async () => {
-    const small = new UseLiteEmbedder({ threads: 1, maxQueue: 2 });
+  test('past its queue bound (EMBEDDINGS_MAX_QUEUE) it refuses at once with a retryable error, and serves what it took', async () => {
+    const small = createEmbedder({ EMBEDDINGS_THREADS: 1, EMBEDDINGS_MAX_QUEUE: 2 });
     try {
       // The worker is still loading the model: both texts wait in the queue.
       const taken = small.embed(['first', 'second']);
