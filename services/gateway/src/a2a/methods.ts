@@ -7,6 +7,7 @@ import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS } from '../methods/messag
 import type { Clients, Route } from '../route.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import { messageIn, stateIn, stateOut, streamItems, taskOut } from './codec.js';
+import { sentTaskStream } from '../task-stream.js';
 import { A2aError } from './errors.js';
 import { extendedAgentCard, type Reach } from './cards.js';
 import { configIn, createConfig, pushConfigMethods } from './push-configs.js';
@@ -58,10 +59,18 @@ async function sendRequest(params: Json, ctx: RpcContext, client: Client) {
  * STREAM_MAX_MS (the client resubscribes and loses nothing). The first item is read before the
  * stream is answered, so refusals come back as ordinary JSON-RPC errors.
  */
-async function watch(client: Client, request: messagingv1.WatchTaskRequest | Json, ctx: RpcContext, refuseFinished: boolean): Promise<AsyncIterable<StreamEvent>> {
+async function watch(
+  client: Client,
+  request: messagingv1.WatchTaskRequest | Json,
+  ctx: RpcContext,
+  refuseFinished: boolean,
+  /** The task a send just answered with: streamed first, the watch resuming after its version. */
+  sent?: messagingv1.Task,
+): Promise<AsyncIterable<StreamEvent>> {
   const limit = AbortSignal.timeout(STREAM_MAX_MS);
   const signal = ctx.signal ? AbortSignal.any([ctx.signal, limit]) : limit;
-  const iterator = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 })[Symbol.asyncIterator]();
+  const source = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 });
+  const iterator = (sent ? sentTaskStream(sent, source) : source)[Symbol.asyncIterator]();
   const first = await iterator.next();
   const event = first.done ? undefined : first.value.event;
   if (refuseFinished && event?.case === 'task' && isFinal(event.value.state)) {
@@ -155,7 +164,7 @@ export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
     ['SendStreamingMessage', streaming('watchTask', async (p, ctx, c) => {
       const request = { ...(await sendRequest(p, ctx, c)), blocking: false };
       const { task } = (await c.sendMessage!(request, options(ctx))) as messagingv1.SendMessageResponse;
-      return watch(c, { taskId: task!.id, historyLength: request.historyLength }, ctx, false);
+      return watch(c, { taskId: task!.id, afterVersion: task!.version }, ctx, false, task!);
     })],
     ['GetTask', unary('getTask', async (p, ctx, c) => {
       const request = { taskId: taskId(p), historyLength: optionalInt(p, 'historyLength', '', 0) };

@@ -6,6 +6,7 @@ import type { RpcContext, StreamEvent } from '../jsonrpc.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import type { Clients, Route } from '../route.js';
 import { checked, MESSAGING_PARAMS } from './messaging-params.js';
+import { sentTaskStream } from '../task-stream.js';
 
 /**
  * Messaging and tasks in the interface's dialect (A2A: camelCase, parts tagged by `kind`,
@@ -232,13 +233,14 @@ function streamMethod(
   };
 }
 
-function watch(client: Record<string, (request: unknown, options: CallOptions) => unknown>, request: unknown, ctx: RpcContext) {
+/** `sent`: the task a send just answered with, streamed first; the watch then resumes after its version. */
+function watch(client: Record<string, (request: unknown, options: CallOptions) => unknown>, request: unknown, ctx: RpcContext, sent?: messagingv1.Task) {
   return primed(
     expand(
-      bounded(
-        (signal) => (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 }) as AsyncIterable<messagingv1.WatchTaskResponse>,
-        ctx,
-      ),
+      bounded((signal) => {
+        const source = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 }) as AsyncIterable<messagingv1.WatchTaskResponse>;
+        return sent ? sentTaskStream(sent, source) : source;
+      }, ctx),
       taskEvents,
     ),
   );
@@ -300,7 +302,7 @@ function unchecked(clients: Clients): [string, Route][] {
     ['SendStreamingMessage', streamMethod(clients, 'watchTask', async (p, ctx, client) => {
       const request = { ...sendRequest(p, ctx), blocking: false };
       const { task } = (await client.sendMessage!(request, { principal: ctx.principal, signal: ctx.signal })) as messagingv1.SendMessageResponse;
-      return watch(client, { taskId: task!.id, historyLength: request.historyLength }, ctx);
+      return watch(client, { taskId: task!.id, afterVersion: task!.version }, ctx, task!);
     })],
     ['SubscribeToTask', streamMethod(clients, 'watchTask', async (p, ctx, client) =>
       watch(client, { taskId: taskId(p), afterVersion: resumeVersion(ctx.lastEventId), historyLength: optionalInt(p, 'historyLength', '', 0) }, ctx),

@@ -1,0 +1,69 @@
+import { create } from '@bufbuild/protobuf';
+import { messagingv1 } from '@agenthub/proto';
+import { agentMethods, type Clients, type RpcContext } from '@agenthub/gateway';
+import { a2aMethods } from '../src/a2a/index.js';
+
+const { TaskState } = messagingv1;
+
+/**
+ * A stand-in for the messaging service whose recipient finishes the task before the sender's
+ * stream begins (a quick connected agent on a loaded machine): sendMessage answers with version 1
+ * (submitted), but by the time the stream is opened the task stands at version 3 (completed).
+ * watchTask behaves as the service does: without `afterVersion` it starts from the task as it
+ * stands now; with it, it replays the transitions after that version from the kept table.
+ */
+function finishedBeforeWatch(): Clients {
+  const at = (version: number, state: messagingv1.TaskState) =>
+    create(messagingv1.TaskSchema, { id: 'task_1', contextId: 'ctx_1', version: BigInt(version), state });
+  const transition = (version: number, state: messagingv1.TaskState) =>
+    create(messagingv1.WatchTaskResponseSchema, {
+      event: { case: 'transition', value: { taskId: 'task_1', contextId: 'ctx_1', version: BigInt(version), state, final: state === TaskState.COMPLETED } },
+    });
+  const messaging = {
+    sendMessage: async () => create(messagingv1.SendMessageResponseSchema, { task: at(1, TaskState.SUBMITTED) }),
+    watchTask: async function* (request: { afterVersion?: bigint }) {
+      if (request.afterVersion === undefined) {
+        yield create(messagingv1.WatchTaskResponseSchema, { event: { case: 'task', value: at(3, TaskState.COMPLETED) } });
+        return;
+      }
+      for (const t of [transition(2, TaskState.WORKING), transition(3, TaskState.COMPLETED)]) {
+        if (t.event.case === 'transition' && t.event.value.version > request.afterVersion) yield t;
+      }
+    },
+  };
+  return new Map([[messagingv1.MessagingService.typeName, messaging as never]]);
+}
+
+const ctx: RpcContext = { principal: { kind: 'agent', agentId: 'agt_sender', tenantId: 'acme' }, targetAgentId: 'agt_recipient' };
+
+async function collect(stream: AsyncIterable<{ result: unknown }>) {
+  const results: unknown[] = [];
+  for await (const event of stream) results.push(event.result);
+  return results;
+}
+
+describe('SendStreamingMessage to a recipient that finishes before the stream opens', () => {
+  it('streams the sent task, then every update, on the interface endpoint', async () => {
+    const method = agentMethods(finishedBeforeWatch()).get('SendStreamingMessage')!;
+    const events = (await collect(await method.stream!({ message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] } }, ctx))) as {
+      kind: string;
+      status?: { state: string };
+    }[];
+    expect(events.map((e) => (e.kind === 'task' ? `task:${e.status?.state}` : `${e.kind}:${e.status?.state}`))).toEqual([
+      'task:submitted',
+      'status-update:working',
+      'status-update:completed',
+    ]);
+  });
+
+  it('streams the sent task, then every update, on the strict A2A endpoint', async () => {
+    const method = a2aMethods(finishedBeforeWatch()).get('SendStreamingMessage')!;
+    const message = { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] };
+    const events = (await collect(await method.stream!({ message }, ctx))) as Record<string, { status?: { state: string } }>[];
+    expect(events.map((e) => Object.keys(e)[0] + (e.task ? `:${e.task.status?.state}` : `:${e.statusUpdate?.status?.state}`))).toEqual([
+      'task:TASK_STATE_SUBMITTED',
+      'statusUpdate:TASK_STATE_WORKING',
+      'statusUpdate:TASK_STATE_COMPLETED',
+    ]);
+  });
+});
