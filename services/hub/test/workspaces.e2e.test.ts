@@ -461,10 +461,11 @@ describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('workspac
 
   describe('tenants and access grants', () => {
     it('agents.get shows another tenant\'s agent by id and name only, grant or not; its own tenant and the operator see everything (issue 12)', async () => {
-      const { agent: pushed } = await hub.admin('agents.create', { tenant_id: 'initech', name: 'pushed', create_tenant: true, endpoint_url: 'http://127.0.0.1:9/a2a' });
+      // A global address the hub accepts at registration; nothing is sent to it (no message goes to this agent).
+      const { agent: pushed } = await hub.admin('agents.create', { tenant_id: 'initech', name: 'pushed', create_tenant: true, endpoint_url: 'https://198.51.101.7/a2a' });
       const colleague = await agent('initech', 'colleague');
       const foreign = await agent('globex', 'foreign');
-      const full = { id: pushed.id, tenant_id: 'initech', name: 'pushed', endpoint_url: 'http://127.0.0.1:9/a2a' };
+      const full = { id: pushed.id, tenant_id: 'initech', name: 'pushed', endpoint_url: 'https://198.51.101.7/a2a' };
 
       expect((await ok(foreign, 'agents.get', { agent_id: pushed.id })).agent).toEqual({ id: pushed.id, name: 'pushed' });
       const { grant } = await ok(foreign, 'grants.request', { agent_id: pushed.id });
