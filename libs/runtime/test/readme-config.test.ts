@@ -28,6 +28,8 @@ const DERIVED: Record<string, { readme: RegExp; config: undefined }> = {
   EMBEDDINGS_THREADS: { readme: /^one per spare core, ≤ 2$/, config: undefined },
   // The events service owns the schedule; services/events/test checks its literal default.
   WEBHOOK_RETRY_SCHEDULE_MS: { readme: /^0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h$/, config: undefined },
+  // Each process names itself when it starts tracing; tracing.test checks that the variable wins.
+  OTEL_SERVICE_NAME: { readme: /^`agenthub-<service>`$/, config: undefined },
 };
 
 describe('README configuration table', () => {
