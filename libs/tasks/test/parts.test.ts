@@ -1,5 +1,6 @@
 import { equals } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
+import { seededRandom } from '@agenthub/testing';
 import {
   a2aPartFromProtoJson,
   a2aPartFromSdk,
@@ -35,18 +36,9 @@ class FieldError extends Error {
 }
 const OPTIONS: DecodeOptions = { invalid: (field, problem) => new FieldError(field, problem), maxInlineChars: 1 << 20 };
 
-/** mulberry32: small, seeded, good enough to vary inputs reproducibly. */
+/** Seeded inputs, plus a text of a few characters from an awkward set. */
 function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
+  const { int, pick } = seededRandom(seed);
   const text = () => Array.from({ length: int(12) }, () => pick(['a', 'Z', ' ', '#', '*', 'é', '漢', '\n', '"', '{', '0', '🙂'])).join('');
   return { int, pick, text };
 }

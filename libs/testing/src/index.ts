@@ -176,3 +176,5 @@ export { makeTestCertificates, type TestCertificates } from './certificates.js';
 
 /** A free loopback port outside the ephemeral range, so a test can restart a process on it. */
 export { freePort } from './ports.js';
+/** A seeded random source for generated inputs (property and fuzz tests): the same seed, the same inputs. */
+export { seededRandom } from './random.js';

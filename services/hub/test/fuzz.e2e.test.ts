@@ -1,4 +1,4 @@
-import { backends } from '@agenthub/testing';
+import { backends, seededRandom } from '@agenthub/testing';
 import { startTestHub, type Agent, type TestHub } from './harness.js';
 
 /**
@@ -18,20 +18,7 @@ const CHECK_EVERY = 25;
 /** Longest a call may take to answer (blocking sends wait MESSAGING_BLOCKING_MS, set short below). */
 const ANSWER_MS = 20_000;
 
-/** mulberry32: small, seedable, good enough to pick inputs. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return { next, int, pick: <T>(items: readonly T[]): T => items[int(items.length)]!, chance: (p: number) => next() < p };
-}
-type Rng = ReturnType<typeof prng>;
+type Rng = ReturnType<typeof seededRandom>;
 
 type Endpoint = 'hub' | 'agent' | 'strict' | 'admin';
 interface Call {
@@ -272,7 +259,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('fuzzing every endpoi
   }
 
   it(`answers ${BODIES} seeded fuzzed bodies without 5xx or -32603, writing nothing when it refuses`, async () => {
-    const rng = prng(SEED);
+    const rng = seededRandom(SEED);
     const calls = catalogue();
     const figures = { bodies: 0, calls: 0, http5xx: 0, internal: 0, refused: 0, succeeded: 0, streams: 0, cards: 0, writesByRefusals: 0 };
     const problems: string[] = [];
