@@ -13,7 +13,7 @@ export function messagingOptions(config: HubConfig): Pick<MessagingDeps, 'limits
       claimMs: config.MESSAGING_CLAIM_MS,
       maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES,
       idempotencyWindowMs: config.MESSAGING_IDEMPOTENCY_WINDOW_MS,
-      maxTasksInFlightPerSender: config.HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER,
+      maxTasksInFlightPerSender: config.HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER || Infinity,
     },
     sweepIntervalMs: config.MESSAGING_SWEEP_MS,
     push: {

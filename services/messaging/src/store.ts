@@ -1,6 +1,6 @@
 import { appendEvent, currentTraceparent, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
-import { insertTasks, TaskInsertBatcher } from './send-batch.js';
+import { TaskInsertBatcher } from './send-batch.js';
 import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
@@ -181,23 +181,22 @@ export class MessagingStore {
     check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
     const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null };
-    if (!Number.isFinite(maxInFlight)) {
-      await this.newTasks.insert(rows);
-      return created;
-    }
-    // The quota needs the count and the insert under one lock per sender, so these sends leave
-    // the grouped statement for a transaction of their own.
-    return this.db.transaction(async (tx) => {
-      // Serialises one sender's creations so two concurrent sends cannot both pass the count.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tasks:${task.senderAgentId}`]);
-      const { rows: counted } = await tx.query<{ count: number }>(
-        `SELECT count(*)::int AS count FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working')`,
-        [task.senderAgentId],
+    if (Number.isFinite(maxInFlight)) {
+      // Counted before the send joins the grouped insert: one read on a partial index, no lock, so
+      // a send keeps its single statement and shared commit. Sends of one sender that race each
+      // other may all pass the count, so the quota can be passed by their number (a bound the
+      // rate limits and the waiting-call cap keep small).
+      // Counting stops at the quota: the read costs at most `maxInFlight` index entries.
+      const { rows: counted } = await this.db.query<{ count: number }>(
+        `SELECT count(*)::int AS count FROM (
+           SELECT 1 FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working') LIMIT $2
+         ) AS in_flight`,
+        [task.senderAgentId, maxInFlight],
       );
       if ((counted[0]?.count ?? 0) >= maxInFlight) return undefined;
-      await insertTasks(tx, [rows]);
-      return created;
-    });
+    }
+    await this.newTasks.insert(rows);
+    return created;
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {

@@ -16,7 +16,7 @@ type TaskState = messagingv1.TaskState;
 export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant'>;
 
 export interface MessagingLimits {
-  /** Quota: tasks one agent has sent that are still submitted or working (HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER). */
+  /** Quota: tasks one agent has sent that are still submitted or working (HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER; Infinity: none). */
   maxTasksInFlightPerSender: number;
   /** Longest SendMessage blocking wait (the interface's 60 s). */
   blockingMs: number;
