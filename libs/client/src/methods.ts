@@ -19,7 +19,9 @@ import type {
 } from './types.js';
 
 type WorkspaceRef = { workspace_id: string };
-type WebhookRef = WorkspaceRef & { webhook_id: string };
+/** A workspace's webhooks, or with `scope: "agent"` (and no workspace_id) the caller's agent-wide ones. */
+type WebhookScope = { workspace_id?: string; scope?: 'workspace' | 'agent' };
+type WebhookRef = WebhookScope & { webhook_id: string };
 type Unary<P, R> = { params: P; result: R; stream: false };
 type Stream<P, E> = { params: P; result: E; stream: true };
 
@@ -81,8 +83,8 @@ export interface HubMethods {
     Task
   >;
 
-  'x-hub/webhooks.create': Unary<WorkspaceRef & { url: string; events?: string[]; description?: string }, { webhook: Webhook }>;
-  'x-hub/webhooks.list': Unary<WorkspaceRef, { webhooks: Webhook[] }>;
+  'x-hub/webhooks.create': Unary<WebhookScope & { url: string; events?: string[]; description?: string }, { webhook: Webhook }>;
+  'x-hub/webhooks.list': Unary<WebhookScope, { webhooks: Webhook[] }>;
   'x-hub/webhooks.get': Unary<WebhookRef, { webhook: Webhook }>;
   'x-hub/webhooks.delete': Unary<WebhookRef, { deleted: true; webhook_id: string }>;
   'x-hub/webhooks.rotate_secret': Unary<WebhookRef, { webhook: Webhook; previous_secret_expires_at: string }>;

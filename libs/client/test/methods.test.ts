@@ -41,8 +41,7 @@ type KeysOf<T> = T extends unknown ? keyof T : never;
 type KeySet<M extends MethodName> = { [K in KeysOf<ParamsOf<M>> & string]: true };
 
 /**
- * The params of each method whose gateway entry has a params schema (the messaging ones are read
- * by hand). Object literals: the compiler refuses a key the client's type lacks, and a missing one.
+ * The params of each method whose gateway entry has a params schema (every method has one). Object literals: the compiler refuses a key the client's type lacks, and a missing one.
  */
 const CLIENT_PARAMS: { [M in MethodName]?: KeySet<M> } = {
   'x-hub/workspace.create': { name: true, description: true },
@@ -67,14 +66,24 @@ const CLIENT_PARAMS: { [M in MethodName]?: KeySet<M> } = {
   'x-hub/workspace.secrets.get': { workspace_id: true, key: true },
   'x-hub/workspace.secrets.list': { workspace_id: true },
   'x-hub/workspace.secrets.delete': { workspace_id: true, key: true },
-  'x-hub/webhooks.create': { workspace_id: true, url: true, events: true, description: true },
-  'x-hub/webhooks.list': { workspace_id: true },
-  'x-hub/webhooks.get': { workspace_id: true, webhook_id: true },
-  'x-hub/webhooks.delete': { workspace_id: true, webhook_id: true },
-  'x-hub/webhooks.rotate_secret': { workspace_id: true, webhook_id: true },
-  'x-hub/webhooks.test': { workspace_id: true, webhook_id: true },
-  'x-hub/webhooks.deliveries': { workspace_id: true, webhook_id: true, limit: true, status: true },
-  'x-hub/webhooks.replay': { workspace_id: true, webhook_id: true, event_id: true, since: true },
+  'x-hub/webhooks.create': { workspace_id: true, scope: true, url: true, events: true, description: true },
+  'x-hub/webhooks.list': { workspace_id: true, scope: true },
+  'x-hub/webhooks.get': { workspace_id: true, scope: true, webhook_id: true },
+  'x-hub/webhooks.delete': { workspace_id: true, scope: true, webhook_id: true },
+  'x-hub/webhooks.rotate_secret': { workspace_id: true, scope: true, webhook_id: true },
+  'x-hub/webhooks.test': { workspace_id: true, scope: true, webhook_id: true },
+  'x-hub/webhooks.deliveries': { workspace_id: true, scope: true, webhook_id: true, limit: true, status: true },
+  SendMessage: { message: true, configuration: true },
+  SendStreamingMessage: { message: true, configuration: true },
+  GetTask: { id: true, historyLength: true },
+  CancelTask: { id: true },
+  ListTasks: { contextId: true, status: true, pageSize: true, pageToken: true, historyLength: true, lastUpdatedAfter: true, includeArtifacts: true },
+  SubscribeToTask: { id: true, historyLength: true },
+  'x-hub/inbox.poll': { wait_ms: true, max: true },
+  'x-hub/inbox.stream': { max: true },
+  'x-hub/inbox.ack': { delivery_id: true },
+  'x-hub/tasks.update': { task_id: true, state: true, message: true, artifacts: true },
+  'x-hub/webhooks.replay': { workspace_id: true, scope: true, webhook_id: true, event_id: true, since: true },
 };
 
 describe('client params', () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { eventsv1 } from '@agenthub/proto';
 import { contextOf, currentTraceparent, HubError, SpanKind, TRACEPARENT, withSpan, type CallContext } from '@agenthub/runtime';
 import { matchAgentWebhooks } from './agent-webhooks.js';
-import { intakeTaskEvent } from './task-push.js';
+import { intakeTaskEvent, isTaskScope } from './task-push.js';
 import type { EventsEnv } from './env.js';
 import { retryAfterMs, type AttemptResult } from './send.js';
 import { webhookHeaders } from './signing.js';
@@ -103,7 +103,10 @@ export const CREATOR_ACCESS_ERROR = 'not sent: the agent that created the webhoo
  * delivery's attempt recorded and its pending deliveries failed, as for any disabled endpoint.
  */
 async function creatorMaySend(env: EventsEnv, delivery: DueDelivery, signal: AbortSignal): Promise<boolean> {
-  if (delivery.retired) return true;
+  // Only a webhook of one workspace is checked here: an agent-wide one ('') is matched against
+  // its creator's admin role per event when the event is taken in (agent-webhooks.ts), and a task
+  // push config is bound to a task its creator takes part in (task-push.ts).
+  if (delivery.retired || delivery.workspaceId === '' || isTaskScope(delivery.workspaceId)) return true;
   const fields = { webhook_id: delivery.webhookId, event_id: delivery.eventId, created_by: delivery.createdBy };
   let admin: boolean;
   try {

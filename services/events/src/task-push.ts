@@ -16,7 +16,10 @@ import { newSigningSecret } from './signing.js';
 /** Most configs one agent keeps on one task. */
 export const MAX_CONFIGS_PER_TASK = 10;
 const TASK_EVENT = 'messaging.task.transitioned';
-const scopeOf = (taskId: string) => `task:${taskId}`;
+const TASK_SCOPE = 'task:';
+const scopeOf = (taskId: string) => `${TASK_SCOPE}${taskId}`;
+/** Whether a webhook's scope (its workspace_id column) is a task push config's. */
+export const isTaskScope = (scope: string) => scope.startsWith(TASK_SCOPE);
 
 interface ConfigRow {
   push_config_id: string;
@@ -34,7 +37,7 @@ function toConfig(row: ConfigRow): eventsv1.TaskPushConfig {
   return {
     $typeName: 'agenthub.events.v1.TaskPushConfig',
     id: row.push_config_id,
-    taskId: row.workspace_id.slice('task:'.length),
+    taskId: row.workspace_id.slice(TASK_SCOPE.length),
     url: row.url,
     token: row.push_token ?? '',
     authScheme: row.push_auth_scheme ?? '',
