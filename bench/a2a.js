@@ -26,11 +26,9 @@
 // Exit status: 0 when both paths were measured without errors, whatever the ratio; 1 when an
 // exchange failed or setup failed; 2 when PostgreSQL or Redis is unreachable.
 
-import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { envNumber, fmt, freshHubSettings, log, parseHubEnv, round, rpc, runBench, startHubProcess, UsageError } from './lib.js';
+import { envNumber, fmt, freshHubSettings, log, parseHubEnv, round, rpc, runBench, startHubProcess, startNodeProcess, UsageError } from './lib.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -107,37 +105,9 @@ async function connectedAgent(hubUrl, apiKey, pollers) {
   );
 }
 
-/** Runs this file in `role` as a child; resolves with the first stdout line matching `ready`. */
-async function startRole(role, args, ready) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), role, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const tail = [];
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  const exited = new Promise((ok) => child.once('exit', ok));
-  const match = await new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${role} did not start within 30 s:\n${tail.join('\n')}`)), 30_000);
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const found = ready.exec(line);
-      if (found) {
-        clearTimeout(timer);
-        ok(found);
-      } else tail.push(line);
-    });
-    createInterface({ input: child.stderr }).on('line', (line) => tail.push(line));
-    exited.then((code) => {
-      clearTimeout(timer);
-      fail(new Error(`${role} exited (${code}):\n${tail.join('\n')}`));
-    });
-  });
-  return {
-    match,
-    async stop() {
-      process.removeListener('exit', killOnExit);
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+/** Runs this file in `role` as a child (stopped by `cleanups`); resolves with the first stdout line matching `ready`. */
+function startRole(cleanups, role, args, ready) {
+  return startNodeProcess(cleanups, ROOT, [fileURLToPath(import.meta.url), role, ...args], {}, ready);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,10 +205,8 @@ async function run(cleanups) {
   const tenant = `bench-${id}`;
   const sender = await admin('agents.create', { tenant_id: tenant, name: 'sender', create_tenant: true });
   const echo = await admin('agents.create', { tenant_id: tenant, name: 'echo', create_tenant: true, description: 'Echoes its input' });
-  const agent = await startRole('connected-agent', [hub.url, echo.api_key, String(Math.max(2, Math.ceil(opts.concurrency / 8)))], /connected agent polling/);
-  cleanups.push(() => agent.stop());
-  const direct = await startRole('direct-server', [], /listening on (\S+)/);
-  cleanups.push(() => direct.stop());
+  await startRole(cleanups, 'connected-agent', [hub.url, echo.api_key, String(Math.max(2, Math.ceil(opts.concurrency / 8)))], /connected agent polling/);
+  const direct = await startRole(cleanups, 'direct-server', [], /listening on (\S+)/);
 
   // The push shape: the hub forwards to the very server the direct path measures.
   const pushAgent = await admin('agents.create', { tenant_id: tenant, name: 'push echo', create_tenant: true, endpoint_url: `${direct.match[1]}/a2a` });
