@@ -195,7 +195,8 @@ async function run(cleanups) {
   log(`  ${fmt(opts.requests)} exchanges per path after ${fmt(opts.warmup)} warm-up, ${opts.concurrency} in flight`);
 
   const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
-  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, ...opts.hubEnv });
+  // The push agent is the SDK server on loopback: the egress guard lets the hub reach it only so.
+  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, HUB_EGRESS_ALLOW_PRIVATE: 'true', ...opts.hubEnv });
   cleanups.push(() => hub.stop());
   const admin = async (method, params) => {
     const reply = await rpc(hub.url, '/admin', adminToken, method, params);
