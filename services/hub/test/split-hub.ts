@@ -189,7 +189,8 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
     EMBEDDINGS_THREADS: '1',
     GRPC_HOST: '127.0.0.1',
     // Servers recycle connections every few seconds (production default: 5 minutes), so every
-    // suite run in split mode also shows that connection ageing cuts no call and no stream.
+    // suite run in split mode also shows that connection ageing cuts no read and no stream
+    // (docs/operations.md: a refused write is sent again once by grpc-js).
     GRPC_MAX_CONNECTION_AGE_MS: '3000',
     IDENTITY_ADDR: addrs.identity,
     WORKSPACE_ADDR: addrs.workspace,
