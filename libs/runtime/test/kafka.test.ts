@@ -1,11 +1,12 @@
 import net from 'node:net';
 import { KafkaBus } from '@agenthub/runtime';
-import { testLogger } from '@agenthub/testing';
+import { kafkaTestBrokers, skipUnlessRequired, testLogger } from '@agenthub/testing';
 import { describeBusConformance, type BusSubject } from './bus-conformance.js';
 
 /**
- * KafkaBus against a real broker: KAFKA_TEST_BROKERS when set, else a single-node KRaft Kafka
- * started with testcontainers when a container runtime exists; skipped, saying why, otherwise.
+ * KafkaBus against a real broker: KAFKA_TEST_BROKERS when set (CI starts one with .ci/kafka.sh),
+ * else a single-node KRaft Kafka started with testcontainers when a container runtime exists;
+ * skipped, saying why, otherwise (failed under AGENTHUB_TEST_REQUIRE_REAL=1).
  */
 const log = testLogger();
 const IMAGE = 'apache/kafka:3.9.1';
@@ -28,15 +29,15 @@ const subject = (brokers: string[], stop: () => Promise<void>): BusSubject => ({
 });
 
 async function kafka(): Promise<{ start: () => Promise<BusSubject>; skip?: string }> {
-  const brokers = process.env.KAFKA_TEST_BROKERS;
-  if (brokers) return { start: async () => subject(brokers.split(','), async () => undefined) };
+  const brokers = kafkaTestBrokers();
+  if (brokers) return { start: async () => subject(brokers, async () => undefined) };
   const { getContainerRuntimeClient, GenericContainer, Wait } = await import('testcontainers');
   let host: string;
   try {
     host = (await getContainerRuntimeClient()).info.containerRuntime.host;
   } catch (err) {
     return {
-      skip: `no container runtime (${(err as Error).message.split('\n')[0]}) and KAFKA_TEST_BROKERS is not set`,
+      skip: skipUnlessRequired(`no container runtime (${(err as Error).message.split('\n')[0]}) and KAFKA_TEST_BROKERS is not set`),
       start: async () => {
         throw new Error('skipped');
       },
