@@ -18,6 +18,13 @@ export interface KafkaBusOptions {
   retryDelayMs?: number;
 }
 
+/**
+ * How long the broker holds a fetch that finds nothing new (the Java consumer's fetch.max.wait.ms;
+ * kafkajs waits 5 s). A resumed partition and a stopping consumer both wait for the fetch in
+ * flight, so this bounds how late a retry comes after its pause and how long `stop` takes.
+ */
+const FETCH_MAX_WAIT_MS = 500;
+
 /** kafkajs logs through its own logger; this sends its warnings and errors to ours. */
 function pinoLogCreator(log: Logger): logCreator {
   return () => ({ namespace, level, log: entry }) => {
@@ -100,7 +107,7 @@ export class KafkaBus implements Bus {
     await this.connect();
     await this.ensureTopics(topics);
     const log = this.log.child({ group });
-    const consumer = this.kafka.consumer({ groupId: group, allowAutoTopicCreation: false });
+    const consumer = this.kafka.consumer({ groupId: group, allowAutoTopicCreation: false, maxWaitTimeInMs: FETCH_MAX_WAIT_MS });
     const retryTimers = new Set<NodeJS.Timeout>();
     let inFlight: Promise<void> = Promise.resolve();
     let stopping = false;
