@@ -16,6 +16,8 @@ export interface KafkaBusOptions {
   partitions?: number;
   /** Pause before a message whose handler failed is handed over again. */
   retryDelayMs?: number;
+  /** How long the group waits for a silent member before handing its partitions to others (kafkajs: 30 s). */
+  sessionTimeoutMs?: number;
 }
 
 /**
@@ -68,6 +70,7 @@ export class KafkaBus implements Bus {
   private readonly log: Logger;
   private readonly partitions: number;
   private readonly retryDelayMs: number;
+  private readonly sessionTimeoutMs: number | undefined;
   private readonly knownTopics = new Set<string>();
   private readonly subscriptions = new Set<Subscription>();
   private connected: Promise<void> | undefined;
@@ -76,6 +79,7 @@ export class KafkaBus implements Bus {
     this.log = options.log;
     this.partitions = options.partitions ?? 6;
     this.retryDelayMs = options.retryDelayMs ?? 1_000;
+    this.sessionTimeoutMs = options.sessionTimeoutMs;
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -107,7 +111,12 @@ export class KafkaBus implements Bus {
     await this.connect();
     await this.ensureTopics(topics);
     const log = this.log.child({ group });
-    const consumer = this.kafka.consumer({ groupId: group, allowAutoTopicCreation: false, maxWaitTimeInMs: FETCH_MAX_WAIT_MS });
+    const consumer = this.kafka.consumer({
+      groupId: group,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+      ...(this.sessionTimeoutMs === undefined ? {} : { sessionTimeout: this.sessionTimeoutMs }),
+    });
     const retryTimers = new Set<NodeJS.Timeout>();
     let inFlight: Promise<void> = Promise.resolve();
     let stopping = false;
@@ -130,7 +139,14 @@ export class KafkaBus implements Bus {
         retryTimers.add(timer);
         return;
       }
-      await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+      try {
+        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+      } catch (err) {
+        // The group went on without this member (a rebalance, or its session expired while the
+        // handler ran), so the message comes again to the partition's owner. Thrown, the error
+        // would stop the consumer for good: kafkajs restarts one only after retriable errors.
+        log.warn({ err, topic, partition, offset: message.offset }, 'bus offset not committed; the message will come again');
+      }
     };
 
     await consumer.connect();
