@@ -17,8 +17,16 @@ TARGET="$HERE/target"
 PID_FILE="$TARGET/kafka.pid"
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 
+# A free loopback port below Linux's ephemeral range (as libs/testing's freePort): one the kernel
+# picked with listen(0) could go to an outgoing connection (npm's, say) before the broker binds it.
 free_port() {
-  node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+  node -e '
+    const net = require("node:net");
+    (function next() {
+      const port = 20000 + Math.floor(Math.random() * 12000);
+      const server = net.createServer().once("error", next);
+      server.listen(port, "127.0.0.1", () => server.close(() => console.log(port)));
+    })();'
 }
 
 # Only a JVM running kafka.Kafka with this checkout's configuration is ours to stop.
@@ -56,7 +64,8 @@ start() {
   fi
   t1=$(date +%s%N)
 
-  local port="${KAFKA_PORT:-$(free_port)}" controller="${KAFKA_CONTROLLER_PORT:-$(free_port)}"
+  local port="${KAFKA_PORT:-$(free_port)}" controller="${KAFKA_CONTROLLER_PORT:-}"
+  while [ -z "$controller" ] || [ "$controller" = "$port" ]; do controller="$(free_port)"; done
   cat > "$TARGET/server.properties" <<PROPERTIES
 process.roles=broker,controller
 node.id=1

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { KafkaBus, type KafkaBusOptions } from '@agenthub/runtime';
-import { kafkaTestBrokers, skipUnlessRequired, testLogger } from '@agenthub/testing';
+import { freePort, kafkaTestBrokers, skipUnlessRequired, testLogger } from '@agenthub/testing';
 import { describeBusConformance, eventually, type BusSubject } from './bus-conformance.js';
 
 /**
@@ -11,17 +10,6 @@ import { describeBusConformance, eventually, type BusSubject } from './bus-confo
  */
 const log = testLogger();
 const IMAGE = 'apache/kafka:3.9.1';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A broker the suites share: its addresses, and how to stop it when this file is done. */
 interface Broker {
