@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { KafkaBus, type KafkaBusOptions } from '@agenthub/runtime';
+import { Writable } from 'node:stream';
+import kafkajs from 'kafkajs';
+import { createLogger, KafkaBus, type KafkaBusOptions } from '@agenthub/runtime';
 import { freePort, kafkaTestBrokers, skipUnlessRequired, testLogger } from '@agenthub/testing';
 import { describeBusConformance, eventually, type BusSubject } from './bus-conformance.js';
 
@@ -9,6 +11,7 @@ import { describeBusConformance, eventually, type BusSubject } from './bus-confo
  * skipped, saying why, otherwise (failed under AGENTHUB_TEST_REQUIRE_REAL=1).
  */
 const log = testLogger();
+const { Kafka, logLevel } = kafkajs;
 const IMAGE = 'apache/kafka:3.9.1';
 
 /** A broker the suites share: its addresses, and how to stop it when this file is done. */
@@ -121,5 +124,37 @@ const unique = (what: string) => `${what}-${randomBytes(4).toString('hex')}`;
     await eventually(() => handled.includes('2'), 'the subscription consumed a later message', 60_000);
 
     expect(handled).toEqual(['1', '1', '2']);
+  });
+
+  it('stops a subscription while kafkajs waits to restart its crashed consumer', async () => {
+    let restarting = false;
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        const entry = JSON.parse(String(chunk)) as { kafka?: string; retryTime?: number };
+        // kafkajs's "Restarting the consumer in <retryTime> ms", logged as it schedules the restart.
+        if (entry.kafka === 'Consumer' && entry.retryTime !== undefined) restarting = true;
+        done();
+      },
+    });
+    const bus = connect({ log: createLogger({ level: 'error', destination }) });
+    const topic = unique('deleted');
+    await bus.publish(topic, [{ key: 'ws', value: '1', headers: {} }]);
+    const handled: string[] = [];
+    const subscription = await bus.subscribe(unique('group'), [topic], async (m) => {
+      handled.push(m.value);
+    });
+    await eventually(() => handled.length >= 1, 'the message was handled');
+    // Its topic gone, the consumer's fetches fail and kafkajs restarts it after a pause, as it
+    // does while the brokers are down; in that pause the consumer has no group to pause.
+    const admin = new Kafka({ brokers: started.brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      await admin.deleteTopics({ topics: [topic] });
+    } finally {
+      await admin.disconnect();
+    }
+    await eventually(() => restarting, 'kafkajs scheduled a restart of the consumer');
+
+    await expect(subscription.stop()).resolves.toBeUndefined();
   });
 });

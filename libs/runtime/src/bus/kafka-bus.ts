@@ -172,7 +172,13 @@ export class KafkaBus implements Bus {
         for (const timer of retryTimers) clearTimeout(timer);
         // Let the handler in flight finish and commit before the member leaves: kafkajs stops
         // committing once it is told to stop.
-        consumer.pause(topics.map((topic) => ({ topic })));
+        try {
+          consumer.pause(topics.map((topic) => ({ topic })));
+        } catch {
+          // kafkajs throws while it waits to restart a crashed consumer (the brokers down, the
+          // topic deleted): it has no group then, so nothing is fetched to pause, and `stopping`
+          // turns away whatever a restart fetches before the disconnect.
+        }
         await inFlight.catch(() => undefined);
         await consumer.disconnect();
         this.subscriptions.delete(subscription);
