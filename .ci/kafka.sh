@@ -33,14 +33,14 @@ free_port() {
 running_pid() {
   local pid
   pid="$(cat "$PID_FILE" 2>/dev/null)" || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $TARGET/server.properties" || return 1
+  tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -qF "kafka.Kafka $TARGET/server.properties" || return 1
   echo "$pid"
 }
 
 stop() {
   local pid
   if pid="$(running_pid)"; then
-    kill "$pid"
+    kill "$pid" 2>/dev/null || true
     # A clean shutdown takes a few seconds; the data is thrown away at the next start anyway.
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
