@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -315,12 +316,16 @@ describe('agenthub command', () => {
       expect(rotated.code).toBe(0);
       expect(rotated.stdout).toMatch(new RegExp(`^Workspace ${workspaceId}: data key generation \\d+, 1 secret\\(s\\) re-sealed\n$`));
       expect((await rpc(alice.api_key, 'x-hub/workspace.secrets.get', { workspace_id: workspaceId, key: 'ROTATED' })).body.result.value).toBe('still-readable');
-      const [missing, unreachable] = await Promise.all([
+      const [missing, unreachable, unknown] = await Promise.all([
         agenthub(['secrets', 'rotate-key'], env),
         agenthub(['secrets', 'rotate-key', '--workspace', workspaceId], { ...env, HUB_PORT: String(await freePort()) }),
+        agenthub(['secrets', 'rotate-key', '--workspace', 'ws_doesnotexist'], env),
       ]);
       expect(missing).toMatchObject({ code: 2, stderr: 'agenthub: Missing --workspace. See agenthub secrets rotate-key --help.\n' });
       expect(unreachable.code).toBe(1);
+      // A workspace that does not exist is a refusal, not "no secrets to rotate".
+      expect(unknown).toMatchObject({ code: 1, stdout: '' });
+      expect(unknown.stderr).toContain('Workspace not found');
     }, 4 * COMMAND_TIMEOUT_MS);
 
     it('memories reembed exits 2 without --workspace and 1 for another model or an unknown workspace (README exit codes)', async () => {
@@ -365,6 +370,21 @@ describe('agenthub command', () => {
       expect(tenants.code).toBe(0);
       expect(tenants.stdout).toContain('acme');
     }, HOOK_TIMEOUT_MS);
+  });
+
+  describe('a data key no configured KEK unwraps', () => {
+    // README: `secrets rotate-kek` "Exits 1 if a key could not be unwrapped". The hub restarts
+    // with a new v2 and a v1 that is not the one the workspace's data key was wrapped with.
+    it('secrets rotate-kek reports the key it left as it was and exits 1', async () => {
+      expect(await stop(hub)).toEqual({ code: 0, signal: null });
+      const kek = () => randomBytes(32).toString('base64');
+      hub = await serve({ ...env, HUB_KEKS: `v2:${kek()},v1:${kek()}` }, url);
+      const [human, json] = [await agenthub(['secrets', 'rotate-kek'], env), await agenthub(['secrets', 'rotate-kek', '--json'], env)];
+      expect(human.code).toBe(1);
+      expect(human.stdout).toMatch(/^Rewrapped 0 data key\(s\) under KEK v2; 1 in all\n1 data key\(s\) could not be unwrapped and were left as they were; see the secrets service's log\n$/);
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stdout)).toEqual({ kek_version: 'v2', rewrapped: 0, failed: 1, total: 1 });
+    }, HOOK_TIMEOUT_MS + 2 * COMMAND_TIMEOUT_MS);
   });
 
   describe('configuration errors', () => {
