@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
@@ -157,6 +157,15 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  let stopping = false;
+  // While stopping, a connection is closed once its call is answered: kept alive, it would hold
+  // server.close(), and so the process, until the grace ran out with nothing left in flight.
+  server.on('request', (_req, res: ServerResponse) => {
+    if (stopping) res.shouldKeepAlive = false;
+    res.once('finish', () => {
+      if (stopping) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(listenFailure(err, deps.host, deps.port, { host: 'HUB_HOST', port: 'HUB_PORT' })));
     server.listen(deps.port, deps.host, () => resolve());
@@ -174,6 +183,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     port,
     metricsUrl: metricsServer?.url,
     async stop(graceMs = 5_000) {
+      stopping = true;
       await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
