@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agenthub, COMMAND_TIMEOUT_MS, freePort, HOOK_TIMEOUT_MS, serve, stop, stopAll, STOP_TIMEOUT_MS, type Served } from './bin.js';
@@ -342,6 +344,56 @@ describe('agenthub command', () => {
       const listed = await rpc(alice.api_key, 'x-hub/workspace.memories', { workspace_id: workspaceId });
       expect(listed.body.result.memories.map((m: { content: string }) => m.content)).toEqual(expect.arrayContaining(['The sky is blue', 'Grass is green']));
     }, 4 * COMMAND_TIMEOUT_MS);
+  });
+
+  // README: `memories reembed` "Exits 1 if memories remain". A hub leaves memories only when a
+  // call makes no progress (its deadline came first), which a real hub does not do on cue; a stub
+  // of POST /admin answers as such a hub would, call after call.
+  describe('memories reembed with memories left', () => {
+    const reembedAgainst = async (answers: Record<string, unknown>[]) => {
+      const calls: unknown[] = [];
+      const stub = createServer((request, response) => {
+        let body = '';
+        request.on('data', (chunk: Buffer) => (body += chunk));
+        request.on('end', () => {
+          const { id, method, params } = JSON.parse(body) as { id: number; method: string; params: unknown };
+          calls.push({ method, params });
+          const result = { workspace_id: 'ws_stub', model: 'm2', dimensions: 3, dropped_models: [], ...answers[calls.length - 1] };
+          response.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, result }));
+        });
+      });
+      await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port: stubPort } = stub.address() as AddressInfo;
+        const result = await agenthub(['memories', 'reembed', '--workspace', 'ws_stub', '--url', `http://127.0.0.1:${stubPort}`], { HUB_ADMIN_TOKEN: 'stub-operator-token' });
+        return { ...result, calls };
+      } finally {
+        stub.close();
+      }
+    };
+
+    it('carries on while calls make progress, and exits 1 when one makes none with memories left', async () => {
+      const result = await reembedAgainst([
+        { reembedded: 2, remaining: 1 },
+        { reembedded: 0, remaining: 1 },
+      ]);
+      expect(result.calls).toEqual([
+        { method: 'memories.reembed', params: { workspace_id: 'ws_stub' } },
+        { method: 'memories.reembed', params: { workspace_id: 'ws_stub' } },
+      ]);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('Workspace ws_stub: 2 memories embedded with m2, 1 left (no progress); run again\n');
+    }, COMMAND_TIMEOUT_MS);
+
+    it('exits 0 once none remain, counting every call\'s memories', async () => {
+      const result = await reembedAgainst([
+        { reembedded: 2, remaining: 1 },
+        { reembedded: 1, remaining: 0, dropped_models: ['m1'] },
+      ]);
+      expect(result.calls).toHaveLength(2);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe('Workspace ws_stub: 3 memories embedded with m2 (3 dimensions); dropped the vectors of m1\n');
+    }, COMMAND_TIMEOUT_MS);
   });
 
   describe('restart', () => {
