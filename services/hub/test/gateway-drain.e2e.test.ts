@@ -97,16 +97,30 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     }, 60_000);
 
     /**
-     * Each case: a call that reads `table` in the service's database, and what a new call gets
-     * while the process drains. Ordered so that each service still has what it calls (workspace
-     * for secrets and events; identity last, the gateway's API key cache covering the rest).
+     * Each case: a call that reads `table` in the service's database with a query like `query`
+     * (other sessions read those tables too: the events delivery worker every second, the
+     * gateway's tenant limit look-ups), and what a new call gets while the process drains.
+     * Ordered so that each service still has what it calls (workspace for secrets and events;
+     * identity last, the gateway's API key cache covering the rest).
      */
-    const cases: { process: SplitProcessName; table: string; call: () => Promise<RpcReply>; whileDraining: 'refused' | 'served' }[] = [
-      { process: 'secrets', table: 'secrets.secrets', call: () => hub.call(owner.api_key, 'x-hub/workspace.secrets.list', { workspace_id: workspaceId }), whileDraining: 'refused' },
-      { process: 'events', table: 'events.webhooks', call: () => hub.call(owner.api_key, 'x-hub/webhooks.list', { workspace_id: workspaceId }), whileDraining: 'refused' },
+    const cases: { process: SplitProcessName; table: string; query: string; call: () => Promise<RpcReply>; whileDraining: 'refused' | 'served' }[] = [
+      {
+        process: 'secrets',
+        table: 'secrets.secrets',
+        query: '%FROM secrets WHERE workspace_id%',
+        call: () => hub.call(owner.api_key, 'x-hub/workspace.secrets.list', { workspace_id: workspaceId }),
+        whileDraining: 'refused',
+      },
+      {
+        process: 'events',
+        table: 'events.webhooks',
+        query: '%FROM webhooks%workspace_deleted_at IS NULL AND%',
+        call: () => hub.call(owner.api_key, 'x-hub/webhooks.list', { workspace_id: workspaceId }),
+        whileDraining: 'refused',
+      },
       // Two replicas: the other one serves what the stopping one no longer takes.
-      { process: 'workspace-a', table: 'workspace.workspaces', call: () => hub.call(owner.api_key, 'x-hub/workspace.list'), whileDraining: 'served' },
-      { process: 'identity', table: 'identity.tenants', call: () => hub.call(hub.adminToken, 'tenants.list', {}, { path: '/admin' }), whileDraining: 'refused' },
+      { process: 'workspace-a', table: 'workspace.workspaces', query: '%FROM members m JOIN workspaces w%', call: () => hub.call(owner.api_key, 'x-hub/workspace.list'), whileDraining: 'served' },
+      { process: 'identity', table: 'identity.tenants', query: '%FROM tenants ORDER BY id%', call: () => hub.call(hub.adminToken, 'tenants.list', {}, { path: '/admin' }), whileDraining: 'refused' },
     ];
 
     it.each(cases.map((c) => [c.process, c] as const))('%s: a call in flight completes, new calls go elsewhere, the process exits 0 once idle', async (name, c) => {
@@ -119,9 +133,14 @@ const real = backends().find((b) => b.name === 'postgres+redis');
         await locker.query('BEGIN');
         await locker.query(`LOCK TABLE ${c.table} IN ACCESS EXCLUSIVE MODE`);
         locked = true;
-        /** Sessions of the processes named by `pattern` (LIKE) waiting for a lock. */
+        /** Sessions of the processes named by `pattern` (LIKE) waiting for a lock in the case's query. */
         const lockWaits = async (pattern: string) =>
-          (await observer.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1 AND wait_event_type = 'Lock'", [pattern])).rows[0]!.n;
+          (
+            await observer.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1 AND wait_event_type = 'Lock' AND query LIKE $2",
+              [pattern, c.query],
+            )
+          ).rows[0]!.n;
         const answered = (call: Promise<RpcReply>) => call.then((reply) => ({ reply, answeredAt: Date.now() }));
         const before = await lockWaits('agenthub-%');
         // Round-robin over replicas: calls until one waits in this process.
