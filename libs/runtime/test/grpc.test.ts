@@ -76,16 +76,20 @@ describe('gRPC bridge', () => {
   });
 
   it('gives every call a deadline and aborts the handler when it passes', async () => {
-    let aborted = false;
+    let aborted!: () => void;
+    const handlerAborted = new Promise<'aborted'>((resolve) => (aborted = () => resolve('aborted')));
     const { client } = await setup({
       getAgent: (_req, ctx) => new Promise((resolve) => {
-        ctx.signal.addEventListener('abort', () => { aborted = true; resolve({}); });
+        ctx.signal.addEventListener('abort', () => { aborted(); resolve({}); });
       }),
     }, { timeoutMs: 150 });
     const err = await failure(client.getAgent({ agentId: 'x' }));
     expect(err.reason).toBe(Reason.DEADLINE_EXCEEDED);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(aborted).toBe(true);
+    // The handler hears the abort (bounded: a handler never aborted would hold the test forever).
+    let timer: NodeJS.Timeout | undefined;
+    const never = new Promise<'not aborted'>((resolve) => (timer = setTimeout(() => resolve('not aborted'), 5_000)));
+    expect(await Promise.race([handlerAborted, never])).toBe('aborted');
+    clearTimeout(timer);
   });
 
   it('passes the caller’s remaining deadline and principal on to nested calls', async () => {

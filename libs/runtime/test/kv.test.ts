@@ -7,7 +7,23 @@ if (process.env.AGENTHUB_TEST_REDIS_URL) {
   adapters.push(['RedisKv', () => RedisKv.connect({ url: process.env.AGENTHUB_TEST_REDIS_URL!, prefix: `kvtest:${randomBytes(4).toString('hex')}:` })]);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Polls `check` every 10 ms until it holds; fails after `boundMs`. Resolves with the time it took. */
+async function within(boundMs: number, what: string, check: () => Promise<boolean>): Promise<number> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > boundMs) throw new Error(`Not within ${boundMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return Date.now() - started;
+}
+
+/** The next message `kv` delivers on `channel`, to a subscriber of its own. */
+async function nextMessage(kv: Kv, channel: string): Promise<{ message: Promise<string>; unsubscribe: () => Promise<void> }> {
+  let heard!: (message: string) => void;
+  const message = new Promise<string>((resolve) => (heard = resolve));
+  const unsubscribe = await kv.subscribe(channel, (m) => heard(m));
+  return { message, unsubscribe };
+}
 
 describe.each(adapters)('Kv conformance: %s', (_name, open) => {
   let kv: Kv;
@@ -24,9 +40,10 @@ describe.each(adapters)('Kv conformance: %s', (_name, open) => {
 
   it('expires values after their ttl', async () => {
     await kv.set('short', 'x', 50);
+    await kv.set('long', 'y', 60_000);
     expect(await kv.get('short')).toBe('x');
-    await sleep(120);
-    expect(await kv.get('short')).toBeUndefined();
+    await within(2_000, 'short expired', async () => (await kv.get('short')) === undefined);
+    expect(await kv.get('long')).toBe('y');
   });
 
   it('sets only absent keys with setIfAbsent', async () => {
@@ -38,13 +55,20 @@ describe.each(adapters)('Kv conformance: %s', (_name, open) => {
   it('delivers published messages to subscribers until they unsubscribe', async () => {
     const got: string[] = [];
     const unsubscribe = await kv.subscribe('ch', (m) => got.push(m));
-    await kv.publish('ch', 'one');
+    // Messages arrive in the order they were published: had 'ignored' reached this subscriber,
+    // it would be there before 'one'.
+    const first = await nextMessage(kv, 'ch');
     await kv.publish('other', 'ignored');
-    for (let i = 0; i < 50 && got.length < 1; i++) await sleep(10);
+    await kv.publish('ch', 'one');
+    expect(await first.message).toBe('one');
+    await first.unsubscribe();
     expect(got).toEqual(['one']);
     await unsubscribe();
+    // Another subscriber hearing 'two' is the signal that it was delivered to whoever listened.
+    const second = await nextMessage(kv, 'ch');
     await kv.publish('ch', 'two');
-    await sleep(50);
+    expect(await second.message).toBe('two');
+    await second.unsubscribe();
     expect(got).toEqual(['one']);
   });
 
@@ -63,9 +87,12 @@ describe.each(adapters)('Kv conformance: %s', (_name, open) => {
 
   it('refills a bucket over time', async () => {
     expect((await kv.take('refill', 2, 20, 2)).allowed).toBe(true);
-    expect((await kv.take('refill', 2, 20, 1)).allowed).toBe(false);
-    await sleep(120);
-    expect((await kv.take('refill', 2, 20, 1)).allowed).toBe(true);
+    const refused = await kv.take('refill', 2, 20, 1);
+    expect(refused.allowed).toBe(false);
+    // One token at 20 a second: back within 50 ms, and a refused take does not spend it.
+    expect(refused.retryAfterMs).toBeGreaterThan(0);
+    expect(refused.retryAfterMs).toBeLessThanOrEqual(50);
+    await within(2_000, 'a token refilled', async () => (await kv.take('refill', 2, 20, 1)).allowed);
   });
 
   it('takes atomically under concurrent callers', async () => {

@@ -126,9 +126,9 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
       deliverDue: () => worker.deliverDue(),
       async stop(graceMs) {
         stopBacklog();
-        await subscription.stop();
-        await worker.stop();
-        await service.stop(graceMs);
+        // The gRPC server stops taking calls at once, as readiness already says: the event being
+        // taken in and the deliveries in flight finish alongside the calls, not before them.
+        await Promise.all([service.stop(graceMs), subscription.stop().then(() => worker.stop())]);
         closeAll();
       },
     };

@@ -15,10 +15,9 @@ const { Role } = workspacev1;
  */
 export async function rotateWorkspaceKey(env: SecretsEnv, ctx: CallContext, request: secretsv1.RotateWorkspaceKeyRequest) {
   const workspaceId = validate.workspaceId(request.workspaceId);
-  if (ctx.principal?.kind !== 'operator') {
-    callerOf(ctx);
-    requireRole(await resolveAccess(env, ctx, workspaceId), Role.ADMIN);
-  }
+  if (ctx.principal?.kind !== 'operator') callerOf(ctx);
+  // The operator too: a workspace that does not exist is NOT_FOUND, not "no key to rotate".
+  requireRole(await resolveAccess(env, ctx, workspaceId), Role.ADMIN);
   const rotated = await env.store.rotateWorkspaceKey(
     workspaceId,
     async (current, secrets) => {

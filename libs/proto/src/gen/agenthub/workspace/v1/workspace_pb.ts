@@ -454,7 +454,8 @@ export type ResolveAccessRequest = Message<"agenthub.workspace.v1.ResolveAccessR
 
   /**
    * Operator principals only: resolve this agent's access instead of the caller's (the events
-   * service checks a webhook's creator before each delivery). Empty: the caller's own.
+   * service checks a webhook's creator before each delivery). Empty: the caller's own; an
+   * operator's is admin of every workspace that exists.
    *
    * @generated from field: string agent_id = 2;
    */
