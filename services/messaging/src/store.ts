@@ -179,30 +179,15 @@ export class MessagingStore {
    * The rows go in one statement, grouped with concurrent sends (send-batch.ts): one round trip
    * and at most one commit per send, on the send's hot path. Returns the task with its counts and
    * bytes, or undefined, and nothing written, when its sender already has `maxInFlight` tasks
-   * submitted or working.
+   * submitted or working (counted in that statement, so concurrent sends cannot pass it together).
    */
   async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
     const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
     const growth = growthOf(items);
     check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
-    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null };
-    if (Number.isFinite(maxInFlight)) {
-      // Counted before the send joins the grouped insert: one read on a partial index, no lock, so
-      // a send keeps its single statement and shared commit. Sends of one sender that race each
-      // other may all pass the count, so the quota can be passed by their number (a bound the
-      // rate limits and the waiting-call cap keep small).
-      // Counting stops at the quota: the read costs at most `maxInFlight` index entries.
-      const { rows: counted } = await this.db.query<{ count: number }>(
-        `SELECT count(*)::int AS count FROM (
-           SELECT 1 FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working') LIMIT $2
-         ) AS in_flight`,
-        [task.senderAgentId, maxInFlight],
-      );
-      if ((counted[0]?.count ?? 0) >= maxInFlight) return undefined;
-    }
-    await this.newTasks.insert(rows);
-    return created;
+    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null, quota: maxInFlight };
+    return (await this.newTasks.insert(rows)) ? created : undefined;
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {
