@@ -12,12 +12,13 @@ import {
   getTask,
   inboxChannel,
   listTasks,
+  SettledHandoff,
   updateTask,
   type IdentityClient,
   type MessagingEnv,
   type MessagingLimits,
 } from './tasks.js';
-import { InboxWakes } from './wake.js';
+import { InboxWakes, LocalFirstKv } from './wake.js';
 
 /** The environment the handlers and the sweeper share. */
 export function messagingEnv(deps: {
@@ -27,12 +28,14 @@ export function messagingEnv(deps: {
   limits?: Partial<MessagingLimits>;
   now?: () => number;
 }): MessagingEnv {
+  const kv = new LocalFirstKv(deps.kv);
   return {
     store: new MessagingStore(deps.db),
     identity: deps.identity,
     recipients: new Recipients(deps.identity),
-    kv: deps.kv,
-    wakes: new InboxWakes(deps.kv, inboxChannel),
+    kv,
+    wakes: new InboxWakes(kv, inboxChannel),
+    settled: new SettledHandoff(),
     limits: { ...DEFAULT_LIMITS, ...deps.limits },
     now: deps.now ?? Date.now,
   };

@@ -1,4 +1,4 @@
-import { appendEvent, currentTraceparent, type Db, type Queryable } from '@agenthub/runtime';
+import { appendEvent, currentTraceparent, OUTBOX_INSERT_COLUMNS, outboxValues, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
 import { TaskInsertBatcher } from './send-batch.js';
 import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
@@ -116,6 +116,12 @@ export interface TransitionOptions {
   held?: boolean;
   /** Which items the returned `after` carries; default every one. */
   load?: ItemSelection;
+  /**
+   * The task as the caller read it just now (without its items): `decide` runs on it and the change
+   * is written in one statement, on the condition that the task is still at that version; only
+   * when it moved on meanwhile is the change decided again under the task's lock.
+   */
+  current?: TaskRecord;
 }
 
 /** The event every transition writes, in the transition's transaction. */
@@ -173,30 +179,15 @@ export class MessagingStore {
    * The rows go in one statement, grouped with concurrent sends (send-batch.ts): one round trip
    * and at most one commit per send, on the send's hot path. Returns the task with its counts and
    * bytes, or undefined, and nothing written, when its sender already has `maxInFlight` tasks
-   * submitted or working.
+   * submitted or working (counted in that statement, so concurrent sends cannot pass it together).
    */
   async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
     const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
     const growth = growthOf(items);
     check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
-    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null };
-    if (Number.isFinite(maxInFlight)) {
-      // Counted before the send joins the grouped insert: one read on a partial index, no lock, so
-      // a send keeps its single statement and shared commit. Sends of one sender that race each
-      // other may all pass the count, so the quota can be passed by their number (a bound the
-      // rate limits and the waiting-call cap keep small).
-      // Counting stops at the quota: the read costs at most `maxInFlight` index entries.
-      const { rows: counted } = await this.db.query<{ count: number }>(
-        `SELECT count(*)::int AS count FROM (
-           SELECT 1 FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working') LIMIT $2
-         ) AS in_flight`,
-        [task.senderAgentId, maxInFlight],
-      );
-      if ((counted[0]?.count ?? 0) >= maxInFlight) return undefined;
-    }
-    await this.newTasks.insert(rows);
-    return created;
+    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null, quota: maxInFlight };
+    return (await this.newTasks.insert(rows)) ? created : undefined;
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {
@@ -217,6 +208,10 @@ export class MessagingStore {
     decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
     options: TransitionOptions = {},
   ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
+    if (options.current && !options.held) {
+      const done = await this.transitionFrom(options.current, decide, options);
+      if (done) return done;
+    }
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE`, [id]);
       if (!rows[0]) return undefined;
@@ -255,6 +250,93 @@ export class MessagingStore {
       const [after] = await this.withItems([next], options.load ?? { artifacts: true }, tx);
       return { before, after: after! };
     });
+  }
+
+  /**
+   * `transition` from the task as read (unlocked) just now, in one statement: the task row is
+   * updated only if still at `before`'s version, and its items, transition row, event, purge and
+   * delivery are written only with it; the task's earlier items come back in the same round trip.
+   * Undefined when the task moved on (nothing is written) or the change writes no row.
+   */
+  private async transitionFrom(
+    before: TaskRecord,
+    decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
+    options: TransitionOptions,
+  ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
+    const decided = decide(before, undefined);
+    const { delivery, purge } = decided;
+    const addedMessages = decided.append?.messages ?? [];
+    const addedArtifacts = decided.append?.artifacts ?? [];
+    const items = [...serializeItems('message', addedMessages), ...serializeItems('artifact', addedArtifacts)];
+    const growth = growthOf(items);
+    if (items.length) options.check?.(before, growth);
+    if (decided.next.state === before.state && !items.length) return undefined;
+    const next: TaskRecord = {
+      ...before,
+      state: decided.next.state,
+      updatedAt: decided.next.updatedAt,
+      messageCount: before.messageCount + growth.messages,
+      artifactCount: before.artifactCount + growth.artifacts,
+      bytes: before.bytes + growth.bytes,
+      version: before.version + 1,
+      messages: [],
+      artifacts: [],
+    };
+    const params: unknown[] = [];
+    const p = (value: unknown) => `$${params.push(value)}`;
+    const id = p(next.id);
+    const state = p(next.state);
+    const updatedAt = p(next.updatedAt);
+    const version = p(next.version);
+    const withs = [
+      `upd AS (UPDATE tasks SET state = ${state}, updated_at = ${updatedAt}::bigint, version = ${version}::bigint, message_count = ${p(next.messageCount)}::integer,
+                artifact_count = ${p(next.artifactCount)}::integer, bytes = ${p(next.bytes)}::bigint WHERE id = ${id} AND version = ${p(before.version)}::bigint RETURNING id)`,
+      `transition AS (INSERT INTO task_transitions (task_id, version, state, updated_at, messages, artifacts)
+         SELECT id, ${version}::bigint, ${state}, ${updatedAt}::bigint, ${p(jsonArray(items, 'message'))}::jsonb, ${p(jsonArray(items, 'artifact'))}::jsonb FROM upd)`,
+    ];
+    if (items.length) {
+      const seq = { message: before.messageCount, artifact: before.artifactCount };
+      withs.push(`item AS (INSERT INTO task_items (task_id, kind, seq, item_id, body, bytes)
+         SELECT upd.id, x.kind, x.seq, x.item_id, x.body::jsonb, x.bytes
+           FROM upd, unnest(${p(items.map((i) => i.kind))}::text[], ${p(items.map((i) => seq[i.kind]++))}::int[], ${p(items.map((i) => i.itemId))}::text[],
+                            ${p(items.map((i) => i.body))}::text[], ${p(items.map((i) => i.bytes))}::int[]) AS x (kind, seq, item_id, body, bytes))`);
+    }
+    if (next.state !== before.state) {
+      const values = outboxValues(transitionEventOf(next, before.state), new Date(next.updatedAt), currentTraceparent() ?? null);
+      const [eventId, topic, key, type, payload, createdAt, traceparent] = values;
+      withs.push(`event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS})
+         SELECT ${p(eventId)}, ${p(topic)}, ${p(key)}, ${p(type)}, ${p(payload)}::jsonb, ${p(createdAt)}::bigint, ${p(traceparent)} FROM upd)`);
+    }
+    if (purge) withs.push(`purge AS (DELETE FROM deliveries WHERE task_id = ${id} AND EXISTS (SELECT 1 FROM upd))`);
+    if (delivery) {
+      withs.push(`delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent)
+         SELECT ${p(delivery.id)}, upd.id, ${p(next.recipientAgentId)}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint,
+                ${p(currentTraceparent() ?? null)} FROM upd)`);
+    }
+    // The earlier items `load` selects, as they were before this statement (it sees none of its own
+    // writes); the new ones are appended below. A row with no item when there is none.
+    const load = options.load ?? { artifacts: true };
+    const wantMessages = load.historyLength === undefined || load.historyLength > 0;
+    const { rows } = await this.db.query<{ updated: number; kind: 'message' | 'artifact' | null; body: unknown }>(
+      `WITH ${withs.join(',\n')}
+       SELECT (SELECT count(*) FROM upd)::int AS updated, i.kind, i.body
+         FROM (SELECT 1) AS one
+         LEFT JOIN task_items i ON i.task_id = ${id}
+              AND ((i.kind = 'message' AND ${p(wantMessages)}::boolean AND i.seq >= ${p(next.messageCount - (load.historyLength ?? next.messageCount))}::integer)
+                OR (i.kind = 'artifact' AND ${p(load.artifacts)}::boolean))
+        ORDER BY i.kind, i.seq`,
+      params,
+    );
+    if (!rows[0]?.updated) return undefined;
+    const messages: unknown[] = [];
+    const artifacts: unknown[] = [];
+    for (const row of rows) {
+      if (row.kind) (row.kind === 'message' ? messages : artifacts).push(json(row.body));
+    }
+    if (wantMessages) messages.push(...addedMessages);
+    if (load.artifacts) artifacts.push(...addedArtifacts);
+    const kept = load.historyLength === undefined ? messages : messages.slice(-load.historyLength);
+    return { before, after: { ...next, messages: wantMessages ? kept : [], artifacts } };
   }
 
   /** The task's transitions after `afterVersion`, oldest first. */
@@ -313,46 +395,42 @@ export class MessagingStore {
   /**
    * Claims up to `max` of the recipient's visible deliveries, oldest first, hiding them until
    * `claimUntil`. SKIP LOCKED lets several replicas (and polls) share a queue without waiting.
+   * One statement (its own transaction): a claim is one round trip on a connected agent's path.
    */
   async claimDeliveries(recipientAgentId: string, now: number, claimUntil: number, max: number): Promise<DeliveryRecord[]> {
-    return this.db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ seq: string }>(
-        `SELECT seq FROM deliveries
-          WHERE recipient_agent_id = $1 AND claimed_until <= $2 AND expires_at > $2
-          ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED`,
-        [recipientAgentId, now, max],
-      );
-      if (!rows.length) return [];
-      const claimed = await tx.query<{
-        id: string;
-        task_id: string;
-        context_id: string;
-        sender_agent_id: string;
-        message: unknown;
-        created_at: number | string;
-        attempts: number;
-        seq: string;
-        traceparent: string | null;
-      }>(
-        `UPDATE deliveries d SET claimed_until = $2, attempts = d.attempts + 1
-           FROM tasks t
-          WHERE d.seq = ANY($1::bigint[]) AND t.id = d.task_id
-          RETURNING d.seq, d.id, d.task_id, t.context_id, t.sender_agent_id, d.message, d.created_at, d.attempts, d.traceparent`,
-        [rows.map((r) => r.seq), claimUntil],
-      );
-      return claimed.rows
-        .sort((a, b) => Number(a.seq) - Number(b.seq))
-        .map((r) => ({
-          id: r.id,
-          taskId: r.task_id,
-          contextId: r.context_id,
-          senderAgentId: r.sender_agent_id,
-          message: json(r.message),
-          createdAt: Number(r.created_at),
-          attempts: r.attempts,
-          ...(r.traceparent ? { traceparent: r.traceparent } : {}),
-        }));
-    });
+    const claimed = await this.db.query<{
+      id: string;
+      task_id: string;
+      context_id: string;
+      sender_agent_id: string;
+      message: unknown;
+      created_at: number | string;
+      attempts: number;
+      seq: string;
+      traceparent: string | null;
+    }>(
+      `UPDATE deliveries d SET claimed_until = $4, attempts = d.attempts + 1
+         FROM tasks t
+        WHERE d.seq = ANY(ARRAY(
+                SELECT seq FROM deliveries
+                 WHERE recipient_agent_id = $1 AND claimed_until <= $2 AND expires_at > $2
+                 ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED))
+          AND t.id = d.task_id
+        RETURNING d.seq, d.id, d.task_id, t.context_id, t.sender_agent_id, d.message, d.created_at, d.attempts, d.traceparent`,
+      [recipientAgentId, now, max, claimUntil],
+    );
+    return claimed.rows
+      .sort((a, b) => Number(a.seq) - Number(b.seq))
+      .map((r) => ({
+        id: r.id,
+        taskId: r.task_id,
+        contextId: r.context_id,
+        senderAgentId: r.sender_agent_id,
+        message: json(r.message),
+        createdAt: Number(r.created_at),
+        attempts: r.attempts,
+        ...(r.traceparent ? { traceparent: r.traceparent } : {}),
+      }));
   }
 
   /** Deletes the recipient's delivery; false when it is not (or no longer) queued. */

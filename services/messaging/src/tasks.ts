@@ -87,6 +87,8 @@ export interface MessagingEnv {
   kv: Kv;
   /** Wakes recipients' inbox long-polls (and push workers) after a send. */
   wakes: InboxWakes;
+  /** Settled tasks handed to the blocking sends of this process that wait on them. */
+  settled: SettledHandoff;
   limits: MessagingLimits;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
@@ -186,6 +188,30 @@ export function listenForSettled(env: MessagingEnv, taskId: string, signal: Abor
 }
 
 /**
+ * Hands a task, as the update that settled it committed it, to a blocking send of this process
+ * waiting on it, which then answers without reading the task back (two queries on its path).
+ * Only records holding every message and artifact are offered.
+ */
+export class SettledHandoff {
+  private readonly waiting = new Map<string, TaskRecord | undefined>();
+
+  /** The caller is about to wait on the task; `take` returns what was offered since. */
+  expect(taskId: string): void {
+    this.waiting.set(taskId, undefined);
+  }
+
+  offer(task: TaskRecord): void {
+    if (this.waiting.has(task.id) && settled(task.state)) this.waiting.set(task.id, task);
+  }
+
+  take(taskId: string): TaskRecord | undefined {
+    const task = this.waiting.get(taskId);
+    this.waiting.delete(taskId);
+    return task;
+  }
+}
+
+/**
  * Waits until the task reaches a terminal or input-required state, or `ms` pass. The
  * unsubscribe is not awaited: the answer does not depend on it.
  */
@@ -251,7 +277,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
           delivery: newDelivery(env, stored, ttl, now),
         };
       },
-      { check: taskGrowthCheck(env.limits), load: { historyLength: request.historyLength, artifacts: true } },
+      { check: taskGrowthCheck(env.limits), load: { historyLength: request.historyLength, artifacts: true }, current },
     );
     if (!moved) throw taskNotFound();
     task = moved.after;
@@ -320,8 +346,14 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   if (task.state === 'submitted') env.wakes.wake(task.recipientAgentId, ctx.log);
 
   if (request.blocking && !FINAL.has(task.state)) {
-    await waitForSettled(env, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
-    task = (await env.store.getTask(task.id, { historyLength: request.historyLength, artifacts: true })) ?? task;
+    env.settled.expect(task.id);
+    let handed: TaskRecord | undefined;
+    try {
+      await waitForSettled(env, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
+    } finally {
+      handed = env.settled.take(task.id);
+    }
+    task = handed ?? (await env.store.getTask(task.id, { historyLength: request.historyLength, artifacts: true })) ?? task;
   } else {
     void listening?.then((l) => l.close(), () => undefined);
   }
@@ -431,9 +463,11 @@ export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Ca
       // A finished task needs none of its queued deliveries (nor their acks): they go with it.
       return { next: { state: to, updatedAt: now }, append: { messages, artifacts }, purge: FINAL.has(to) };
     },
-    { check: taskGrowthCheck(env.limits) },
+    { check: taskGrowthCheck(env.limits), current: task },
   );
   if (!moved) throw taskNotFound();
+  // Loaded with every item (transition's default), as a handed-over task must be.
+  env.settled.offer(moved.after);
   await announce(env, moved.after, ctx);
   return { task: taskView(moved.after) };
 }
