@@ -67,7 +67,7 @@ export class DbBus implements Bus {
     return bus;
   }
 
-  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+  async publish(topic: string, messages: BusMessage[], signal?: AbortSignal): Promise<void> {
     if (messages.length === 0) return;
     const params: unknown[] = [topic];
     const rows = messages.map((m) => {
@@ -80,7 +80,7 @@ export class DbBus implements Bus {
       // take turns so that no consumer sees offset n+1 and commits past an n that appears later.
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`agenthub:bus:${topic}`]);
       await tx.query(`INSERT INTO bus.messages (topic, key, value, headers, created_at) VALUES ${rows.join(', ')}`, params);
-    });
+    }, signal);
     this.wakeLocal(topic);
     this.options.kv?.publish(WAKE_CHANNEL, topic).catch((err: unknown) => this.log.debug({ err }, 'bus wake-up not sent'));
   }
@@ -107,8 +107,8 @@ export class DbBus implements Bus {
     };
   }
 
-  async ping(): Promise<void> {
-    await this.db.query('SELECT 1');
+  async ping(signal?: AbortSignal): Promise<void> {
+    await this.db.query('SELECT 1', [], signal);
   }
 
   async consumerLag(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
