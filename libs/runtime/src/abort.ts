@@ -23,3 +23,15 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 export function deadlineExceeded(): HubError {
   return new HubError(Reason.DEADLINE_EXCEEDED, 'The request took too long and was abandoned');
 }
+
+/** How long IO detached from its caller (see `detachedSignal`) may take. */
+export const DETACHED_TIMEOUT_MS = 10_000;
+
+/**
+ * A signal for IO that must run even though the caller left: undoing a call's work (claims
+ * handed back, keys released) or finishing what a committed change requires. The caller's own
+ * signal would stop it before it started, so it is bounded on its own instead.
+ */
+export function detachedSignal(): AbortSignal {
+  return AbortSignal.timeout(DETACHED_TIMEOUT_MS);
+}

@@ -20,7 +20,9 @@ export { sweepExpired, startSweeper } from './inbox.js';
 /** Blocking, online and claim windows: a polled delivery not acknowledged within claimMs is handed out again (at least once, stable delivery id). */
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
 /** All of the service's SQL, in its own schema; task events keyed by task id so each task's transitions stay in order. */
-export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
+export { TaskStore, MESSAGING_EVENTS_TOPIC } from './task-store.js';
+export { DeliveryStore } from './delivery-store.js';
+export { PushStore } from './push-store.js';
 /** Deliveries to agents with an A2A endpoint, through the egress guard with backoff; stopping aborts calls in flight and leaves their deliveries queued. */
 export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions, type PushCredentials } from './push.js';
 
