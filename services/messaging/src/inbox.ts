@@ -30,7 +30,8 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
   if (request.max < 0 || request.max > MAX_MAX) throw HubError.invalidParams('max', `must be between 1 and ${MAX_MAX}`);
   const max = request.max || DEFAULT_MAX;
   const waitMs = Math.min(request.waitMs, env.limits.maxPollWaitMs);
-  await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs + waitMs, ctx.signal);
+  // Not the caller's signal: a poll whose caller left still answers (with nothing claimed).
+  await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs + waitMs);
   // A call whose caller is gone claims nothing, and what it claimed while the caller left is
   // released at once: the next poll gets it now, not after the claim window as attempt 2.
   const claim = async () => {

@@ -1,4 +1,4 @@
-import { createClient, ClientClosedError, ClientOfflineError, type RedisClientType } from 'redis';
+import { createClient, ClientClosedError, ClientOfflineError, SocketClosedUnexpectedlyError, type RedisClientType } from 'redis';
 import { SpanKind, withSpan } from '../tracing.js';
 import type { Kv, TakeResult } from './kv.js';
 import { abortError, throwIfAborted } from '../abort.js';
@@ -78,7 +78,8 @@ export class RedisKv implements Kv {
     try {
       return await (signal ? raceAbort(reply, signal) : reply);
     } catch (err) {
-      if (err instanceof ClientOfflineError || err instanceof ClientClosedError) throw unreachable(err);
+      // The connection went (or was down): the command did not run, or its answer is lost.
+      if (err instanceof ClientOfflineError || err instanceof ClientClosedError || err instanceof SocketClosedUnexpectedlyError) throw unreachable(err);
       throw err;
     }
   }
@@ -153,8 +154,15 @@ export class RedisKv implements Kv {
   }
 
   async close(): Promise<void> {
-    await this.subscriber?.quit().catch(() => undefined);
-    await this.client.quit().catch(() => undefined);
+    // A connection that is down cannot say goodbye: waiting for it would hold up shutdown.
+    for (const client of [this.subscriber, this.client]) {
+      try {
+        if (client?.isReady) await client.close();
+        else client?.destroy();
+      } catch {
+        // Closed already: nothing left to end.
+      }
+    }
   }
 }
 
