@@ -87,16 +87,17 @@ export class PostgresDb implements Db {
   }
 
   async withAdvisoryLock<T>(name: string, work: (db: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const session = new Session(this, await this.pool.connect(), undefined);
+    const client = session.client;
     try {
       await client.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
       try {
-        return await work(new Session(this, client, undefined));
+        return await work(session);
       } finally {
         await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
       }
     } finally {
-      client.release();
+      session.release();
     }
   }
 
