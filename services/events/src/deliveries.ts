@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { eventsv1 } from '@agenthub/proto';
-import { contextOf, currentTraceparent, HubError, SpanKind, TRACEPARENT, withSpan, type CallContext } from '@agenthub/runtime';
+import { contextOf, currentTraceparent, detachedSignal, HubError, SpanKind, TRACEPARENT, withSpan, type CallContext } from '@agenthub/runtime';
 import { matchAgentWebhooks } from './agent-webhooks.js';
 import { intakeTaskEvent, isTaskScope } from './task-push.js';
 import type { EventsEnv } from './env.js';
@@ -12,12 +12,8 @@ import { adminWebhook } from './webhooks.js';
 
 const { DeliveryStatus } = eventsv1;
 
-/**
- * Bound on taking in one event: past it the intake fails and the event comes again. Recording an
- * attempt has the same bound and not the worker's stop signal: an attempt that was made must be
- * recorded even while the worker stops.
- */
-const STORE_TIMEOUT_MS = 30_000;
+/** Bound on taking in one event: past it the intake fails and the event comes again. */
+const INTAKE_TIMEOUT_MS = 30_000;
 
 /** A message as the bus hands it over (structurally the runtime's ConsumedMessage). */
 export interface EventMessage {
@@ -36,7 +32,7 @@ export interface EventMessage {
 export function intakeEvent(env: EventsEnv, message: EventMessage): Promise<void> {
   // A consumer span in the trace of the call that wrote the event; its deliveries continue from it.
   const span = { kind: SpanKind.CONSUMER, parent: contextOf(message.headers[TRACEPARENT]), attributes: { 'event.id': message.headers['event-id'] ?? '' } };
-  return withSpan('event intake', span, () => intake(env, message, AbortSignal.timeout(STORE_TIMEOUT_MS)));
+  return withSpan('event intake', span, () => intake(env, message, AbortSignal.timeout(INTAKE_TIMEOUT_MS)));
 }
 
 async function intake(env: EventsEnv, message: EventMessage, signal: AbortSignal): Promise<void> {
@@ -125,7 +121,7 @@ async function creatorMaySend(env: EventsEnv, delivery: DueDelivery, signal: Abo
   }
   if (admin) return true;
   const attempt = { at: env.clock(), statusCode: 0, latencyMs: 0, error: CREATOR_ACCESS_ERROR };
-  const outcome = await env.deliveries.recordFailure(AbortSignal.timeout(STORE_TIMEOUT_MS), delivery, attempt, () => ({ kind: 'disable', reason: 'creator_access' }));
+  const outcome = await env.deliveries.recordFailure(detachedSignal(), delivery, attempt, () => ({ kind: 'disable', reason: 'creator_access' }));
   if (outcome) {
     env.metrics.deliveries.inc({ outcome: 'disabled' });
     env.log.warn(fields, 'webhook disabled: its creator no longer has admin access to the workspace');
@@ -148,7 +144,8 @@ async function deliverOne(
   const { at, result } = await attempt(env, delivery, signal);
   // Cut short by shutdown: not the endpoint's fault, so no attempt is recorded; the delivery is
   // given back for the next worker (had this failed, the lease would lapse instead).
-  const recording = AbortSignal.timeout(STORE_TIMEOUT_MS);
+  // Recorded under a signal of its own, not the worker's stop: an attempt made must be recorded.
+  const recording = detachedSignal();
   if (signal.aborted) {
     await env.deliveries.releaseLease(recording, delivery.seq);
     return { delivered: false, next: undefined };
