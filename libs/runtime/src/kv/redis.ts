@@ -132,7 +132,10 @@ export class RedisKv implements Kv {
 
   async subscribe(channel: string, onMessage: (message: string) => void, onGap?: () => void): Promise<() => Promise<void>> {
     if (!this.subscriber) {
-      this.subscriber = this.client.duplicate();
+      // Subscribing is not a caller's command: (un)subscribes made while the connection is down
+      // wait for it, as node-redis resubscribes on reconnect anyway (and `listen` callers do not
+      // await an unsubscribe).
+      this.subscriber = this.client.duplicate({ disableOfflineQueue: false });
       this.subscriber.on('error', () => undefined);
       await this.subscriber.connect();
     }
