@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { MemoryKv, RedisKv, type Kv } from '@agenthub/runtime';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { HubError, MemoryKv, Reason, RedisKv, type Kv } from '@agenthub/runtime';
 
 /** One conformance suite for every Kv adapter: what callers rely on, whichever backs it. */
 const adapters: [string, () => Promise<Kv>][] = [['MemoryKv', async () => new MemoryKv()]];
@@ -117,5 +118,65 @@ describe('RedisKv isolation', () => {
       await a.close();
       await b.close();
     }
+  });
+});
+
+/**
+ * Redis going away must not leave callers waiting: a command fails within a bound (UNAVAILABLE)
+ * instead of queueing until the connection comes back, and one whose caller's signal aborts first
+ * stops with the caller. Redis is reached through a TCP relay this test can cut.
+ */
+describe('RedisKv while Redis is unreachable', () => {
+  const url = process.env.AGENTHUB_TEST_REDIS_URL;
+  let relay: Server;
+  const sockets = new Set<Socket>();
+  let kv: RedisKv;
+
+  beforeAll(async () => {
+    if (!url) return;
+    const target = new URL(url);
+    relay = createServer((client) => {
+      const upstream = connect(Number(target.port || 6379), target.hostname);
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('error', () => undefined);
+        socket.on('close', () => sockets.delete(socket));
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const port = (relay.address() as { port: number }).port;
+    kv = await RedisKv.connect({ url: `redis://127.0.0.1:${port}`, prefix: `kvdown:${randomBytes(4).toString('hex')}:`, offlineWaitMs: 300 });
+  });
+  afterAll(async () => {
+    await kv?.close();
+    relay?.close();
+  });
+
+  const timed = async (work: Promise<unknown>) => {
+    const started = performance.now();
+    const err = await work.then(() => undefined, (e: unknown) => e);
+    return { err, ms: performance.now() - started };
+  };
+
+  (url ? it : it.skip)('fails a command within a bound, then stops a waiting one when its signal aborts', async () => {
+    await kv.set('k', 'v');
+    expect(await kv.get('k')).toBe('v');
+
+    // Redis is gone: the relay refuses new connections and drops the open one.
+    relay.close();
+    for (const socket of sockets) socket.destroy();
+
+    const down = await timed(kv.get('k'));
+    expect(down.err).toBeInstanceOf(HubError);
+    expect((down.err as HubError).reason).toBe(Reason.UNAVAILABLE);
+    expect(down.ms).toBeLessThan(2_000);
+
+    // The caller's deadline comes before the bounded wait for the connection ends.
+    const left = await timed(kv.set('k', 'w', undefined, AbortSignal.timeout(50)));
+    expect((left.err as HubError).reason).toBe(Reason.DEADLINE_EXCEEDED);
+    expect(left.ms).toBeLessThan(250);
   });
 });

@@ -12,7 +12,8 @@ import { DeliveryWorker, intakeEvent } from './deliveries.js';
 import { DEFAULT_LIMITS, WebhookMetrics, type Clock, type EventsEnv, type EventsLimits } from './env.js';
 import { WebhookSender } from './send.js';
 import { createEventsHandlers } from './server.js';
-import { EventsStore } from './store.js';
+import { DeliveryStore } from './delivery-store.js';
+import { WebhookStore } from './webhook-store.js';
 
 /** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
 export { eventsOptions } from './options.js';
@@ -80,7 +81,9 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
   const clock = deps.clock ?? Date.now;
   const env: EventsEnv = {
-    store: new EventsStore(deps.db),
+    webhooks: new WebhookStore(deps.db),
+    deliveries: new DeliveryStore(deps.db),
+    db: deps.db,
     workspace,
     creatorAccess: new CreatorAccess(workspace, limits.creatorAccessCacheMs, clock),
     sender,

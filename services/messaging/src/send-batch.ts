@@ -1,5 +1,5 @@
 import { OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
-import type { TaskRecord } from './store.js';
+import type { TaskRecord } from './task-store.js';
 import type { SerializedItem } from './task-items.js';
 
 /**

@@ -3,7 +3,10 @@ import type { Db, Kv, ServiceHandlers } from '@agenthub/runtime';
 import { ackDelivery, pollInbox } from './inbox.js';
 import { Recipients } from './recipients.js';
 import { sendMessageOnce } from './send-once.js';
-import { MessagingStore } from './store.js';
+import { DeliveryStore } from './delivery-store.js';
+import { PushStore } from './push-store.js';
+import { SendKeyStore } from './send-key-store.js';
+import { TaskStore } from './task-store.js';
 import { watchTask } from './streams.js';
 import {
   callerOf,
@@ -30,7 +33,10 @@ export function messagingEnv(deps: {
 }): MessagingEnv {
   const kv = new LocalFirstKv(deps.kv);
   return {
-    store: new MessagingStore(deps.db),
+    tasks: new TaskStore(deps.db),
+    deliveries: new DeliveryStore(deps.db),
+    pushes: new PushStore(deps.db),
+    sendKeys: new SendKeyStore(deps.db),
     identity: deps.identity,
     recipients: new Recipients(deps.identity),
     kv,

@@ -47,10 +47,11 @@ describe.each(backends().map((b) => [b.name, b] as const))('concurrent transitio
     const recipient = await stack.agent('acme', 'stale-recipient');
     const [one] = stack.replicas;
     const { task } = await one!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('q')] } }, sender.as);
-    const stale = (await stack.env.store.getTask(task!.id, false))!;
+    const stale = (await stack.env.tasks.getTask(new AbortController().signal, task!.id, false))!;
     await one!.updateTask({ taskId: task!.id, state: TaskState.COMPLETED, artifacts: [{ name: 'first', parts: [text('1')] }] }, recipient.as);
     const seen: string[] = [];
-    const late = stack.env.store.transition(
+    const late = stack.env.tasks.transition(
+      new AbortController().signal,
       task!.id,
       (t) => {
         seen.push(t.state);

@@ -1,5 +1,6 @@
 import kafkajs from 'kafkajs';
 import type { Admin, Consumer, IHeaders, KafkaMessage, logCreator, Producer } from 'kafkajs';
+import { throwIfAborted } from '../abort.js';
 import type { Logger } from '../logger.js';
 import type { Bus, BusMessage, ConsumedMessage, Subscription } from './bus.js';
 import type { KafkaConnection } from './kafka-connection.js';
@@ -96,10 +97,12 @@ export class KafkaBus implements Bus {
     this.admin = this.kafka.admin();
   }
 
-  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+  async publish(topic: string, messages: BusMessage[], signal?: AbortSignal): Promise<void> {
     if (messages.length === 0) return;
     await this.connect();
     await this.ensureTopics([topic]);
+    // kafkajs cannot recall a send; a caller that left before it starts sends nothing.
+    throwIfAborted(signal);
     await this.producer.send({
       topic,
       acks: -1,
@@ -188,7 +191,8 @@ export class KafkaBus implements Bus {
     return subscription;
   }
 
-  async ping(): Promise<void> {
+  async ping(signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     await this.connect();
     await this.admin.describeCluster();
   }

@@ -5,6 +5,7 @@ import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2
 import { MethodOptions_IdempotencyLevel } from '@bufbuild/protobuf/wkt';
 import { ConfigError } from '../config.js';
 import { HubError, Reason } from '../errors.js';
+import { deadlineExceeded } from '../abort.js';
 import type { Metrics } from '../metrics.js';
 import { injectTraceparent, SpanKind, withSpan } from '../tracing.js';
 import type { Principal } from './principal.js';
@@ -194,8 +195,9 @@ async function callLocal(
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      controller.abort();
-      reject(new HubError(Reason.DEADLINE_EXCEEDED, 'The request took too long and was abandoned'));
+      const err = deadlineExceeded();
+      controller.abort(err);
+      reject(err);
     }, Math.max(0, deadline.getTime() - Date.now()));
   });
   try {

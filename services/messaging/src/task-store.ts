@@ -1,4 +1,4 @@
-import { appendEvent, currentTraceparent, OUTBOX_INSERT_COLUMNS, outboxValues, type Db, type Queryable } from '@agenthub/runtime';
+import { appendEvent, currentTraceparent, OUTBOX_INSERT_COLUMNS, outboxValues, throwIfAborted, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
 import { TaskInsertBatcher } from './send-batch.js';
 import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
@@ -40,18 +40,6 @@ export interface TransitionRecord {
   updatedAt: number;
   messages: unknown[];
   artifacts: unknown[];
-}
-
-export interface DeliveryRecord {
-  id: string;
-  taskId: string;
-  contextId: string;
-  senderAgentId: string;
-  message: unknown;
-  createdAt: number;
-  attempts: number;
-  /** The trace of the send that queued it (W3C traceparent), when traced. */
-  traceparent?: string;
 }
 
 interface TaskRow {
@@ -151,25 +139,25 @@ export interface NewDelivery {
   expiresAt: number;
 }
 
-/** All SQL of the messaging service, in its own schema. */
-export class MessagingStore {
+/** The tasks of the messaging service: their rows, items and transitions, written with their events. */
+export class TaskStore {
   private readonly newTasks: TaskInsertBatcher;
 
-  constructor(readonly db: Db) {
+  constructor(private readonly db: Db) {
     this.newTasks = new TaskInsertBatcher(db);
   }
 
   /** The task with the items `load` selects (default all; `false`: none). */
-  async getTask(id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
-    const { rows } = await this.db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
+  async getTask(signal: AbortSignal, id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
+    const { rows } = await this.db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id], signal);
     if (!rows[0]) return undefined;
     const task = toTask(rows[0]);
-    return load ? (await this.withItems([task], load))[0] : task;
+    return load ? (await this.withItems(signal, [task], load))[0] : task;
   }
 
-  /** The tasks with the items `load` selects, read in one query. */
-  async withItems(tasks: TaskRecord[], load: ItemSelection, q: Queryable = this.db): Promise<TaskRecord[]> {
-    const items = await loadItems(q, tasks.map((t) => t.id), load);
+  /** The tasks with the items `load` selects, read in one query (in `q`'s transaction, when given). */
+  async withItems(signal: AbortSignal, tasks: TaskRecord[], load: ItemSelection, q: Queryable = this.db): Promise<TaskRecord[]> {
+    const items = await loadItems(q, tasks.map((t) => t.id), load, signal);
     return tasks.map((t) => ({ ...t, ...items.get(t.id) }));
   }
 
@@ -181,12 +169,14 @@ export class MessagingStore {
    * bytes, or undefined, and nothing written, when its sender already has `maxInFlight` tasks
    * submitted or working (counted in that statement, so concurrent sends cannot pass it together).
    */
-  async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
+  async createTask(signal: AbortSignal, task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
     const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
     const growth = growthOf(items);
     check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
     const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null, quota: maxInFlight };
+    // The grouped insert is shared with other sends, so no one caller's signal cancels it.
+    throwIfAborted(signal);
     return (await this.newTasks.insert(rows)) ? created : undefined;
   }
 
@@ -204,12 +194,13 @@ export class MessagingStore {
    * delivery. `decide` may throw to refuse; `purge` deletes the task's queued deliveries.
    */
   async transition(
+    signal: AbortSignal,
     id: string,
     decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
     options: TransitionOptions = {},
   ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
     if (options.current && !options.held) {
-      const done = await this.transitionFrom(options.current, decide, options);
+      const done = await this.transitionFrom(signal, options.current, decide, options);
       if (done) return done;
     }
     return this.db.transaction(async (tx) => {
@@ -247,9 +238,9 @@ export class MessagingStore {
       if (next.state !== before.state) await transitionEvent(tx, next, before.state, next.updatedAt);
       if (purge) await tx.query('DELETE FROM deliveries WHERE task_id = $1', [id]);
       if (delivery) await this.insertDelivery(tx, next, delivery);
-      const [after] = await this.withItems([next], options.load ?? { artifacts: true }, tx);
+      const [after] = await this.withItems(signal, [next], options.load ?? { artifacts: true }, tx);
       return { before, after: after! };
-    });
+    }, signal);
   }
 
   /**
@@ -259,6 +250,7 @@ export class MessagingStore {
    * Undefined when the task moved on (nothing is written) or the change writes no row.
    */
   private async transitionFrom(
+    signal: AbortSignal,
     before: TaskRecord,
     decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
     options: TransitionOptions,
@@ -326,6 +318,7 @@ export class MessagingStore {
                 OR (i.kind = 'artifact' AND ${p(load.artifacts)}::boolean))
         ORDER BY i.kind, i.seq`,
       params,
+      signal,
     );
     if (!rows[0]?.updated) return undefined;
     const messages: unknown[] = [];
@@ -340,7 +333,7 @@ export class MessagingStore {
   }
 
   /** The task's transitions after `afterVersion`, oldest first. */
-  async transitionsAfter(taskId: string, afterVersion: number, limit = 100): Promise<TransitionRecord[]> {
+  async transitionsAfter(signal: AbortSignal, taskId: string, afterVersion: number, limit = 100): Promise<TransitionRecord[]> {
     const { rows } = await this.db.query<{
       version: number | string;
       state: StateName;
@@ -351,6 +344,7 @@ export class MessagingStore {
       `SELECT version, state, updated_at, messages, artifacts FROM task_transitions
         WHERE task_id = $1 AND version > $2 ORDER BY version LIMIT $3`,
       [taskId, afterVersion, limit],
+      signal,
     );
     return rows.map((r) => ({
       taskId,
@@ -367,6 +361,7 @@ export class MessagingStore {
    * the `(updatedAt, id)` cursor; plus how many match overall.
    */
   async listTasks(
+    signal: AbortSignal,
     agentId: string,
     filter: { contextId?: string; state?: StateName; updatedAfter?: number; peerAgentId?: string; after?: { updatedAt: number; id: string } },
     limit: number,
@@ -382,231 +377,14 @@ export class MessagingStore {
     if (filter.state) where.push(`state = ${arg(filter.state)}`);
     if (filter.updatedAfter) where.push(`updated_at >= ${arg(filter.updatedAfter)}`);
     const matching = where.join(' AND ');
-    const { rows: counted } = await this.db.query<{ n: number | string }>(`SELECT count(*) AS n FROM tasks WHERE ${matching}`, args);
+    const { rows: counted } = await this.db.query<{ n: number | string }>(`SELECT count(*) AS n FROM tasks WHERE ${matching}`, args, signal);
     const page = [...where];
     if (filter.after) page.push(`(updated_at, id) < (${arg(filter.after.updatedAt)}, ${arg(filter.after.id)})`);
     const { rows } = await this.db.query<TaskRow>(
       `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${page.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT ${arg(limit)}`,
       args,
+      signal,
     );
     return { tasks: rows.map(toTask), total: Number(counted[0]?.n ?? 0) };
   }
-
-  /**
-   * Claims up to `max` of the recipient's visible deliveries, oldest first, hiding them until
-   * `claimUntil`. SKIP LOCKED lets several replicas (and polls) share a queue without waiting.
-   * One statement (its own transaction): a claim is one round trip on a connected agent's path.
-   */
-  async claimDeliveries(recipientAgentId: string, now: number, claimUntil: number, max: number): Promise<DeliveryRecord[]> {
-    const claimed = await this.db.query<{
-      id: string;
-      task_id: string;
-      context_id: string;
-      sender_agent_id: string;
-      message: unknown;
-      created_at: number | string;
-      attempts: number;
-      seq: string;
-      traceparent: string | null;
-    }>(
-      `UPDATE deliveries d SET claimed_until = $4, attempts = d.attempts + 1
-         FROM tasks t
-        WHERE d.seq = ANY(ARRAY(
-                SELECT seq FROM deliveries
-                 WHERE recipient_agent_id = $1 AND claimed_until <= $2 AND expires_at > $2
-                 ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED))
-          AND t.id = d.task_id
-        RETURNING d.seq, d.id, d.task_id, t.context_id, t.sender_agent_id, d.message, d.created_at, d.attempts, d.traceparent`,
-      [recipientAgentId, now, max, claimUntil],
-    );
-    return claimed.rows
-      .sort((a, b) => Number(a.seq) - Number(b.seq))
-      .map((r) => ({
-        id: r.id,
-        taskId: r.task_id,
-        contextId: r.context_id,
-        senderAgentId: r.sender_agent_id,
-        message: json(r.message),
-        createdAt: Number(r.created_at),
-        attempts: r.attempts,
-        ...(r.traceparent ? { traceparent: r.traceparent } : {}),
-      }));
-  }
-
-  /** Deletes the recipient's delivery; false when it is not (or no longer) queued. */
-  async ackDelivery(recipientAgentId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.db.query('DELETE FROM deliveries WHERE id = $1 AND recipient_agent_id = $2', [id, recipientAgentId]);
-    return rowCount > 0;
-  }
-
-  /** Ids of tasks with expired deliveries, a batch at a time (for the sweeper). */
-  async expiredTaskIds(now: number, limit: number): Promise<string[]> {
-    const { rows } = await this.db.query<{ task_id: string }>(
-      'SELECT DISTINCT task_id FROM deliveries WHERE expires_at <= $1 LIMIT $2',
-      [now, limit],
-    );
-    return rows.map((r) => r.task_id);
-  }
-
-  /** Deletes a task's expired deliveries (of a task that is no longer waiting for them). */
-  async deleteExpired(taskId: string, now: number): Promise<number> {
-    const { rowCount } = await this.db.query('DELETE FROM deliveries WHERE task_id = $1 AND expires_at <= $2', [taskId, now]);
-    return rowCount;
-  }
-
-  // Push agents (push.ts). `wallNow` and leases are wall-clock ms; `queueNow` is the service clock.
-
-  /** Records a push agent's endpoint (a changed endpoint starts without backoff). */
-  async recordPushAgent(agentId: string, endpointUrl: string): Promise<void> {
-    await this.db.query(
-      `INSERT INTO push_agents (agent_id, endpoint_url) VALUES ($1, $2)
-       ON CONFLICT (agent_id) DO UPDATE SET endpoint_url = EXCLUDED.endpoint_url, failures = 0, retry_at = 0
-        WHERE push_agents.endpoint_url <> EXCLUDED.endpoint_url`,
-      [agentId, endpointUrl],
-    );
-  }
-
-  /**
-   * Claims up to `max` push agents that have visible deliveries and no backoff pending, leasing
-   * each until `leaseUntil` so that one worker at a time forwards an agent's queue, in order.
-   */
-  async claimPushAgents(queueNow: number, wallNow: number, leaseUntil: number, max: number): Promise<PushAgentRecord[]> {
-    return this.db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ agent_id: string }>(
-        `SELECT a.agent_id FROM push_agents a
-          WHERE a.retry_at <= $2 AND a.claimed_until <= $2
-            AND EXISTS (SELECT 1 FROM deliveries d
-                         WHERE d.recipient_agent_id = a.agent_id AND d.claimed_until <= $1 AND d.expires_at > $1)
-          ORDER BY a.retry_at LIMIT $3 FOR UPDATE OF a SKIP LOCKED`,
-        [queueNow, wallNow, max],
-      );
-      if (!rows.length) return [];
-      const claimed = await tx.query<{ agent_id: string; endpoint_url: string; failures: number }>(
-        'UPDATE push_agents SET claimed_until = $2 WHERE agent_id = ANY($1::text[]) RETURNING agent_id, endpoint_url, failures',
-        [rows.map((r) => r.agent_id), leaseUntil],
-      );
-      return claimed.rows.map((r) => ({ agentId: r.agent_id, endpointUrl: r.endpoint_url, failures: r.failures }));
-    });
-  }
-
-  /** Extends the lease on an agent whose queue the worker is still forwarding. */
-  async renewPushAgent(agentId: string, leaseUntil: number): Promise<void> {
-    await this.db.query('UPDATE push_agents SET claimed_until = $2 WHERE agent_id = $1', [agentId, leaseUntil]);
-  }
-
-  /** Ends the lease on an agent, with its failed attempts in a row and when to try it again. */
-  async releasePushAgent(agentId: string, failures: number, retryAt: number): Promise<void> {
-    await this.db.query('UPDATE push_agents SET claimed_until = 0, failures = $2, retry_at = $3 WHERE agent_id = $1', [
-      agentId,
-      failures,
-      retryAt,
-    ]);
-  }
-
-  /** Makes a claimed delivery visible again at once: its push agent did not take it. */
-  async releaseDelivery(id: string): Promise<void> {
-    await this.db.query('UPDATE deliveries SET claimed_until = 0 WHERE id = $1', [id]);
-  }
-
-  /** Hands claimed deliveries back at once, uncounted: the inbox call that claimed them lost its caller. */
-  async releaseClaims(recipientAgentId: string, ids: string[]): Promise<void> {
-    await this.db.query(
-      'UPDATE deliveries SET claimed_until = 0, attempts = attempts - 1 WHERE id = ANY($1::text[]) AND recipient_agent_id = $2',
-      [ids, recipientAgentId],
-    );
-  }
-
-  /** The agent's task behind a hub task, when the hub task went to a push agent that answered. */
-  async getPushTask(taskId: string): Promise<PushTaskRecord | undefined> {
-    const { rows } = await this.db.query<PushTaskRow>(`SELECT ${PUSH_TASK_COLUMNS} FROM push_tasks p JOIN push_agents a USING (agent_id) WHERE p.task_id = $1`, [
-      taskId,
-    ]);
-    return rows[0] && toPushTask(rows[0]);
-  }
-
-  /**
-   * Records the agent's task behind a hub task and when to ask the agent about it next (null: it
-   * settled). A pending cancel stays due.
-   */
-  async savePushTask(taskId: string, agentId: string, remoteTaskId: string, followAt: number | null, followDelayMs: number): Promise<void> {
-    await this.db.query(
-      `INSERT INTO push_tasks (task_id, agent_id, remote_task_id, follow_at, follow_delay_ms) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (task_id) DO UPDATE SET remote_task_id = EXCLUDED.remote_task_id, follow_delay_ms = EXCLUDED.follow_delay_ms,
-         follow_at = CASE WHEN push_tasks.cancel_requested THEN push_tasks.follow_at ELSE EXCLUDED.follow_at END`,
-      [taskId, agentId, remoteTaskId, followAt, followDelayMs],
-    );
-  }
-
-  /** Claims up to `max` push tasks due for a follow-up (or a cancel), leasing them until `leaseUntil`. */
-  async claimPushFollowUps(wallNow: number, leaseUntil: number, max: number): Promise<PushTaskRecord[]> {
-    return this.db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ task_id: string }>(
-        'SELECT task_id FROM push_tasks WHERE follow_at <= $1 ORDER BY follow_at LIMIT $2 FOR UPDATE SKIP LOCKED',
-        [wallNow, max],
-      );
-      if (!rows.length) return [];
-      await tx.query('UPDATE push_tasks SET follow_at = $2 WHERE task_id = ANY($1::text[])', [rows.map((r) => r.task_id), leaseUntil]);
-      const claimed = await tx.query<PushTaskRow>(
-        `SELECT ${PUSH_TASK_COLUMNS} FROM push_tasks p JOIN push_agents a USING (agent_id) WHERE p.task_id = ANY($1::text[])`,
-        [rows.map((r) => r.task_id)],
-      );
-      return claimed.rows.map(toPushTask);
-    });
-  }
-
-  /** Asks the push worker to forward a cancel of the hub task to its agent (no-op for other tasks). */
-  async requestPushCancel(taskId: string): Promise<void> {
-    await this.db.query('UPDATE push_tasks SET cancel_requested = true, follow_at = 0 WHERE task_id = $1', [taskId]);
-  }
-
-  /**
-   * Stops following a settled push task, unless a cancel was requested meanwhile (a follow-up
-   * that saw the hub task canceled must not drop the cancel still to be forwarded).
-   */
-  async stopPushFollowUp(taskId: string): Promise<void> {
-    await this.db.query('UPDATE push_tasks SET follow_at = NULL WHERE task_id = $1 AND NOT cancel_requested', [taskId]);
-  }
-
-  /** The cancel reached the agent (or was tried): nothing more to do for the task. */
-  async pushCancelForwarded(taskId: string): Promise<void> {
-    await this.db.query('UPDATE push_tasks SET follow_at = NULL, cancel_requested = false WHERE task_id = $1', [taskId]);
-  }
 }
-
-/** A push agent as the worker claims it. */
-export interface PushAgentRecord {
-  agentId: string;
-  endpointUrl: string;
-  /** Failed attempts in a row (0 while the endpoint answers). */
-  failures: number;
-}
-
-/** The agent's task behind a hub task. */
-export interface PushTaskRecord {
-  taskId: string;
-  agentId: string;
-  endpointUrl: string;
-  remoteTaskId: string;
-  followDelayMs: number;
-  cancelRequested: boolean;
-}
-
-interface PushTaskRow {
-  task_id: string;
-  agent_id: string;
-  endpoint_url: string;
-  remote_task_id: string;
-  follow_delay_ms: number;
-  cancel_requested: boolean;
-}
-
-const PUSH_TASK_COLUMNS = 'p.task_id, p.agent_id, a.endpoint_url, p.remote_task_id, p.follow_delay_ms, p.cancel_requested';
-
-const toPushTask = (r: PushTaskRow): PushTaskRecord => ({
-  taskId: r.task_id,
-  agentId: r.agent_id,
-  endpointUrl: r.endpoint_url,
-  remoteTaskId: r.remote_task_id,
-  followDelayMs: r.follow_delay_ms,
-  cancelRequested: r.cancel_requested,
-});
