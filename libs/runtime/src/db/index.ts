@@ -4,7 +4,7 @@ import { PostgresDb } from './postgres.js';
 
 export { type Db, type Queryable, type QueryResult, isUniqueViolation } from './db.js';
 export { PostgresDb, DEFAULT_CONNECT_TIMEOUT_MS } from './postgres.js';
-export { PgliteDb } from './pglite.js';
+export { PgliteDb, dumpEmptyCluster, useEmptyClusterTemplate } from './pglite.js';
 export { migrate } from './migrate.js';
 
 /** PostgreSQL when a URL is configured, else embedded PGlite in `dataDir` (in memory if absent). */

@@ -14,6 +14,24 @@ import { throwIfAborted } from '../abort.js';
  */
 let emptyCluster: Promise<Blob> | undefined;
 
+/**
+ * A dump of a new empty cluster, for `useEmptyClusterTemplate` in other processes: the test
+ * suites make one per PGlite version instead of one initdb per test file.
+ */
+export async function dumpEmptyCluster(): Promise<Blob> {
+  const pg = await PGlite.create();
+  try {
+    return await pg.dumpDataDir('none');
+  } finally {
+    await pg.close();
+  }
+}
+
+/** Makes `template` (from dumpEmptyCluster) this process's empty cluster, so that even its first new cluster skips initdb. */
+export function useEmptyClusterTemplate(template: Blob): void {
+  emptyCluster = Promise.resolve(template);
+}
+
 async function createCluster(dataDir: string | undefined): Promise<PGlite> {
   const options = {
     ...(dataDir ? { dataDir } : {}),
