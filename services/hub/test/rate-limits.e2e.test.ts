@@ -12,7 +12,8 @@ const LIMITS = {
   HUB_RATE_TENANT_BURST: '2000',
   HUB_RATE_ADDRESS_PER_SEC: '0.01',
   HUB_RATE_ADDRESS_BURST: '3',
-  HUB_RATE_TRUST_FORWARDED_FOR: 'true',
+  // The test client is the proxy that names each request's client in X-Forwarded-For.
+  HUB_TRUSTED_PROXIES: '127.0.0.1,::1',
   HUB_MAX_WAITING_PER_AGENT: '2',
   HUB_QUOTA_WORKSPACES_PER_TENANT: '2',
   HUB_QUOTA_MEMORIES_PER_WORKSPACE: '2',

@@ -22,8 +22,6 @@ export interface LimitsConfig {
   defaults: TenantLimits;
   /** Unauthenticated work per client address: Agent Card fetches and failed authentications. */
   address: Rate;
-  /** Behind a proxy that appends the client to X-Forwarded-For (the chart's Ingress). */
-  trustForwardedFor: boolean;
 }
 
 const rate = z.object({ per_sec: z.number().min(0).max(1e6), burst: z.number().int().min(1).max(1e7) }).strict();

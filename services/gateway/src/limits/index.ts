@@ -6,6 +6,7 @@ import { bearerToken } from '../auth.js';
 import { toA2aRpcError } from '../a2a/errors.js';
 import { toRpcError } from '../errors.js';
 import type { RpcMethod } from '../jsonrpc.js';
+import { clientAddressOf, type ProxyTrust } from '../origin.js';
 import { parseParams } from '../params.js';
 import { Buckets, overrideSchema, type Admission, type LimitsConfig, type Refusal } from './buckets.js';
 import { WaitingCalls, waitingCalls } from './waiting.js';
@@ -21,7 +22,6 @@ export function limitsConfig(config: HubConfig): LimitsConfig {
       maxWaitingPerAgent: config.HUB_MAX_WAITING_PER_AGENT,
     },
     address: { perSec: config.HUB_RATE_ADDRESS_PER_SEC, burst: config.HUB_RATE_ADDRESS_BURST },
-    trustForwardedFor: config.HUB_RATE_TRUST_FORWARDED_FOR,
   };
 }
 
@@ -34,14 +34,15 @@ export class Limits {
   private readonly buckets: Buckets;
   private readonly waiting = new WaitingCalls();
 
-  constructor(deps: { kv: Kv; identity: ClientOf<typeof identityv1.IdentityService>; config: LimitsConfig; metrics: Metrics; log: Logger }) {
+  private readonly clientAddress: (peer: string, forwardedFor: string | undefined) => string;
+
+  constructor(deps: { kv: Kv; identity: ClientOf<typeof identityv1.IdentityService>; config: LimitsConfig; trustedProxies?: ProxyTrust; metrics: Metrics; log: Logger }) {
     this.buckets = new Buckets(deps.kv, deps.identity, deps.config, deps.metrics, deps.log);
+    this.clientAddress = clientAddressOf(deps.trustedProxies);
   }
 
-  /** The client's address: the last hop of X-Forwarded-For behind a trusted proxy, else the peer's. */
   private address(ctx: Koa.Context): string {
-    const forwarded = this.buckets.config.trustForwardedFor ? ctx.get('X-Forwarded-For').split(',').pop()?.trim() : undefined;
-    return forwarded || ctx.ip;
+    return this.clientAddress(ctx.socket.remoteAddress ?? ctx.ip, ctx.get('X-Forwarded-For') || undefined);
   }
 
   /** Before any lookup: refuses an address that used up its unauthenticated work. */
