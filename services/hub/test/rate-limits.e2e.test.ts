@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { backends } from '@agenthub/testing';
 import { startTestHub, type TestHub } from './harness.js';
-import { splitCredentials, splitMode, spawnProcess, type SplitProcess } from './split-hub.js';
+import { splitMode, type SplitStack } from './split-hub.js';
 
 /** A token every 100 s, so no bucket refills while a test runs. */
 const LIMITS = {
@@ -212,58 +210,16 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
   });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 const real = backends().find((b) => b.name === 'postgres+redis');
 (real ? describe : describe.skip)('Rate limits across two gateway replicas (split mode)', () => {
-  let hub: TestHub;
-  let second: SplitProcess | undefined;
+  let hub: TestHub & SplitStack;
   let secondUrl: string;
-  const credentials = splitCredentials();
-  const prefix = `limits-${randomBytes(4).toString('hex')}:`;
 
   beforeAll(async () => {
-    hub = await startTestHub(splitMode(real!), { ...LIMITS, ...credentials, REDIS_PREFIX: prefix });
-    const [port, ops] = [await freePort(), await freePort()];
-    secondUrl = `http://127.0.0.1:${port}`;
-    const [identity, workspace, secrets, messaging, events] = Object.values(hub.services);
-    second = spawnProcess('gateway-b', 'gateway', {
-      ...LIMITS,
-      ...credentials,
-      REDIS_URL: process.env.AGENTHUB_TEST_REDIS_URL!,
-      REDIS_PREFIX: prefix,
-      IDENTITY_ADDR: identity!,
-      WORKSPACE_ADDR: workspace!,
-      SECRETS_ADDR: secrets!,
-      MESSAGING_ADDR: messaging!,
-      EVENTS_ADDR: events!,
-      HUB_HOST: '127.0.0.1',
-      HUB_PORT: String(port),
-      OPS_PORT: String(ops),
-      HUB_METRICS: 'false',
-      LOG_LEVEL: 'warn',
-    }, secondUrl);
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      const ready = await fetch(`${secondUrl}/readyz`).then((r) => r.status === 200, () => false);
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error(`gateway-b was not ready:\n${second.output()}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  });
-  afterAll(async () => {
-    await second?.stop();
-    await hub?.stop();
-  });
+    hub = await startTestHub(splitMode(real!), LIMITS);
+    secondUrl = (await hub.addGateway()).url;
+  }, 240_000);
+  afterAll(() => hub?.stop(), 120_000);
 
   it('holds a key’s limit across replicas', async () => {
     const agent = await hub.agent('rl-split', 'a');
@@ -280,4 +236,20 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     expect((await post(hub.url, badKey, list(), '10.1.0.2')).status).toBe(401);
     expectLimited(await post(secondUrl, badKey, list(), '10.1.0.2'), 'address');
   });
+
+  it('holds an agent’s waiting-call cap across replicas, and frees it when the calls end', async () => {
+    const agent = await hub.agent('rl-split-wait', 'a');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-split-wait', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const poll = (waitMs: number) => call('x-hub/inbox.poll', { wait_ms: waitMs });
+    // Two polls held open through the first replica: the second one refuses a third.
+    const holding = post(hub.url, agent.api_key, [poll(3_000), poll(3_000)], '10.1.0.3');
+    let third: Awaited<ReturnType<typeof post>> | undefined;
+    for (let i = 0; i < 20; i++) {
+      third = await post(secondUrl, agent.api_key, poll(100), '10.1.0.3');
+      if (third.status === 429) break;
+    }
+    expectLimited(third!, 'waiting');
+    expect((await holding).status).toBe(200);
+    expect((await post(secondUrl, agent.api_key, [poll(10), poll(10)], '10.1.0.3')).status).toBe(200);
+  }, 60_000);
 });

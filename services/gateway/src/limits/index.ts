@@ -32,13 +32,14 @@ export function limitsConfig(config: HubConfig): LimitsConfig {
  */
 export class Limits {
   private readonly buckets: Buckets;
-  private readonly waiting = new WaitingCalls();
+  private readonly waiting: WaitingCalls;
 
   private readonly clientAddress: (peer: string, forwardedFor: string | undefined) => string;
 
   constructor(deps: { kv: Kv; identity: ClientOf<typeof identityv1.IdentityService>; config: LimitsConfig; trustedProxies?: ProxyTrust; metrics: Metrics; log: Logger }) {
     this.buckets = new Buckets(deps.kv, deps.identity, deps.config, deps.metrics, deps.log);
     this.clientAddress = clientAddressOf(deps.trustedProxies);
+    this.waiting = new WaitingCalls(deps.kv, deps.log);
   }
 
   private address(ctx: Koa.Context): string {
@@ -82,14 +83,16 @@ export class Limits {
     }
     const waits = waitingCalls(body, strict);
     if (waits > 0) {
-      const release = this.waiting.acquire(principal.agentId, waits, limits.maxWaitingPerAgent);
+      const release = await this.waiting.acquire(principal.agentId, waits, limits.maxWaitingPerAgent);
       if (!release) {
         const max = limits.maxWaitingPerAgent;
         const refusal = this.buckets.refused('waiting', principal.tenantId, { perSec: 0, burst: max }, 0, 1_000);
         refuse(ctx, refusal, body, strict, `Too many waiting calls: an agent may hold at most ${max} long-polls, blocking sends and streams open at once`);
         return false;
       }
-      ctx.res.once('close', release);
+      // The client may have gone while the slots were acquired: its 'close' has passed then.
+      if (ctx.res.closed) release();
+      else ctx.res.once('close', release);
     }
     rateHeaders(ctx, drawn);
     return true;
