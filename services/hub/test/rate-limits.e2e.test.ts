@@ -17,6 +17,9 @@ const LIMITS = {
   HUB_QUOTA_MEMORIES_PER_WORKSPACE: '2',
   HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE: '1000',
   HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: '2',
+  HUB_QUOTA_AGENTS_PER_TENANT: '5',
+  HUB_QUOTA_MEMBERS_PER_WORKSPACE: '5',
+  HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '5',
 };
 
 let nextId = 1;
@@ -192,6 +195,45 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(refused.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'tasks_in_flight_per_sender' } });
   });
 
+  it('refuses agents, members and queued deliveries past the tenant’s quotas (overridden per tenant), and shows every quota’s usage', async () => {
+    const owner = await hub.agent('rl-q2', 'owner');
+    const set = await hub.admin('tenants.set_limits', {
+      tenant_id: 'rl-q2',
+      limits: { key: { per_sec: 0.01, burst: 100 }, quotas: { agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 } },
+    });
+    expect(set.limits.quotas).toEqual({ agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 });
+    const second = await hub.agent('rl-q2', 'second');
+    const third = await hub.agent('rl-q2', 'third');
+    const fourth = await hub.call(undefined, 'agents.create', { tenant_id: 'rl-q2', name: 'fourth' }, { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } });
+    expect(fourth.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a tenant has at most 3 agents', data: { reason: 'quota_exceeded', field: 'agents_per_tenant' } });
+    // Another tenant keeps the default (HUB_QUOTA_AGENTS_PER_TENANT).
+    expect((await hub.admin('tenants.get_limits', { tenant_id: 'rl-quota' })).limits.quotas.agents_per_tenant).toBe(5);
+
+    const ws = (await post(hub.url, owner.api_key, call('x-hub/workspace.create', { name: 'members' }), '10.0.0.8')).body.result.workspace.id;
+    const add = (agentId: string, role = 'read') => post(hub.url, owner.api_key, call('x-hub/workspace.members.add', { workspace_id: ws, agent_id: agentId, role }), '10.0.0.8');
+    expect((await add(second.agent_id)).body.result).toBeDefined();
+    const full = await add(third.agent_id);
+    expect(full.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a workspace has at most 2 members; remove one first', data: { field: 'members_per_workspace' } });
+    // A member's role change needs no room.
+    expect((await add(second.agent_id, 'write')).body.result).toBeDefined();
+
+    const send = () => post(hub.url, owner.api_key, call('SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] }, configuration: { agentId: third.agent_id } }), '10.0.0.8');
+    expect((await send()).body.result.status.state).toBe('submitted');
+    const queued = await send();
+    expect(queued.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'queued_deliveries_per_agent' } });
+    expect(queued.body.error.message.startsWith('Quota exceeded: the recipient has 1 deliveries waiting')).toBe(true);
+
+    const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-q2' });
+    expect(usage).toContainEqual({ quota: 'agents_per_tenant', scope: '', used: 3, limit: 3 });
+    expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 1, limit: 2 });
+    expect(usage).toContainEqual({ quota: 'members_per_workspace', scope: ws, used: 2, limit: 2 });
+    expect(usage).toContainEqual({ quota: 'secrets_per_workspace', scope: ws, used: 0, limit: 1000 });
+    expect(usage).toContainEqual({ quota: 'webhooks_per_workspace', scope: ws, used: 0, limit: 20 });
+    expect(usage).toContainEqual({ quota: 'webhooks_per_agent', scope: owner.agent_id, used: 0, limit: 20 });
+    expect(usage).toContainEqual({ quota: 'tasks_in_flight_per_sender', scope: owner.agent_id, used: 1, limit: 2 });
+    expect(usage).toContainEqual({ quota: 'queued_deliveries_per_agent', scope: third.agent_id, used: 1, limit: 1 });
+  });
+
   it('counts refusals by reason and tenant in /metrics', async () => {
     const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="key",tenant="rl-key"\} [1-9]/);
@@ -200,6 +242,8 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="waiting",tenant="rl-wait"\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="workspaces_per_tenant",tenant="rl-quota"\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="memories_per_workspace",tenant="rl-quota"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="members_per_workspace",tenant="rl-q2"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="queued_deliveries_per_agent",tenant="rl-q2"\} 1/);
   });
 
   it('keeps a tenant’s overrides across a restart', async () => {

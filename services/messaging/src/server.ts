@@ -1,5 +1,5 @@
 import { messagingv1 } from '@agenthub/proto';
-import type { Db, Kv, ServiceHandlers } from '@agenthub/runtime';
+import { HubError, QuotaOverrides, Reason, type Db, type Kv, type ServiceHandlers } from '@agenthub/runtime';
 import { ackDelivery, pollInbox } from './inbox.js';
 import { Recipients } from './recipients.js';
 import { sendMessageOnce } from './send-once.js';
@@ -34,6 +34,7 @@ export function messagingEnv(deps: {
     kv: deps.kv,
     wakes: new InboxWakes(deps.kv, inboxChannel),
     limits: { ...DEFAULT_LIMITS, ...deps.limits },
+    overrides: new QuotaOverrides(async (tenantId, signal) => (await deps.identity.getTenantLimits({ tenantId }, { principal: { kind: 'operator' }, signal })).limits?.quotas ?? {}),
     now: deps.now ?? Date.now,
   };
 }
@@ -50,5 +51,18 @@ export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<type
     updateTask: async (request, ctx) => updateTask(env, ctx, callerOf(ctx), request),
     listTasks: async (request, ctx) => listTasks(env, ctx, callerOf(ctx), request),
     watchTask: (request, ctx) => watchTask(env, ctx, callerOf(ctx), request),
+    getAgentsUsage: async (request, ctx) => {
+      if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
+      const { inFlight, queued } = await env.store.agentsUsage(request.agentIds);
+      const maxQueued = await env.overrides.limit(request.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx.signal);
+      const maxInFlight = env.limits.maxTasksInFlightPerSender;
+      return {
+        usage: request.agentIds.flatMap((id) => [
+          // An unlimited quota (0 in configuration) shows its limit as 0.
+          { quota: 'tasks_in_flight_per_sender', scope: id, used: BigInt(inFlight.get(id) ?? 0), limit: BigInt(Number.isFinite(maxInFlight) ? maxInFlight : 0) },
+          { quota: 'queued_deliveries_per_agent', scope: id, used: BigInt(queued.get(id) ?? 0), limit: BigInt(maxQueued) },
+        ]),
+      };
+    },
   };
 }

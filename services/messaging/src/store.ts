@@ -149,6 +149,30 @@ export interface NewDelivery {
 export class MessagingStore {
   private readonly newTasks: TaskInsertBatcher;
 
+  /** Undelivered deliveries of the recipient, counted up to `limit` (the read costs at most that many index entries). */
+  async queuedDeliveries(recipientAgentId: string, limit: number): Promise<number> {
+    const { rows } = await this.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM (SELECT 1 FROM deliveries WHERE recipient_agent_id = $1 LIMIT $2) queued',
+      [recipientAgentId, limit],
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /** Per agent of `agentIds`: tasks it sent still submitted or working, and deliveries waiting for it. */
+  async agentsUsage(agentIds: readonly string[]): Promise<{ inFlight: Map<string, number>; queued: Map<string, number> }> {
+    const inFlight = await this.db.query<{ id: string; n: number }>(
+      `SELECT sender_agent_id AS id, count(*)::int AS n FROM tasks
+        WHERE sender_agent_id = ANY($1::text[]) AND state IN ('submitted', 'working') GROUP BY 1`,
+      [agentIds],
+    );
+    const queued = await this.db.query<{ id: string; n: number }>(
+      'SELECT recipient_agent_id AS id, count(*)::int AS n FROM deliveries WHERE recipient_agent_id = ANY($1::text[]) GROUP BY 1',
+      [agentIds],
+    );
+    const byId = (rows: { id: string; n: number }[]) => new Map(rows.map((r) => [r.id, r.n]));
+    return { inFlight: byId(inFlight.rows), queued: byId(queued.rows) };
+  }
+
   constructor(readonly db: Db) {
     this.newTasks = new TaskInsertBatcher(db);
   }

@@ -1,6 +1,6 @@
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
+import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv, type QuotaOverrides } from '@agenthub/runtime';
 import type { Recipients } from './recipients.js';
 import { listen, type InboxWakes, type Listener } from './wake.js';
 import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
@@ -13,11 +13,13 @@ const { TaskState } = messagingv1;
 type TaskState = messagingv1.TaskState;
 
 /** The part of the identity service this one calls. */
-export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant'>;
+export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant' | 'getTenantLimits'>;
 
 export interface MessagingLimits {
   /** Quota: tasks one agent has sent that are still submitted or working (HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER; Infinity: none). */
   maxTasksInFlightPerSender: number;
+  /** Quota: deliveries waiting in one agent's inbox (HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT; overridable per tenant). */
+  maxQueuedDeliveriesPerAgent: number;
   /** Longest SendMessage blocking wait (the interface's 60 s). */
   blockingMs: number;
   /** A connected agent counts as online this long after its last inbox poll. */
@@ -53,6 +55,7 @@ export const DEFAULT_LIMITS: MessagingLimits = {
   maxParts: 100,
   maxTaskItems: 1000,
   maxTasksInFlightPerSender: 1000,
+  maxQueuedDeliveriesPerAgent: 10_000,
   maxTaskBytes: 4 * 1024 * 1024,
   idempotencyWindowMs: 24 * 3600_000,
 };
@@ -80,6 +83,18 @@ export function taskGrowthCheck(limits: MessagingLimits): GrowthCheck {
   };
 }
 
+/**
+ * Refuses a new task to a recipient whose inbox holds its quota of undelivered deliveries (the
+ * recipient's tenant's override, else HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT). Counted before the
+ * insert, so concurrent sends may pass it by their number.
+ */
+async function requireInboxRoom(env: MessagingEnv, ctx: CallContext, agent: identityv1.Agent): Promise<void> {
+  const max = await env.overrides.limit(agent.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx.signal);
+  if ((await env.store.queuedDeliveries(agent.id, max)) >= max) {
+    throw HubError.quotaExceeded('queued_deliveries_per_agent', `Quota exceeded: the recipient has ${max} deliveries waiting in its inbox; try again once it has taken some`);
+  }
+}
+
 export interface MessagingEnv {
   store: MessagingStore;
   identity: IdentityClient;
@@ -88,6 +103,8 @@ export interface MessagingEnv {
   /** Wakes recipients' inbox long-polls (and push workers) after a send. */
   wakes: InboxWakes;
   limits: MessagingLimits;
+  /** Tenants' overrides of the quotas set per tenant (`queued_deliveries_per_agent`). */
+  overrides: QuotaOverrides;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
 }
@@ -301,6 +318,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
+    if (delivery) await requireInboxRoom(env, ctx, agent);
     const max = env.limits.maxTasksInFlightPerSender;
     let created: TaskRecord | undefined;
     try {

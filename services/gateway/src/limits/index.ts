@@ -22,6 +22,11 @@ export function limitsConfig(config: HubConfig): LimitsConfig {
       maxWaitingPerAgent: config.HUB_MAX_WAITING_PER_AGENT,
     },
     address: { perSec: config.HUB_RATE_ADDRESS_PER_SEC, burst: config.HUB_RATE_ADDRESS_BURST },
+    quotas: {
+      agents_per_tenant: config.HUB_QUOTA_AGENTS_PER_TENANT,
+      members_per_workspace: config.HUB_QUOTA_MEMBERS_PER_WORKSPACE,
+      queued_deliveries_per_agent: config.HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT,
+    },
   };
 }
 
@@ -110,6 +115,7 @@ export class Limits {
           key: { per_sec: limits.key.perSec, burst: limits.key.burst },
           tenant: { per_sec: limits.tenant.perSec, burst: limits.tenant.burst },
           max_waiting_per_agent: limits.maxWaitingPerAgent,
+          quotas: { ...this.buckets.config.quotas, ...overrides.quotas },
         },
         overrides,
       };
