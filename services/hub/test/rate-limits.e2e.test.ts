@@ -202,12 +202,18 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
       limits: { key: { per_sec: 0.01, burst: 100 }, quotas: { agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 } },
     });
     expect(set.limits.quotas).toEqual({ agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 });
+    const admin = { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } };
+    const unknown = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-q2', limits: { quotas: { workspaces_per_tenant: 3 } } }, admin);
+    expect(unknown.body.error).toMatchObject({ code: -32602, data: { field: expect.stringMatching(/^limits\.quotas/) } });
+    const zero = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-q2', limits: { quotas: { agents_per_tenant: 0 } } }, admin);
+    expect(zero.body.error).toMatchObject({ code: -32602, data: { field: 'limits.quotas.agents_per_tenant' } });
     const second = await hub.agent('rl-q2', 'second');
     const third = await hub.agent('rl-q2', 'third');
-    const fourth = await hub.call(undefined, 'agents.create', { tenant_id: 'rl-q2', name: 'fourth' }, { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } });
+    const fourth = await hub.call(undefined, 'agents.create', { tenant_id: 'rl-q2', name: 'fourth' }, admin);
     expect(fourth.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a tenant has at most 3 agents', data: { reason: 'quota_exceeded', field: 'agents_per_tenant' } });
     // Another tenant keeps the default (HUB_QUOTA_AGENTS_PER_TENANT).
-    expect((await hub.admin('tenants.get_limits', { tenant_id: 'rl-quota' })).limits.quotas.agents_per_tenant).toBe(5);
+    await hub.admin('tenants.create', { tenant_id: 'rl-q2-default' });
+    expect((await hub.admin('tenants.get_limits', { tenant_id: 'rl-q2-default' })).limits.quotas.agents_per_tenant).toBe(5);
 
     const ws = (await post(hub.url, owner.api_key, call('x-hub/workspace.create', { name: 'members' }), '10.0.0.8')).body.result.workspace.id;
     const add = (agentId: string, role = 'read') => post(hub.url, owner.api_key, call('x-hub/workspace.members.add', { workspace_id: ws, agent_id: agentId, role }), '10.0.0.8');

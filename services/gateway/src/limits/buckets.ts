@@ -35,7 +35,7 @@ export const overrideSchema = z
     tenant: rate.optional(),
     max_waiting_per_agent: z.number().int().min(0).max(1e6).optional(),
     // Checked by the services owning the resources; identity keeps them with the rest.
-    quotas: z.record(z.enum(TENANT_QUOTAS), z.number().int().min(1).max(1e9)).optional(),
+    quotas: z.partialRecord(z.enum(TENANT_QUOTAS), z.number().int().min(1).max(1e9)).optional(),
   })
   .strict();
 export type Override = z.infer<typeof overrideSchema>;
