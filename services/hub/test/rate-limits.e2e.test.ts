@@ -48,6 +48,55 @@ function expectLimited(reply: { status: number; headers: Headers; body: any }, s
   }
 }
 
+/**
+ * The quotas of agents, members and queued deliveries, overridden for one tenant, and the usage
+ * of every quota; run on each backend and in split mode, where each is checked by its own service.
+ */
+async function tenantQuotas(hub: TestHub) {
+  const owner = await hub.agent('rl-q2', 'owner');
+  const set = await hub.admin('tenants.set_limits', {
+    tenant_id: 'rl-q2',
+    limits: { key: { per_sec: 0.01, burst: 100 }, quotas: { agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 } },
+  });
+  expect(set.limits.quotas).toEqual({ agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 });
+  const admin = { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } };
+  const unknown = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-q2', limits: { quotas: { workspaces_per_tenant: 3 } } }, admin);
+  expect(unknown.body.error).toMatchObject({ code: -32602, data: { field: expect.stringMatching(/^limits\.quotas/) } });
+  const zero = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-q2', limits: { quotas: { agents_per_tenant: 0 } } }, admin);
+  expect(zero.body.error).toMatchObject({ code: -32602, data: { field: 'limits.quotas.agents_per_tenant' } });
+  const second = await hub.agent('rl-q2', 'second');
+  const third = await hub.agent('rl-q2', 'third');
+  const fourth = await hub.call(undefined, 'agents.create', { tenant_id: 'rl-q2', name: 'fourth' }, admin);
+  expect(fourth.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a tenant has at most 3 agents', data: { reason: 'quota_exceeded', field: 'agents_per_tenant' } });
+  // Another tenant keeps the default (HUB_QUOTA_AGENTS_PER_TENANT).
+  await hub.admin('tenants.create', { tenant_id: 'rl-q2-default' });
+  expect((await hub.admin('tenants.get_limits', { tenant_id: 'rl-q2-default' })).limits.quotas.agents_per_tenant).toBe(5);
+
+  const ws = (await post(hub.url, owner.api_key, call('x-hub/workspace.create', { name: 'members' }), '10.0.0.8')).body.result.workspace.id;
+  const add = (agentId: string, role = 'read') => post(hub.url, owner.api_key, call('x-hub/workspace.members.add', { workspace_id: ws, agent_id: agentId, role }), '10.0.0.8');
+  expect((await add(second.agent_id)).body.result).toBeDefined();
+  const full = await add(third.agent_id);
+  expect(full.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a workspace has at most 2 members; remove one first', data: { field: 'members_per_workspace' } });
+  // A member's role change needs no room.
+  expect((await add(second.agent_id, 'write')).body.result).toBeDefined();
+
+  const send = () => post(hub.url, owner.api_key, call('SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] }, configuration: { agentId: third.agent_id } }), '10.0.0.8');
+  expect((await send()).body.result.status.state).toBe('submitted');
+  const queued = await send();
+  expect(queued.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'queued_deliveries_per_agent' } });
+  expect(queued.body.error.message.startsWith('Quota exceeded: the recipient has 1 deliveries waiting')).toBe(true);
+
+  const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-q2' });
+  expect(usage).toContainEqual({ quota: 'agents_per_tenant', scope: '', used: 3, limit: 3 });
+  expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 1, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'members_per_workspace', scope: ws, used: 2, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'secrets_per_workspace', scope: ws, used: 0, limit: 1000 });
+  expect(usage).toContainEqual({ quota: 'webhooks_per_workspace', scope: ws, used: 0, limit: 20 });
+  expect(usage).toContainEqual({ quota: 'webhooks_per_agent', scope: owner.agent_id, used: 0, limit: 20 });
+  expect(usage).toContainEqual({ quota: 'tasks_in_flight_per_sender', scope: owner.agent_id, used: 1, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'queued_deliveries_per_agent', scope: third.agent_id, used: 1, limit: 1 });
+}
+
 describe.each(backends())('Rate limits and caps on $name', (backend) => {
   let hub: TestHub;
   beforeAll(async () => {
@@ -195,50 +244,7 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(refused.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'tasks_in_flight_per_sender' } });
   });
 
-  it('refuses agents, members and queued deliveries past the tenant’s quotas (overridden per tenant), and shows every quota’s usage', async () => {
-    const owner = await hub.agent('rl-q2', 'owner');
-    const set = await hub.admin('tenants.set_limits', {
-      tenant_id: 'rl-q2',
-      limits: { key: { per_sec: 0.01, burst: 100 }, quotas: { agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 } },
-    });
-    expect(set.limits.quotas).toEqual({ agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 });
-    const admin = { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } };
-    const unknown = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-q2', limits: { quotas: { workspaces_per_tenant: 3 } } }, admin);
-    expect(unknown.body.error).toMatchObject({ code: -32602, data: { field: expect.stringMatching(/^limits\.quotas/) } });
-    const zero = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-q2', limits: { quotas: { agents_per_tenant: 0 } } }, admin);
-    expect(zero.body.error).toMatchObject({ code: -32602, data: { field: 'limits.quotas.agents_per_tenant' } });
-    const second = await hub.agent('rl-q2', 'second');
-    const third = await hub.agent('rl-q2', 'third');
-    const fourth = await hub.call(undefined, 'agents.create', { tenant_id: 'rl-q2', name: 'fourth' }, admin);
-    expect(fourth.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a tenant has at most 3 agents', data: { reason: 'quota_exceeded', field: 'agents_per_tenant' } });
-    // Another tenant keeps the default (HUB_QUOTA_AGENTS_PER_TENANT).
-    await hub.admin('tenants.create', { tenant_id: 'rl-q2-default' });
-    expect((await hub.admin('tenants.get_limits', { tenant_id: 'rl-q2-default' })).limits.quotas.agents_per_tenant).toBe(5);
-
-    const ws = (await post(hub.url, owner.api_key, call('x-hub/workspace.create', { name: 'members' }), '10.0.0.8')).body.result.workspace.id;
-    const add = (agentId: string, role = 'read') => post(hub.url, owner.api_key, call('x-hub/workspace.members.add', { workspace_id: ws, agent_id: agentId, role }), '10.0.0.8');
-    expect((await add(second.agent_id)).body.result).toBeDefined();
-    const full = await add(third.agent_id);
-    expect(full.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a workspace has at most 2 members; remove one first', data: { field: 'members_per_workspace' } });
-    // A member's role change needs no room.
-    expect((await add(second.agent_id, 'write')).body.result).toBeDefined();
-
-    const send = () => post(hub.url, owner.api_key, call('SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] }, configuration: { agentId: third.agent_id } }), '10.0.0.8');
-    expect((await send()).body.result.status.state).toBe('submitted');
-    const queued = await send();
-    expect(queued.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'queued_deliveries_per_agent' } });
-    expect(queued.body.error.message.startsWith('Quota exceeded: the recipient has 1 deliveries waiting')).toBe(true);
-
-    const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-q2' });
-    expect(usage).toContainEqual({ quota: 'agents_per_tenant', scope: '', used: 3, limit: 3 });
-    expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 1, limit: 2 });
-    expect(usage).toContainEqual({ quota: 'members_per_workspace', scope: ws, used: 2, limit: 2 });
-    expect(usage).toContainEqual({ quota: 'secrets_per_workspace', scope: ws, used: 0, limit: 1000 });
-    expect(usage).toContainEqual({ quota: 'webhooks_per_workspace', scope: ws, used: 0, limit: 20 });
-    expect(usage).toContainEqual({ quota: 'webhooks_per_agent', scope: owner.agent_id, used: 0, limit: 20 });
-    expect(usage).toContainEqual({ quota: 'tasks_in_flight_per_sender', scope: owner.agent_id, used: 1, limit: 2 });
-    expect(usage).toContainEqual({ quota: 'queued_deliveries_per_agent', scope: third.agent_id, used: 1, limit: 1 });
-  });
+  it('refuses agents, members and queued deliveries past the tenant’s quotas (overridden per tenant), and shows every quota’s usage', () => tenantQuotas(hub));
 
   it('counts refusals by reason and tenant in /metrics', async () => {
     const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
@@ -286,6 +292,8 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     expect((await post(hub.url, badKey, list(), '10.1.0.2')).status).toBe(401);
     expectLimited(await post(secondUrl, badKey, list(), '10.1.0.2'), 'address');
   });
+
+  it('refuses agents, members and queued deliveries past the tenant’s quotas, each service reading the tenant’s overrides', () => tenantQuotas(hub), 60_000);
 
   it('holds an agent’s waiting-call cap across replicas, and frees it when the calls end', async () => {
     const agent = await hub.agent('rl-split-wait', 'a');
