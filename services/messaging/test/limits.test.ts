@@ -1,7 +1,7 @@
 import { messagingv1 } from '@agenthub/proto';
 import { Reason } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
-import { failure, startStack, type Stack } from './harness.js';
+import { failure, operator, startStack, type Stack } from './harness.js';
 
 /** A task's history and artifacts are bounded (they live in its row); the refusal names the limit. */
 
@@ -11,7 +11,7 @@ const text = (t: string) => ({ content: { case: 'text' as const, value: { text: 
 describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s)', (_name, backend) => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack(backend, { limits: { maxTaskItems: 3, maxTasksInFlightPerSender: 2 } });
+    stack = await startStack(backend, { limits: { maxTaskItems: 3, maxTasksInFlightPerSender: 2, maxQueuedDeliveriesPerAgent: 5 } });
   });
   afterAll(() => stack?.stop());
 
@@ -30,6 +30,29 @@ describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s
     await send(other);
     await messaging!.updateTask({ taskId: first.id, state: TaskState.COMPLETED }, recipient.as);
     await send(sender);
+  });
+
+  it('refuses a new task to an inbox holding its quota of deliveries (the recipient tenant’s override), until it takes one', async () => {
+    const recipient = await stack.agent('qd', 'full-inbox');
+    const senders = await Promise.all(['s1', 's2', 's3'].map((name) => stack.agent('qd', name)));
+    await stack.identity.setTenantLimits({ tenantId: 'qd', limits: { quotas: { queued_deliveries_per_agent: 3n } } }, operator);
+    const [messaging] = stack.replicas;
+    const send = (who: (typeof senders)[number]) => messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('q')] } }, who.as);
+    for (const who of senders) await send(who);
+    const refused = await failure(send(senders[0]!));
+    expect(refused).toMatchObject({ reason: Reason.QUOTA_EXCEEDED, field: 'queued_deliveries_per_agent' });
+    expect(refused.message).toBe('Quota exceeded: the recipient has 3 deliveries waiting in its inbox; try again once it has taken some');
+    const { deliveries } = await messaging!.pollInbox({ waitMs: 0, max: 1 }, recipient.as);
+    await messaging!.ackDelivery({ deliveryId: deliveries[0]!.id }, recipient.as);
+    await send(senders[0]!);
+    const usage = await messaging!.getAgentsUsage({ agentIds: [recipient.id, senders[0]!.id], tenantId: 'qd' }, operator);
+    expect(usage.usage.map((u) => [u.quota, u.scope, u.used, u.limit])).toEqual([
+      ['tasks_in_flight_per_sender', recipient.id, 0n, 2n],
+      ['queued_deliveries_per_agent', recipient.id, 3n, 3n],
+      ['tasks_in_flight_per_sender', senders[0]!.id, 2n, 2n],
+      ['queued_deliveries_per_agent', senders[0]!.id, 0n, 3n],
+    ]);
+    expect(await failure(messaging!.getAgentsUsage({ agentIds: [recipient.id], tenantId: 'qd' }, recipient.as))).toMatchObject({ reason: Reason.PERMISSION_REQUIRED });
   });
 
   it('refuses the message or artifacts that would pass maxTaskItems, leaving the task unchanged', async () => {
