@@ -20,6 +20,8 @@ const LIMITS = {
   HUB_QUOTA_AGENTS_PER_TENANT: '5',
   HUB_QUOTA_MEMBERS_PER_WORKSPACE: '5',
   HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '5',
+  // Webhook URLs are taken without a DNS look-up.
+  HUB_EGRESS_ALLOW_PRIVATE: 'true',
 };
 
 let nextId = 1;
@@ -86,13 +88,23 @@ async function tenantQuotas(hub: TestHub) {
   expect(queued.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'queued_deliveries_per_agent' } });
   expect(queued.body.error.message.startsWith('Quota exceeded: the recipient has 1 deliveries waiting')).toBe(true);
 
+  const rpc = async (method: string, params: unknown) => {
+    const reply = await post(hub.url, owner.api_key, call(method, params), '10.0.0.8');
+    expect(reply.body.error).toBeUndefined();
+  };
+  await rpc('x-hub/workspace.secrets.set', { workspace_id: ws, key: 'TOKEN', value: 's3cret' });
+  await rpc('x-hub/webhooks.create', { workspace_id: ws, url: 'https://hooks.example.com/a' });
+  await rpc('x-hub/webhooks.create', { scope: 'agent', url: 'https://hooks.example.com/b' });
+  await rpc('x-hub/webhooks.create', { scope: 'agent', url: 'https://hooks.example.com/c' });
+
   const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-q2' });
   expect(usage).toContainEqual({ quota: 'agents_per_tenant', scope: '', used: 3, limit: 3 });
   expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 1, limit: 2 });
   expect(usage).toContainEqual({ quota: 'members_per_workspace', scope: ws, used: 2, limit: 2 });
-  expect(usage).toContainEqual({ quota: 'secrets_per_workspace', scope: ws, used: 0, limit: 1000 });
-  expect(usage).toContainEqual({ quota: 'webhooks_per_workspace', scope: ws, used: 0, limit: 20 });
-  expect(usage).toContainEqual({ quota: 'webhooks_per_agent', scope: owner.agent_id, used: 0, limit: 20 });
+  expect(usage).toContainEqual({ quota: 'secrets_per_workspace', scope: ws, used: 1, limit: 1000 });
+  expect(usage).toContainEqual({ quota: 'webhooks_per_workspace', scope: ws, used: 1, limit: 20 });
+  expect(usage).toContainEqual({ quota: 'webhooks_per_agent', scope: owner.agent_id, used: 2, limit: 20 });
+  expect(usage).toContainEqual({ quota: 'webhooks_per_agent', scope: second.agent_id, used: 0, limit: 20 });
   expect(usage).toContainEqual({ quota: 'tasks_in_flight_per_sender', scope: owner.agent_id, used: 1, limit: 2 });
   expect(usage).toContainEqual({ quota: 'queued_deliveries_per_agent', scope: third.agent_id, used: 1, limit: 1 });
 }
@@ -255,6 +267,8 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="workspaces_per_tenant",tenant="rl-quota"\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="memories_per_workspace",tenant="rl-quota"\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="members_per_workspace",tenant="rl-q2"\} 1/);
+    // The operator creates agents: the refusal has no caller tenant.
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="agents_per_tenant",tenant=""\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="queued_deliveries_per_agent",tenant="rl-q2"\} 1/);
   });
 

@@ -1140,8 +1140,9 @@ export const IdentityService: GenService<{
     output: typeof ListTenantsResponseSchema;
   },
   /**
-   * A tenant's overrides of the gateway's rate limits (unset: the gateway's defaults). The
-   * operator, or an agent of the tenant (the gateway reads its caller's).
+   * A tenant's overrides of the gateway's rate limits and of the quotas set per tenant (unset:
+   * the defaults). The operator (workspace and messaging read quotas as it), or an agent of the
+   * tenant (the gateway reads its caller's).
    *
    * @generated from rpc agenthub.identity.v1.IdentityService.GetTenantLimits
    */
