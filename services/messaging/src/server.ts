@@ -1,6 +1,7 @@
 import { messagingv1 } from '@agenthub/proto';
 import { HubError, QuotaOverrides, Reason, type Db, type Kv, type ServiceHandlers } from '@agenthub/runtime';
 import { ackDelivery, pollInbox } from './inbox.js';
+import { InboxRoom } from './inbox-room.js';
 import { Recipients } from './recipients.js';
 import { sendMessageOnce } from './send-once.js';
 import { MessagingStore } from './store.js';
@@ -27,8 +28,10 @@ export function messagingEnv(deps: {
   limits?: Partial<MessagingLimits>;
   now?: () => number;
 }): MessagingEnv {
+  const store = new MessagingStore(deps.db);
   return {
-    store: new MessagingStore(deps.db),
+    store,
+    inboxRoom: new InboxRoom(store),
     identity: deps.identity,
     recipients: new Recipients(deps.identity),
     kv: deps.kv,

@@ -1,6 +1,7 @@
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv, type QuotaOverrides } from '@agenthub/runtime';
+import type { InboxRoom } from './inbox-room.js';
 import type { Recipients } from './recipients.js';
 import { listen, type InboxWakes, type Listener } from './wake.js';
 import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
@@ -85,12 +86,12 @@ export function taskGrowthCheck(limits: MessagingLimits): GrowthCheck {
 
 /**
  * Refuses a new task to a recipient whose inbox holds its quota of undelivered deliveries (the
- * recipient's tenant's override, else HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT). Counted before the
- * insert, so concurrent sends may pass it by their number.
+ * recipient's tenant's override, else HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT); see InboxRoom for
+ * how closely it holds.
  */
 async function requireInboxRoom(env: MessagingEnv, ctx: CallContext, agent: identityv1.Agent): Promise<void> {
   const max = await env.overrides.limit(agent.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx.signal);
-  if ((await env.store.queuedDeliveries(agent.id, max)) >= max) {
+  if (!(await env.inboxRoom.take(agent.id, max))) {
     throw HubError.quotaExceeded('queued_deliveries_per_agent', `Quota exceeded: the recipient has ${max} deliveries waiting in its inbox; try again once it has taken some`);
   }
 }
@@ -105,6 +106,7 @@ export interface MessagingEnv {
   limits: MessagingLimits;
   /** Tenants' overrides of the quotas set per tenant (`queued_deliveries_per_agent`). */
   overrides: QuotaOverrides;
+  inboxRoom: InboxRoom;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
 }
