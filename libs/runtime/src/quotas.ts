@@ -10,6 +10,8 @@ export type TenantQuota = (typeof TENANT_QUOTAS)[number];
 
 /** How long a service reuses a tenant's overrides before asking identity again (as the gateway's limits). */
 const OVERRIDE_CACHE_MS = 5_000;
+/** After a failed read, how long the fallback stands before identity is asked again. */
+const FAILURE_CACHE_MS = 1_000;
 
 /**
  * A tenant's quota overrides as a service other than identity sees them: read from identity,
@@ -18,29 +20,31 @@ const OVERRIDE_CACHE_MS = 5_000;
 export class QuotaOverrides {
   private readonly cache = new Map<string, { value: Readonly<Record<string, bigint | number>>; until: number }>();
 
-  constructor(
-    private readonly read: (tenantId: string, signal?: AbortSignal) => Promise<Readonly<Record<string, bigint | number>>>,
-    private readonly log?: Logger,
-  ) {}
+  constructor(private readonly read: (tenantId: string, signal?: AbortSignal) => Promise<Readonly<Record<string, bigint | number>>>) {}
 
-  /** The tenant's limit for `quota`: its override, else `fallback` (the HUB_QUOTA_* default). */
-  async limit(tenantId: string, quota: TenantQuota, fallback: number, signal?: AbortSignal): Promise<number> {
-    const override = (await this.overrides(tenantId, signal))[quota];
+  /**
+   * The tenant's limit for `quota`: its override, else `fallback` (the HUB_QUOTA_* default).
+   * `call` is the call being served: its signal, and its log for a failed read.
+   */
+  async limit(tenantId: string, quota: TenantQuota, fallback: number, call: { signal?: AbortSignal; log?: Logger } = {}): Promise<number> {
+    const override = (await this.overrides(tenantId, call))[quota];
     return override === undefined ? fallback : Number(override);
   }
 
-  private async overrides(tenantId: string, signal?: AbortSignal): Promise<Readonly<Record<string, bigint | number>>> {
+  private async overrides(tenantId: string, call: { signal?: AbortSignal; log?: Logger }): Promise<Readonly<Record<string, bigint | number>>> {
     const cached = this.cache.get(tenantId);
     if (cached && cached.until > Date.now()) return cached.value;
     let value: Readonly<Record<string, bigint | number>>;
+    let ttl = OVERRIDE_CACHE_MS;
     try {
-      value = await this.read(tenantId, signal);
+      value = await this.read(tenantId, call.signal);
     } catch (err) {
-      this.log?.warn({ err, tenantId }, 'tenant quota overrides unavailable; using the last known or the defaults');
+      call.log?.warn({ err, tenantId }, 'tenant quota overrides unavailable; using the last known or the defaults');
       value = cached?.value ?? {};
+      ttl = FAILURE_CACHE_MS;
     }
     if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(tenantId, { value, until: Date.now() + OVERRIDE_CACHE_MS });
+    this.cache.set(tenantId, { value, until: Date.now() + ttl });
     return value;
   }
 }

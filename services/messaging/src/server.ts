@@ -57,7 +57,7 @@ export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<type
     getAgentsUsage: async (request, ctx) => {
       if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
       const { inFlight, queued } = await env.store.agentsUsage(request.agentIds);
-      const maxQueued = await env.overrides.limit(request.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx.signal);
+      const maxQueued = await env.overrides.limit(request.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx);
       const maxInFlight = env.limits.maxTasksInFlightPerSender;
       return {
         usage: request.agentIds.flatMap((id) => [

@@ -90,7 +90,7 @@ export function taskGrowthCheck(limits: MessagingLimits): GrowthCheck {
  * how closely it holds.
  */
 async function requireInboxRoom(env: MessagingEnv, ctx: CallContext, agent: identityv1.Agent): Promise<void> {
-  const max = await env.overrides.limit(agent.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx.signal);
+  const max = await env.overrides.limit(agent.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx);
   if (!(await env.inboxRoom.take(agent.id, max))) {
     throw HubError.quotaExceeded('queued_deliveries_per_agent', `Quota exceeded: the recipient has ${max} deliveries waiting in its inbox; try again once it has taken some`);
   }

@@ -50,7 +50,7 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agentId }, { parent: ctx });
     if (!grant.approved) throw HubError.grantRequired();
   }
-  const maxMembers = await env.overrides.limit(access.workspace.ownerTenantId, 'members_per_workspace', env.quotas.membersPerWorkspace, ctx.signal);
+  const maxMembers = await env.overrides.limit(access.workspace.ownerTenantId, 'members_per_workspace', env.quotas.membersPerWorkspace, ctx);
   const stored = await env.store.upsertMember({
     workspaceId,
     agentId,

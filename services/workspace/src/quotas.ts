@@ -46,7 +46,7 @@ export async function tenantUsage(env: WorkspaceEnv, ctx: CallContext, tenantId:
   if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
   const rows = await env.store.tenantUsage(tenantId);
   const q = env.quotas;
-  const maxMembers = await env.overrides.limit(tenantId, 'members_per_workspace', q.membersPerWorkspace, ctx.signal);
+  const maxMembers = await env.overrides.limit(tenantId, 'members_per_workspace', q.membersPerWorkspace, ctx);
   const usage = (quota: string, scope: string, used: number, limit: number) => ({ quota, scope, used: BigInt(used), limit: BigInt(limit) });
   return {
     usage: [
