@@ -63,7 +63,7 @@ export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<type
         usage: request.agentIds.flatMap((id) => [
           // An unlimited quota (0 in configuration) shows its limit as 0.
           { quota: 'tasks_in_flight_per_sender', scope: id, used: BigInt(inFlight.get(id) ?? 0), limit: BigInt(Number.isFinite(maxInFlight) ? maxInFlight : 0) },
-          { quota: 'queued_deliveries_per_agent', scope: id, used: BigInt(queued.get(id) ?? 0), limit: BigInt(maxQueued) },
+          { quota: 'queued_deliveries_per_agent', scope: id, used: BigInt(queued.get(id) ?? 0), limit: BigInt(Number.isFinite(maxQueued) ? maxQueued : 0) },
         ]),
       };
     },

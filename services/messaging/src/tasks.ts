@@ -19,7 +19,7 @@ export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.metho
 export interface MessagingLimits {
   /** Quota: tasks one agent has sent that are still submitted or working (HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER; Infinity: none). */
   maxTasksInFlightPerSender: number;
-  /** Quota: deliveries waiting in one agent's inbox (HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT; overridable per tenant). */
+  /** Quota: deliveries waiting in one agent's inbox (HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT, overridable per tenant; Infinity: none). */
   maxQueuedDeliveriesPerAgent: number;
   /** Longest SendMessage blocking wait (the interface's 60 s). */
   blockingMs: number;
@@ -91,7 +91,7 @@ export function taskGrowthCheck(limits: MessagingLimits): GrowthCheck {
  */
 async function requireInboxRoom(env: MessagingEnv, ctx: CallContext, agent: identityv1.Agent): Promise<void> {
   const max = await env.overrides.limit(agent.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx);
-  if (!(await env.inboxRoom.take(agent.id, max))) {
+  if (Number.isFinite(max) && !(await env.inboxRoom.take(agent.id, max))) {
     throw HubError.quotaExceeded('queued_deliveries_per_agent', `Quota exceeded: the recipient has ${max} deliveries waiting in its inbox; try again once it has taken some`);
   }
 }

@@ -1,6 +1,7 @@
 import { messagingv1 } from '@agenthub/proto';
-import { Reason } from '@agenthub/runtime';
+import { loadConfig, Reason } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
+import { messagingOptions } from '../src/options.js';
 import { failure, operator, startStack, type Stack } from './harness.js';
 
 /** A task's history and artifacts are bounded (they live in its row); the refusal names the limit. */
@@ -149,5 +150,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('task byte limit (%s)
     // Without history the stored size does not matter: one page holds them all.
     const bare = await messaging!.listTasks({ pageSize: 50, historyLength: 0 }, sender.as);
     expect([bare.tasks.length, bare.nextPageToken]).toEqual([5, '']);
+  });
+});
+
+describe('HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT', () => {
+  it('is 10000 by default; 0 turns the quota off, as for tasks in flight', () => {
+    expect(messagingOptions(loadConfig({})).limits?.maxQueuedDeliveriesPerAgent).toBe(10_000);
+    expect(messagingOptions(loadConfig({ HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '0' })).limits?.maxQueuedDeliveriesPerAgent).toBe(Infinity);
+    expect(messagingOptions(loadConfig({ HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: '0' })).limits?.maxTasksInFlightPerSender).toBe(Infinity);
   });
 });

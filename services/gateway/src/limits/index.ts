@@ -25,6 +25,7 @@ export function limitsConfig(config: HubConfig): LimitsConfig {
     quotas: {
       agents_per_tenant: config.HUB_QUOTA_AGENTS_PER_TENANT,
       members_per_workspace: config.HUB_QUOTA_MEMBERS_PER_WORKSPACE,
+      // 0: off.
       queued_deliveries_per_agent: config.HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT,
     },
   };
