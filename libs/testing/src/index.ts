@@ -71,6 +71,21 @@ export function backends(): Backend[] {
   return pgUrl && redisUrl ? [embedded, real(pgUrl, redisUrl)] : [embedded];
 }
 
+/** The brokers of the real Kafka that jest's global setup found (KAFKA_TEST_BROKERS), if any. */
+export function kafkaTestBrokers(): string[] | undefined {
+  const brokers = process.env.KAFKA_TEST_BROKERS?.split(',').map((b) => b.trim()).filter(Boolean);
+  return brokers?.length ? brokers : undefined;
+}
+
+/**
+ * Why a suite whose real backend is missing skips; under AGENTHUB_TEST_REQUIRE_REAL=1 (CI) it
+ * throws instead, so that the suite fails as the PostgreSQL and Redis ones do.
+ */
+export function skipUnlessRequired(reason: string): string {
+  if (process.env.AGENTHUB_TEST_REQUIRE_REAL === '1') throw new Error(`AGENTHUB_TEST_REQUIRE_REAL=1 but ${reason}`);
+  return reason;
+}
+
 /** A logger for tests: silent unless AGENTHUB_TEST_LOG names a level. */
 export function testLogger(): Logger {
   return createLogger({ level: process.env.AGENTHUB_TEST_LOG ?? 'silent' });

@@ -22,7 +22,7 @@ export function createEventsHandlers(env: EventsEnv): ServiceHandlers<typeof eve
     deleteTaskPushConfig: async (request, ctx) => deleteTaskPushConfig(env, ctx, request),
     getUsage: async (request, ctx) => {
       if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
-      const counts = await env.store.webhookCounts(request.workspaceIds, request.agentIds);
+      const counts = await env.webhooks.webhookCounts(ctx.signal, request.workspaceIds, request.agentIds);
       const limit = BigInt(env.limits.maxWebhooksPerWorkspace);
       const row = (quota: string, scope: string, key: string) => ({ quota, scope, used: BigInt(counts.get(key) ?? 0), limit });
       return {

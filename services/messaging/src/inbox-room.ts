@@ -1,4 +1,4 @@
-import type { MessagingStore } from './store.js';
+import type { DeliveryStore } from './delivery-store.js';
 
 /** How long a replica trusts its own count of a recipient's room before counting again. */
 const ROOM_TRUST_MS = 1_000;
@@ -12,17 +12,17 @@ const ROOM_TRUST_MS = 1_000;
 export class InboxRoom {
   private readonly room = new Map<string, { left: number; until: number }>();
 
-  constructor(private readonly store: MessagingStore, private readonly maxEntries = 10_000) {}
+  constructor(private readonly store: DeliveryStore, private readonly maxEntries = 10_000) {}
 
   /** Takes one place in the recipient's inbox; false when it holds `max` deliveries. */
-  async take(recipientAgentId: string, max: number): Promise<boolean> {
+  async take(signal: AbortSignal, recipientAgentId: string, max: number): Promise<boolean> {
     const now = Date.now();
     const known = this.room.get(recipientAgentId);
     if (known && known.until > now && known.left > 0) {
       known.left -= 1;
       return true;
     }
-    const queued = await this.store.queuedDeliveries(recipientAgentId, max);
+    const queued = await this.store.queuedDeliveries(signal, recipientAgentId, max);
     if (queued >= max) {
       this.room.delete(recipientAgentId);
       return false;

@@ -25,11 +25,13 @@ import { AgentCard, Role, TaskState, type Message as A2AMessage, type Task as A2
 import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
 import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { contextOf, EgressClient, EgressError, HubError, newId, Reason, SpanKind, withSpan, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
+import { contextOf, detachedSignal, EgressClient, EgressError, HubError, newId, Reason, SpanKind, withSpan, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
 import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { PushMetrics, verdict } from './push-calls.js';
 import { agentText, fromA2AArtifact, fromA2AMessage, toA2AMessage } from './a2a-codec.js';
-import type { DeliveryRecord, PushAgentRecord, PushTaskRecord, StateName, TaskRecord } from './store.js';
+import type { DeliveryRecord } from './delivery-store.js';
+import type { PushAgentRecord, PushTaskRecord } from './push-store.js';
+import type { StateName, TaskRecord } from './task-store.js';
 import { announce, inboxChannel, onlineKey, taskGrowthCheck, validateParts, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
@@ -200,16 +202,16 @@ class PushWorker {
   }
 
   private async pass(): Promise<void> {
-    const store = this.env.store;
+    const { pushes } = this.env;
     let room = this.options.concurrency - this.active.size;
     if (room > 0) {
       const now = Date.now();
-      for (const push of await store.claimPushFollowUps(now, now + this.leaseMs, room)) this.track(this.followUp(push));
+      for (const push of await pushes.claimPushFollowUps(this.abort.signal, now, now + this.leaseMs, room)) this.track(this.followUp(push));
     }
     room = this.options.concurrency - this.active.size;
     if (room > 0) {
       const now = Date.now();
-      for (const agent of await store.claimPushAgents(this.env.now(), now, now + this.leaseMs, room)) this.track(this.drain(agent));
+      for (const agent of await pushes.claimPushAgents(this.abort.signal, this.env.now(), now, now + this.leaseMs, room)) this.track(this.drain(agent));
     }
   }
 
@@ -303,9 +305,9 @@ class PushWorker {
     try {
       for (let turn = 0; turn < TURN && !this.abort.signal.aborted; turn += 1) {
         const now = this.env.now();
-        const [delivery] = await this.env.store.claimDeliveries(agent.agentId, now, now + this.claimMs, 1);
+        const [delivery] = await this.env.deliveries.claimDeliveries(detachedSignal(), agent.agentId, now, now + this.claimMs, 1);
         if (!delivery) return;
-        if (turn > 0) await this.env.store.renewPushAgent(agent.agentId, Date.now() + this.leaseMs);
+        if (turn > 0) await this.env.pushes.renewPushAgent(detachedSignal(), agent.agentId, Date.now() + this.leaseMs);
         // The delivery continues the trace of the send that queued it; the egress client passes it to the agent.
         const span = { kind: SpanKind.PRODUCER, parent: contextOf(delivery.traceparent), attributes: { 'agent.id': agent.agentId, 'delivery.id': delivery.id } };
         const result = await withSpan('push delivery', span, () => this.deliver(agent, delivery));
@@ -318,26 +320,26 @@ class PushWorker {
       }
     } finally {
       const backoff = failures ? this.backoff(failures) : 0;
-      await this.env.store.releasePushAgent(agent.agentId, failures, failures ? Date.now() + backoff : 0);
+      await this.env.pushes.releasePushAgent(detachedSignal(), agent.agentId, failures, failures ? Date.now() + backoff : 0);
       if (failures) this.wakeIn(backoff);
     }
   }
 
   private async deliver(agent: PushAgentRecord, delivery: DeliveryRecord): Promise<'done' | 'unavailable' | 'stopped'> {
-    const { store } = this.env;
+    const { tasks, deliveries, pushes } = this.env;
     const log = this.log.child({ agent_id: agent.agentId, task_id: delivery.taskId, delivery_id: delivery.id, attempt: delivery.attempts });
-    const task = await store.getTask(delivery.taskId, false);
+    const task = await tasks.getTask(detachedSignal(), delivery.taskId, false);
     if (!task || FINAL.has(task.state)) {
-      await store.ackDelivery(agent.agentId, delivery.id);
+      await deliveries.ackDelivery(detachedSignal(), agent.agentId, delivery.id);
       return 'done';
     }
     if (!(await this.granted(task))) {
       await this.fail(delivery.taskId, GRANT_REVOKED_TEXT);
-      await store.ackDelivery(agent.agentId, delivery.id);
+      await deliveries.ackDelivery(detachedSignal(), agent.agentId, delivery.id);
       log.info('not forwarded: the access grant between the agents was revoked');
       return 'done';
     }
-    const remote = await store.getPushTask(delivery.taskId);
+    const remote = await pushes.getPushTask(detachedSignal(), delivery.taskId);
     const message = toA2AMessage(delivery.message, { contextId: delivery.contextId, taskId: remote?.remoteTaskId ?? '' });
     // returnImmediately: the agent accepts and works on its own time; the worker follows up.
     const outcome = await this.call('SendMessage', agent, log, (client, options) =>
@@ -352,32 +354,32 @@ class PushWorker {
       ),
     );
     if (outcome.kind === 'unavailable') {
-      await store.releaseDelivery(delivery.id);
+      await deliveries.releaseDelivery(detachedSignal(), delivery.id);
       return this.abort.signal.aborted ? 'stopped' : 'unavailable';
     }
     if (outcome.kind === 'refused') {
       await this.fail(delivery.taskId, outcome.a2a ? `The agent refused the message: ${outcome.text}` : `The message could not be delivered: ${outcome.text}`);
     }
     else await this.relay(agent.agentId, delivery.taskId, outcome.value, 0, remote === undefined);
-    await store.ackDelivery(agent.agentId, delivery.id);
+    await deliveries.ackDelivery(detachedSignal(), agent.agentId, delivery.id);
     log.info({ outcome: outcome.kind }, 'delivered to push agent');
     return 'done';
   }
 
   /** Asks the agent about its task again (or forwards a cancel of it). */
   private async followUp(push: PushTaskRecord): Promise<void> {
-    const { store } = this.env;
+    const { tasks, pushes } = this.env;
     const log = this.log.child({ agent_id: push.agentId, task_id: push.taskId, remote_task_id: push.remoteTaskId });
     if (push.cancelRequested) {
       await this.call('CancelTask', push, log, (client, options) => client.cancelTask({ tenant: '', id: push.remoteTaskId, metadata: undefined }, options));
       // Cut short by shutdown: due again at once, for another replica.
-      if (this.abort.signal.aborted) await store.requestPushCancel(push.taskId);
-      else await store.pushCancelForwarded(push.taskId);
+      if (this.abort.signal.aborted) await pushes.requestPushCancel(detachedSignal(), push.taskId);
+      else await pushes.pushCancelForwarded(detachedSignal(), push.taskId);
       return;
     }
-    const task = await store.getTask(push.taskId, false);
+    const task = await tasks.getTask(detachedSignal(), push.taskId, false);
     if (!task || FINAL.has(task.state)) {
-      await store.stopPushFollowUp(push.taskId);
+      await pushes.stopPushFollowUp(detachedSignal(), push.taskId);
       return;
     }
     const outcome = await this.call('GetTask', push, log, (client, options) => client.getTask({ tenant: '', id: push.remoteTaskId }, options));
@@ -385,13 +387,13 @@ class PushWorker {
       await this.relay(push.agentId, push.taskId, outcome.value, push.followDelayMs, false);
     } else if (outcome.kind === 'refused') {
       await this.fail(push.taskId, `The agent could not report on its task: ${outcome.text}`);
-      await store.stopPushFollowUp(push.taskId);
+      await pushes.stopPushFollowUp(detachedSignal(), push.taskId);
     } else if (this.abort.signal.aborted) {
       // Cut short by shutdown: due again at once, for another replica.
-      await store.savePushTask(push.taskId, push.agentId, push.remoteTaskId, Date.now(), push.followDelayMs);
+      await pushes.savePushTask(detachedSignal(), push.taskId, push.agentId, push.remoteTaskId, Date.now(), push.followDelayMs);
     } else {
       const delay = this.nextDelay(push.followDelayMs);
-      await store.savePushTask(push.taskId, push.agentId, push.remoteTaskId, Date.now() + delay, delay);
+      await pushes.savePushTask(detachedSignal(), push.taskId, push.agentId, push.remoteTaskId, Date.now() + delay, delay);
       this.wakeIn(delay);
     }
   }
@@ -404,13 +406,13 @@ class PushWorker {
    * again would send the agent a second cancel.
    */
   private async relay(agentId: string, taskId: string, answer: A2AMessage | A2ATask, followDelayMs: number, unrecorded: boolean): Promise<void> {
-    const task = await this.env.store.getTask(taskId, false);
+    const task = await this.env.tasks.getTask(detachedSignal(), taskId, false);
     if (task && !FINAL.has(task.state) && !(await this.granted(task))) {
       // What the agent said after the grant went is not relayed; its own task is canceled.
       await this.fail(taskId, GRANT_REVOKED_TEXT);
       if (!('messageId' in answer)) {
-        await this.env.store.savePushTask(taskId, agentId, answer.id, null, 0);
-        await this.env.store.requestPushCancel(taskId);
+        await this.env.pushes.savePushTask(detachedSignal(), taskId, agentId, answer.id, null, 0);
+        await this.env.pushes.requestPushCancel(detachedSignal(), taskId);
         this.kick();
       }
       return;
@@ -424,11 +426,11 @@ class PushWorker {
     const after = await this.apply(taskId, state, said.map(fromA2AMessage), answer.artifacts.filter((a) => a.parts.length).map(fromA2AArtifact));
     const settled = isSettled(state);
     const delay = settled ? 0 : this.nextDelay(followDelayMs);
-    await this.env.store.savePushTask(taskId, agentId, answer.id, settled ? null : Date.now() + delay, delay);
+    await this.env.pushes.savePushTask(detachedSignal(), taskId, agentId, answer.id, settled ? null : Date.now() + delay, delay);
     if (settled) return;
     if (after && FINAL.has(after) && unrecorded) {
       // The hub task ended (canceled, expired) while the agent took the message: tell the agent.
-      await this.env.store.requestPushCancel(taskId);
+      await this.env.pushes.requestPushCancel(detachedSignal(), taskId);
       this.kick();
     } else {
       this.wakeIn(delay);
@@ -457,10 +459,11 @@ class PushWorker {
    */
   private async apply(taskId: string, state: StateName, messages: unknown[], artifacts: unknown[]): Promise<StateName | undefined> {
     const now = this.env.now();
-    let moved: Awaited<ReturnType<MessagingEnv['store']['transition']>>;
+    let moved: Awaited<ReturnType<MessagingEnv['tasks']['transition']>>;
     try {
       validateAnswer(messages, artifacts, this.env.limits.maxParts);
-      moved = await this.env.store.transition(
+      moved = await this.env.tasks.transition(
+        detachedSignal(),
         taskId,
         (t, held) => {
           if (FINAL.has(t.state)) return { next: t };
@@ -476,7 +479,8 @@ class PushWorker {
       if (!isRefusedAnswer(err)) throw err;
       this.log.info({ task_id: taskId, reason: (err as HubError).message }, 'push agent answer not accepted');
       const text = `The agent's answer was not accepted: ${(err as HubError).message}`;
-      moved = await this.env.store.transition(
+      moved = await this.env.tasks.transition(
+        detachedSignal(),
         taskId,
         (t) => (FINAL.has(t.state) ? { next: t } : { next: { state: 'failed', updatedAt: now }, append: { messages: [agentText(newId('msg'), text)] }, purge: true }),
         { load: { historyLength: 0, artifacts: false } },

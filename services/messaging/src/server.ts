@@ -4,7 +4,10 @@ import { ackDelivery, pollInbox } from './inbox.js';
 import { InboxRoom } from './inbox-room.js';
 import { Recipients } from './recipients.js';
 import { sendMessageOnce } from './send-once.js';
-import { MessagingStore } from './store.js';
+import { DeliveryStore } from './delivery-store.js';
+import { PushStore } from './push-store.js';
+import { SendKeyStore } from './send-key-store.js';
+import { TaskStore } from './task-store.js';
 import { watchTask } from './streams.js';
 import {
   callerOf,
@@ -13,12 +16,13 @@ import {
   getTask,
   inboxChannel,
   listTasks,
+  SettledHandoff,
   updateTask,
   type IdentityClient,
   type MessagingEnv,
   type MessagingLimits,
 } from './tasks.js';
-import { InboxWakes } from './wake.js';
+import { InboxWakes, LocalFirstKv } from './wake.js';
 
 /** The environment the handlers and the sweeper share. */
 export function messagingEnv(deps: {
@@ -28,14 +32,19 @@ export function messagingEnv(deps: {
   limits?: Partial<MessagingLimits>;
   now?: () => number;
 }): MessagingEnv {
-  const store = new MessagingStore(deps.db);
+  const kv = new LocalFirstKv(deps.kv);
+  const deliveries = new DeliveryStore(deps.db);
   return {
-    store,
-    inboxRoom: new InboxRoom(store),
+    tasks: new TaskStore(deps.db),
+    deliveries,
+    pushes: new PushStore(deps.db),
+    sendKeys: new SendKeyStore(deps.db),
+    inboxRoom: new InboxRoom(deliveries),
     identity: deps.identity,
     recipients: new Recipients(deps.identity),
-    kv: deps.kv,
-    wakes: new InboxWakes(deps.kv, inboxChannel),
+    kv,
+    wakes: new InboxWakes(kv, inboxChannel),
+    settled: new SettledHandoff(),
     limits: { ...DEFAULT_LIMITS, ...deps.limits },
     overrides: new QuotaOverrides(async (tenantId, signal) => (await deps.identity.getTenantLimits({ tenantId }, { principal: { kind: 'operator' }, signal })).limits?.quotas ?? {}),
     now: deps.now ?? Date.now,
@@ -56,7 +65,8 @@ export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<type
     watchTask: (request, ctx) => watchTask(env, ctx, callerOf(ctx), request),
     getAgentsUsage: async (request, ctx) => {
       if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
-      const { inFlight, queued } = await env.store.agentsUsage(request.agentIds);
+      const inFlight = await env.tasks.inFlightCounts(ctx.signal, request.agentIds);
+      const queued = await env.deliveries.queuedCounts(ctx.signal, request.agentIds);
       const maxQueued = await env.overrides.limit(request.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx);
       const maxInFlight = env.limits.maxTasksInFlightPerSender;
       return {

@@ -31,7 +31,7 @@ export function createSecretsHandlers(deps: {
     getWorkspacesUsage: async (request, ctx) => {
       if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
       const ids = request.workspaceIds;
-      const counts = await env.store.secretCounts(ids);
+      const counts = await env.store.secretCounts(ctx.signal, ids);
       const limit = BigInt(env.limits.maxSecretsPerWorkspace);
       return { usage: ids.map((id) => ({ quota: 'secrets_per_workspace', scope: id, used: BigInt(counts.get(id) ?? 0), limit })) };
     },

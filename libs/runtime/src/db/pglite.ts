@@ -5,6 +5,7 @@ import { PGlite, types } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult } from './db.js';
 import { assertIdentifier, traceQuery } from './db.js';
 import { restrictTree } from '../private-files.js';
+import { throwIfAborted } from '../abort.js';
 
 /**
  * An empty cluster, dumped after this process created its first one: initdb in WASM takes
@@ -49,7 +50,10 @@ export class PgliteDb implements Db {
     return new PgliteDb(pg);
   }
 
-  async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+  // One connection in this process, so a statement cannot be cancelled without waiting for it:
+  // a signal only stops statements that have not started.
+  async query<R>(sql: string, params: readonly unknown[] = [], signal?: AbortSignal): Promise<QueryResult<R>> {
+    throwIfAborted(signal);
     const result = await traceQuery(sql, () => this.pg.query<R>(sql, params as unknown[]));
     return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
   }
@@ -58,10 +62,12 @@ export class PgliteDb implements Db {
     await this.pg.exec(sql);
   }
 
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    throwIfAborted(signal);
     return this.pg.transaction((tx) =>
       work({
-        async query<R>(sql: string, params: readonly unknown[] = []) {
+        async query<R>(sql: string, params: readonly unknown[] = [], querySignal = signal) {
+          throwIfAborted(querySignal);
           const result = await traceQuery(sql, () => tx.query<R>(sql, params as unknown[]));
           return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
         },

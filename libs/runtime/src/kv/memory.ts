@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Kv, TakeResult } from './kv.js';
+import { throwIfAborted } from '../abort.js';
 
 /** Past this many buckets, full ones (indistinguishable from absent ones) are dropped. */
 const BUCKET_SWEEP_AT = 10_000;
@@ -12,7 +13,8 @@ export class MemoryKv implements Kv {
   /** Semaphores: lease id → when it runs out. */
   private readonly slots = new Map<string, Map<string, number>>();
 
-  async get(key: string): Promise<string | undefined> {
+  async get(key: string, signal?: AbortSignal): Promise<string | undefined> {
+    throwIfAborted(signal);
     const entry = this.values.get(key);
     if (!entry) return undefined;
     if (entry.expiresAt <= Date.now()) {
@@ -22,21 +24,25 @@ export class MemoryKv implements Kv {
     return entry.value;
   }
 
-  async set(key: string, value: string, ttlMs?: number): Promise<void> {
+  async set(key: string, value: string, ttlMs?: number, signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     this.values.set(key, { value, expiresAt: ttlMs === undefined ? Infinity : Date.now() + ttlMs });
   }
 
-  async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+  async setIfAbsent(key: string, value: string, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    throwIfAborted(signal);
     if ((await this.get(key)) !== undefined) return false;
     await this.set(key, value, ttlMs);
     return true;
   }
 
-  async del(key: string): Promise<void> {
+  async del(key: string, signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     this.values.delete(key);
   }
 
-  async take(key: string, capacity: number, refillPerSec: number, cost: number): Promise<TakeResult> {
+  async take(key: string, capacity: number, refillPerSec: number, cost: number, signal?: AbortSignal): Promise<TakeResult> {
+    throwIfAborted(signal);
     const now = Date.now();
     const bucket = this.buckets.get(key);
     let tokens = bucket ? Math.min(capacity, bucket.tokens + ((now - bucket.at) * refillPerSec) / 1000) : capacity;
@@ -50,7 +56,8 @@ export class MemoryKv implements Kv {
     return { allowed, remaining: Math.floor(tokens), retryAfterMs: allowed ? 0 : Math.ceil((missing / refillPerSec) * 1000) };
   }
 
-  async acquireSlots(key: string, ids: readonly string[], max: number, ttlMs: number): Promise<boolean> {
+  async acquireSlots(key: string, ids: readonly string[], max: number, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    throwIfAborted(signal);
     const now = Date.now();
     const leases = this.slots.get(key) ?? new Map<string, number>();
     for (const [id, until] of leases) if (until <= now) leases.delete(id);
@@ -63,7 +70,8 @@ export class MemoryKv implements Kv {
     return true;
   }
 
-  async renewSlots(key: string, ids: readonly string[], ttlMs: number): Promise<void> {
+  async renewSlots(key: string, ids: readonly string[], ttlMs: number, signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     const leases = this.slots.get(key);
     if (!leases) return;
     const now = Date.now();
@@ -73,14 +81,16 @@ export class MemoryKv implements Kv {
     }
   }
 
-  async releaseSlots(key: string, ids: readonly string[]): Promise<void> {
+  async releaseSlots(key: string, ids: readonly string[], signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     const leases = this.slots.get(key);
     if (!leases) return;
     for (const id of ids) leases.delete(id);
     if (!leases.size) this.slots.delete(key);
   }
 
-  async publish(channel: string, message: string): Promise<void> {
+  async publish(channel: string, message: string, signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     // Delivered on a later tick, as with Redis: a publisher never runs subscribers inline.
     setImmediate(() => this.channels.emit(channel, message));
   }
@@ -92,7 +102,9 @@ export class MemoryKv implements Kv {
     };
   }
 
-  async ping(): Promise<void> {}
+  async ping(signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
+  }
 
   async close(): Promise<void> {
     this.values.clear();
