@@ -43,6 +43,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s
     const refused = await failure(send(senders[0]!));
     expect(refused).toMatchObject({ reason: Reason.QUOTA_EXCEEDED, field: 'queued_deliveries_per_agent' });
     expect(refused.message).toBe('Quota exceeded: the recipient has 3 deliveries waiting in its inbox; try again once it has taken some');
+    // A blocking send, which subscribes before its task is written, is refused alike, and ends
+    // that subscription.
+    const subscribed = stack.subscriptions();
+    const blocking = messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('q')] }, blocking: true }, senders[1]!.as);
+    expect(await failure(blocking)).toMatchObject({ reason: Reason.QUOTA_EXCEEDED, field: 'queued_deliveries_per_agent' });
+    for (let i = 0; i < 200 && stack.subscriptions() !== subscribed; i += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(stack.subscriptions()).toBe(subscribed);
     const { deliveries } = await messaging!.pollInbox({ waitMs: 0, max: 1 }, recipient.as);
     await messaging!.ackDelivery({ deliveryId: deliveries[0]!.id }, recipient.as);
     await send(senders[0]!);
