@@ -114,6 +114,18 @@ export class LocalFirstKv implements Kv {
     return this.kv.take(key, capacity, refillPerSec, cost);
   }
 
+  acquireSlots(key: string, ids: readonly string[], max: number, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    return this.kv.acquireSlots(key, ids, max, ttlMs, signal);
+  }
+
+  renewSlots(key: string, ids: readonly string[], ttlMs: number, signal?: AbortSignal): Promise<void> {
+    return this.kv.renewSlots(key, ids, ttlMs, signal);
+  }
+
+  releaseSlots(key: string, ids: readonly string[], signal?: AbortSignal): Promise<void> {
+    return this.kv.releaseSlots(key, ids, signal);
+  }
+
   publish(channel: string, message: string): Promise<void> {
     const here = this.local.get(channel);
     if (here) {
