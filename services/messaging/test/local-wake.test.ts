@@ -23,6 +23,24 @@ const waitFor = async (done: () => boolean) => {
 };
 
 describe('LocalFirstKv', () => {
+  it("passes the caller's signal on with every command, so a departed caller's command does not run", async () => {
+    const kv = new LocalFirstKv(new MemoryKv());
+    const gone = AbortSignal.abort();
+    const commands: [string, () => Promise<unknown>][] = [
+      ['get', () => kv.get('k', gone)],
+      ['set', () => kv.set('k', 'v', undefined, gone)],
+      ['setIfAbsent', () => kv.setIfAbsent('k', 'v', 1000, gone)],
+      ['del', () => kv.del('k', gone)],
+      ['take', () => kv.take('k', 1, 1, 1, gone)],
+      ['publish', () => kv.publish('c', 'm', gone)],
+      ['ping', () => kv.ping(gone)],
+    ];
+    const ran: string[] = [];
+    for (const [name, command] of commands) await command().then(() => ran.push(name), () => undefined);
+    expect(ran).toEqual([]);
+    expect(await kv.get('k')).toBeUndefined();
+  });
+
   it('delivers a publish to the subscribers of its own process without the Kv, and to other processes through it', async () => {
     const deaf = new LocalFirstKv(new DeafKv());
     const heard: string[] = [];
