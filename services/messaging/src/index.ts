@@ -22,7 +22,9 @@ export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityC
 /** All of the service's SQL, in its own schema; task events keyed by task id so each task's transitions stay in order. */
 export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
 /** Deliveries to agents with an A2A endpoint, through the egress guard with backoff; stopping aborts calls in flight and leaves their deliveries queued. */
-export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions, type PushCredentials } from './push.js';
+export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions } from './push.js';
+/** The push secret of an agent, looked up for every delivery so a rotation applies to the next one. */
+export type { PushCredentials } from './push-calls.js';
 
 export interface MessagingDeps extends ServiceDeps {
   /** `host:port` of the identity service (recipients, output modes, grants). */

@@ -378,51 +378,16 @@ export class MessagingStore {
 
   // Push agents (push.ts). `wallNow` and leases are wall-clock ms; `queueNow` is the service clock.
 
-  /** Records a push agent's endpoint (a changed endpoint starts without backoff). */
-  async recordPushAgent(agentId: string, endpointUrl: string): Promise<void> {
+  /** Records a push agent's endpoint and tenant (a changed endpoint starts without backoff). */
+  async recordPushAgent(agentId: string, endpointUrl: string, tenantId: string): Promise<void> {
     await this.db.query(
-      `INSERT INTO push_agents (agent_id, endpoint_url) VALUES ($1, $2)
-       ON CONFLICT (agent_id) DO UPDATE SET endpoint_url = EXCLUDED.endpoint_url, failures = 0, retry_at = 0
-        WHERE push_agents.endpoint_url <> EXCLUDED.endpoint_url`,
-      [agentId, endpointUrl],
+      `INSERT INTO push_agents (agent_id, endpoint_url, tenant_id) VALUES ($1, $2, $3)
+       ON CONFLICT (agent_id) DO UPDATE SET endpoint_url = EXCLUDED.endpoint_url, tenant_id = EXCLUDED.tenant_id,
+         failures = CASE WHEN push_agents.endpoint_url <> EXCLUDED.endpoint_url THEN 0 ELSE push_agents.failures END,
+         retry_at = CASE WHEN push_agents.endpoint_url <> EXCLUDED.endpoint_url THEN 0 ELSE push_agents.retry_at END
+        WHERE push_agents.endpoint_url <> EXCLUDED.endpoint_url OR push_agents.tenant_id <> EXCLUDED.tenant_id`,
+      [agentId, endpointUrl, tenantId],
     );
-  }
-
-  /**
-   * Claims up to `max` push agents that have visible deliveries and no backoff pending, leasing
-   * each until `leaseUntil` so that one worker at a time forwards an agent's queue, in order.
-   */
-  async claimPushAgents(queueNow: number, wallNow: number, leaseUntil: number, max: number): Promise<PushAgentRecord[]> {
-    return this.db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ agent_id: string }>(
-        `SELECT a.agent_id FROM push_agents a
-          WHERE a.retry_at <= $2 AND a.claimed_until <= $2
-            AND EXISTS (SELECT 1 FROM deliveries d
-                         WHERE d.recipient_agent_id = a.agent_id AND d.claimed_until <= $1 AND d.expires_at > $1)
-          ORDER BY a.retry_at LIMIT $3 FOR UPDATE OF a SKIP LOCKED`,
-        [queueNow, wallNow, max],
-      );
-      if (!rows.length) return [];
-      const claimed = await tx.query<{ agent_id: string; endpoint_url: string; failures: number }>(
-        'UPDATE push_agents SET claimed_until = $2 WHERE agent_id = ANY($1::text[]) RETURNING agent_id, endpoint_url, failures',
-        [rows.map((r) => r.agent_id), leaseUntil],
-      );
-      return claimed.rows.map((r) => ({ agentId: r.agent_id, endpointUrl: r.endpoint_url, failures: r.failures }));
-    });
-  }
-
-  /** Extends the lease on an agent whose queue the worker is still forwarding. */
-  async renewPushAgent(agentId: string, leaseUntil: number): Promise<void> {
-    await this.db.query('UPDATE push_agents SET claimed_until = $2 WHERE agent_id = $1', [agentId, leaseUntil]);
-  }
-
-  /** Ends the lease on an agent, with its failed attempts in a row and when to try it again. */
-  async releasePushAgent(agentId: string, failures: number, retryAt: number): Promise<void> {
-    await this.db.query('UPDATE push_agents SET claimed_until = 0, failures = $2, retry_at = $3 WHERE agent_id = $1', [
-      agentId,
-      failures,
-      retryAt,
-    ]);
   }
 
   /** Makes a claimed delivery visible again at once: its push agent did not take it. */
@@ -457,23 +422,6 @@ export class MessagingStore {
          follow_at = CASE WHEN push_tasks.cancel_requested THEN push_tasks.follow_at ELSE EXCLUDED.follow_at END`,
       [taskId, agentId, remoteTaskId, followAt, followDelayMs],
     );
-  }
-
-  /** Claims up to `max` push tasks due for a follow-up (or a cancel), leasing them until `leaseUntil`. */
-  async claimPushFollowUps(wallNow: number, leaseUntil: number, max: number): Promise<PushTaskRecord[]> {
-    return this.db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ task_id: string }>(
-        'SELECT task_id FROM push_tasks WHERE follow_at <= $1 ORDER BY follow_at LIMIT $2 FOR UPDATE SKIP LOCKED',
-        [wallNow, max],
-      );
-      if (!rows.length) return [];
-      await tx.query('UPDATE push_tasks SET follow_at = $2 WHERE task_id = ANY($1::text[])', [rows.map((r) => r.task_id), leaseUntil]);
-      const claimed = await tx.query<PushTaskRow>(
-        `SELECT ${PUSH_TASK_COLUMNS} FROM push_tasks p JOIN push_agents a USING (agent_id) WHERE p.task_id = ANY($1::text[])`,
-        [rows.map((r) => r.task_id)],
-      );
-      return claimed.rows.map(toPushTask);
-    });
   }
 
   /** Asks the push worker to forward a cancel of the hub task to its agent (no-op for other tasks). */
