@@ -83,6 +83,7 @@ export interface PushSeams {
 class PushWorker {
   private readonly abort = new AbortController();
   private readonly ctx: CallContext;
+  private readonly hubCtx: CallContext;
   private readonly caller: PushCaller;
   private readonly forwarder: PushForwarder;
   private readonly queue: PushQueue;
@@ -116,7 +117,8 @@ class PushWorker {
   ) {
     this.ctx = { principal: undefined, deadline: undefined, signal: this.abort.signal, log };
     // The worker's own calls to identity (the agent's tenant, grants): no caller is behind them.
-    const relay = new PushRelay(env, { ...this.ctx, principal: { kind: 'operator' } }, log);
+    this.hubCtx = { ...this.ctx, principal: { kind: 'operator' } };
+    const relay = new PushRelay(env, this.hubCtx, log);
     this.caller = new PushCaller(
       { policy, timeoutMs: options.timeoutMs, maxResponseBytes: options.maxResponseBytes, maxSockets: options.perAgent, onlineMs: env.limits.onlineMs },
       env.kv,
@@ -135,13 +137,27 @@ class PushWorker {
     });
     this.leaseMs = options.timeoutMs + LEASE_SLACK_MS;
     this.claimMs = options.timeoutMs + env.limits.claimMs;
-    this.stopLocal = env.wakes.listenLocally((agentId) => this.wake(agentId));
+    this.stopLocal = env.wakes.listenLocally((agentId) => this.heard(agentId));
     this.interval = setInterval(() => {
       for (const drain of this.drains.values()) drain.poke();
       this.kick();
     }, options.pollMs);
     this.interval.unref();
     this.kick();
+  }
+
+  /**
+   * This replica queued a delivery for the agent. Every send wakes its recipient; only a push
+   * agent's is work here (the send just looked its recipient up, so this asks the cache).
+   */
+  private heard(agentId: string): void {
+    if (this.drains.has(agentId)) return this.wake(agentId);
+    this.env.recipients.get(agentId, this.hubCtx).then(
+      (agent) => {
+        if (!agent || agent.endpointUrl) this.wake(agentId);
+      },
+      () => this.wake(agentId),
+    );
   }
 
   /** A delivery was queued for the agent: its drain claims it, or a pass looks for it. */
