@@ -47,22 +47,40 @@ export class PushQueue {
    * Claims up to `max` push agents with visible deliveries and no backoff pending, none of a tenant
    * in `busyTenants`, leasing each until `leaseUntil` so one worker at a time forwards an agent's
    * queue. The agent claimable longest comes first: one handed back after its turn waits behind
-   * the others.
+   * the others. `waiting`: the busy tenants that have such agents left unclaimed.
    */
-  async claimAgents(queueNow: number, wallNow: number, leaseUntil: number, max: number, busyTenants: readonly string[]): Promise<PushAgentRecord[]> {
-    const { rows } = await this.db.query<{ agent_id: string; tenant_id: string; endpoint_url: string; failures: number }>(
-      `WITH picked AS (
-         SELECT a.agent_id FROM push_agents a
-          WHERE a.retry_at <= $2 AND a.claimed_until <= $2 AND NOT (a.tenant_id = ANY($5::text[]))
+  async claimAgents(
+    queueNow: number,
+    wallNow: number,
+    leaseUntil: number,
+    max: number,
+    busyTenants: readonly string[],
+  ): Promise<{ agents: PushAgentRecord[]; waiting: string[] }> {
+    const { rows } = await this.db.query<{ agent_id: string | null; tenant_id: string; endpoint_url: string | null; failures: number | null }>(
+      `WITH due AS (
+         SELECT a.agent_id, a.tenant_id, greatest(a.retry_at, a.claimed_until) AS since FROM push_agents a
+          WHERE a.retry_at <= $2 AND a.claimed_until <= $2
             AND EXISTS (SELECT 1 FROM deliveries d
                          WHERE d.recipient_agent_id = a.agent_id AND d.claimed_until <= $1 AND d.expires_at > $1)
-          ORDER BY greatest(a.retry_at, a.claimed_until) LIMIT $4 FOR UPDATE OF a SKIP LOCKED
+       ), picked AS (
+         SELECT a.agent_id FROM push_agents a JOIN due USING (agent_id)
+          WHERE NOT (due.tenant_id = ANY($5::text[]))
+          ORDER BY due.since LIMIT $4 FOR UPDATE OF a SKIP LOCKED
+       ), claimed AS (
+         UPDATE push_agents a SET claimed_until = $3 FROM picked WHERE a.agent_id = picked.agent_id
+         RETURNING a.agent_id, a.tenant_id, a.endpoint_url, a.failures
        )
-       UPDATE push_agents a SET claimed_until = $3 FROM picked WHERE a.agent_id = picked.agent_id
-       RETURNING a.agent_id, a.tenant_id, a.endpoint_url, a.failures`,
+       SELECT agent_id, tenant_id, endpoint_url, failures FROM claimed
+       UNION ALL
+       SELECT DISTINCT NULL, tenant_id, NULL::text, NULL::integer FROM due WHERE tenant_id = ANY($5::text[])`,
       [queueNow, wallNow, leaseUntil, max, [...busyTenants]],
     );
-    return rows.map((r) => ({ agentId: r.agent_id, tenantId: r.tenant_id, endpointUrl: r.endpoint_url, failures: r.failures }));
+    return {
+      agents: rows
+        .filter((r) => r.agent_id !== null)
+        .map((r) => ({ agentId: r.agent_id!, tenantId: r.tenant_id, endpointUrl: r.endpoint_url!, failures: r.failures! })),
+      waiting: rows.filter((r) => r.agent_id === null).map((r) => r.tenant_id),
+    };
   }
 
   /** Extends the lease on an agent whose queue the worker is still forwarding. */

@@ -27,7 +27,7 @@ import { PushCaller, PushMetrics, type PushCredentials } from './push-calls.js';
 import { PushForwarder, type Forwarded } from './push-forward.js';
 import { PushRelay } from './push-relay.js';
 import { PushSlots } from './push-slots.js';
-import { PushQueue, type PushAgentRecord } from './push-store.js';
+import { PushQueue, type ClaimedDelivery, type PushAgentRecord } from './push-store.js';
 import { inboxChannel, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
@@ -55,7 +55,7 @@ export const DEFAULT_PUSH_OPTIONS: PushOptions = {
   minBackoffMs: 250,
   pollMs: 1_000,
   concurrency: 64,
-  perAgent: 16,
+  perAgent: 8,
   maxResponseBytes: 4 * 1024 * 1024,
 };
 
@@ -98,6 +98,8 @@ class PushWorker {
   private again = false;
   /** A pass found every slot taken while work may have waited: drains end their turn. */
   private contended = false;
+  /** Tenants holding their share while other agents of theirs have deliveries: their drains end their turn. */
+  private waiting = new Set<string>();
   private readonly interval: NodeJS.Timeout;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
@@ -225,7 +227,10 @@ class PushWorker {
       for (const push of due) {
         // One claim may bring more of a tenant or agent than its share: the rest go back.
         if (this.slots.room(push.tenantId, push.agentId) === 0) await this.queue.releaseFollowUp(push.taskId, Date.now());
-        else this.occupy(push.tenantId, push.agentId, () => this.forwarder.followUp(push));
+        else {
+          this.slots.take(push.tenantId, push.agentId);
+          this.occupy(push.tenantId, push.agentId, () => this.forwarder.followUp(push));
+        }
       }
     }
     const free = this.slots.free();
@@ -234,14 +239,13 @@ class PushWorker {
       return;
     }
     const now = Date.now();
-    for (const agent of await this.queue.claimAgents(this.env.now(), now, now + this.leaseMs, free, this.slots.busyTenants())) {
-      this.track(this.drain(agent));
-    }
+    const { agents, waiting } = await this.queue.claimAgents(this.env.now(), now, now + this.leaseMs, free, this.slots.busyTenants());
+    this.waiting = new Set(waiting);
+    for (const agent of agents) this.track(this.drain(agent));
   }
 
-  /** Runs `work` holding a slot of the agent's; a freed slot may let a waiting drain or pass go on. */
+  /** Runs `work` in a slot of the agent's, taken before; the freed slot may let a waiting drain or pass go on. */
   private occupy(tenantId: string, agentId: string, work: () => Promise<unknown>): Promise<unknown> {
-    this.slots.take(tenantId, agentId);
     const running = work().finally(() => {
       this.slots.give(tenantId, agentId);
       this.slotFreed(agentId);
@@ -301,19 +305,28 @@ class PushWorker {
     let stopped = false;
     try {
       for (;;) {
-        const over = this.abort.signal.aborted || unavailable || stopped || (this.contended && performance.now() - started >= TURN_MS);
+        const others = this.contended || this.waiting.has(agent.tenantId);
+        const over = this.abort.signal.aborted || unavailable || stopped || (others && performance.now() - started >= TURN_MS);
         const room = over ? 0 : this.slots.room(agent.tenantId, agent.agentId);
         if (room > 0 && drain.poked) {
           drain.poked = false;
+          // Taken before the claim, so drains claiming at once stay within the tenant's share.
+          for (let i = 0; i < room; i += 1) this.slots.take(agent.tenantId, agent.agentId);
           if (Date.now() > leaseUntil - this.leaseMs / 2) {
             leaseUntil = Date.now() + this.leaseMs;
             await this.queue.renewAgent(agent.agentId, leaseUntil);
           }
-          const now = this.env.now();
-          const claimed = await this.queue.claimDeliveries(agent.agentId, now, now + this.claimMs, room);
+          let claimed: ClaimedDelivery[] = [];
+          try {
+            const now = this.env.now();
+            claimed = (await this.queue.claimDeliveries(agent.agentId, now, now + this.claimMs, room)).filter(
+              // A delivery waiting behind its task's earlier one past its claim comes back: it is still ours.
+              (item) => !held.has(item.delivery.id),
+            );
+          } finally {
+            for (let i = claimed.length; i < room; i += 1) this.slots.give(agent.tenantId, agent.agentId);
+          }
           for (const item of claimed) {
-            // A delivery waiting behind its task's earlier one past its claim comes back: it is still ours.
-            if (held.has(item.delivery.id)) continue;
             held.add(item.delivery.id);
             const before = tails.get(item.task.id);
             const forwarded = this.occupy(agent.tenantId, agent.agentId, () => this.forwarder.forward(agent, item, before)).then(
@@ -334,6 +347,7 @@ class PushWorker {
           }
           // A full claim may have left more behind.
           if (claimed.length === room) drain.poked = true;
+          if (claimed.length < room) this.slotFreed(agent.agentId);
           continue;
         }
         // Nothing in flight: the queue is empty, the turn is over, or the tenant's or replica's
@@ -355,7 +369,7 @@ class PushWorker {
         this.drains.delete(agent.agentId);
         if (failures) this.wakeIn(backoff);
         // A wake-up after the last claim, or a turn ended for agents that wait: a pass takes them.
-        else if (drain.poked || this.contended) this.kick();
+        else if (drain.poked || this.contended || this.waiting.has(agent.tenantId)) this.kick();
       }
     }
   }

@@ -46,7 +46,7 @@ async function startTarpit(): Promise<{ url: string; load: { now: number; max: n
 }
 
 it('MESSAGING_PUSH_CONCURRENCY and MESSAGING_PUSH_CONCURRENCY_PER_AGENT set the push workers\' slots', () => {
-  expect(messagingOptions(loadConfig({})).push).toMatchObject({ concurrency: 64, perAgent: 16 });
+  expect(messagingOptions(loadConfig({})).push).toMatchObject({ concurrency: 64, perAgent: 8 });
   const { push } = messagingOptions(loadConfig({ MESSAGING_PUSH_CONCURRENCY: '8', MESSAGING_PUSH_CONCURRENCY_PER_AGENT: '1' }));
   expect(push).toMatchObject({ concurrency: 8, perAgent: 1 });
 });
