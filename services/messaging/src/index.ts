@@ -21,7 +21,11 @@ export { sweepExpired, startSweeper } from './inbox.js';
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
 /** All of the service's SQL, in its own schema; task events keyed by task id so each task's transitions stay in order. */
 export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
-/** Deliveries to agents with an A2A endpoint, through the egress guard with backoff; stopping aborts calls in flight and leaves their deliveries queued. */
+/**
+ * Deliveries to agents with an A2A endpoint, through the egress guard with backoff, several per
+ * agent at once (a task's one at a time, in order) in slots shared fairly between tenants;
+ * stopping aborts calls in flight and leaves their deliveries queued.
+ */
 export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions } from './push.js';
 /** The push secret of an agent, looked up for every delivery so a rotation applies to the next one. */
 export type { PushCredentials } from './push-calls.js';
