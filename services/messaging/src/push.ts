@@ -248,16 +248,19 @@ class PushWorker {
   private occupy(tenantId: string, agentId: string, work: () => Promise<unknown>): Promise<unknown> {
     const running = work().finally(() => {
       this.slots.give(tenantId, agentId);
-      this.slotFreed(agentId);
+      this.slotFreed(tenantId, agentId);
     });
     this.track(running.then(() => undefined));
     return running;
   }
 
-  /** Other drains held back by a full replica or tenant may claim again; a pass that found no room runs again. */
-  private slotFreed(agentId: string): void {
+  /**
+   * Other drains held back by a full replica or tenant may claim again; a pass that found no room,
+   * or left agents of this tenant unclaimed for want of its share, runs again.
+   */
+  private slotFreed(tenantId: string, agentId: string): void {
     for (const [id, drain] of this.drains) if (id !== agentId) drain.nudge();
-    if (this.contended) this.kick();
+    if (this.contended || this.waiting.has(tenantId)) this.kick();
   }
 
   private track(work: Promise<void>): void {
@@ -347,7 +350,7 @@ class PushWorker {
           }
           // A full claim may have left more behind.
           if (claimed.length === room) drain.poked = true;
-          if (claimed.length < room) this.slotFreed(agent.agentId);
+          if (claimed.length < room) this.slotFreed(agent.tenantId, agent.agentId);
           continue;
         }
         // Nothing in flight: the queue is empty, the turn is over, or the tenant's or replica's
