@@ -315,12 +315,12 @@ class PushWorker {
           drain.poked = false;
           // Taken before the claim, so drains claiming at once stay within the tenant's share.
           for (let i = 0; i < room; i += 1) this.slots.take(agent.tenantId, agent.agentId);
-          if (Date.now() > leaseUntil - this.leaseMs / 2) {
-            leaseUntil = Date.now() + this.leaseMs;
-            await this.queue.renewAgent(agent.agentId, leaseUntil);
-          }
           let claimed: ClaimedDelivery[] = [];
           try {
+            if (Date.now() > leaseUntil - this.leaseMs / 2) {
+              leaseUntil = Date.now() + this.leaseMs;
+              await this.queue.renewAgent(agent.agentId, leaseUntil);
+            }
             const now = this.env.now();
             claimed = (await this.queue.claimDeliveries(agent.agentId, now, now + this.claimMs, room)).filter(
               // A delivery waiting behind its task's earlier one past its claim comes back: it is still ours.
