@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { egressPolicy, Metrics, migrate, newId, openDb, openKv, type Db, type Kv } from '@agenthub/runtime';
+import { PushQueue } from '../src/push-store.js';
 import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
 import { messagingEnv, startPushWorker, type IdentityClient, type MessagingEnv } from '../src/index.js';
 import { startEchoAgent, type EchoAgent } from './echo-agent.js';
@@ -14,9 +15,11 @@ import { eventually } from './push-stack.js';
  */
 
 const agents = new Map<string, string>();
-/** Identity as the worker asks it: each agent's tenant (senders are of the same tenant). */
+/** Identity as the worker asks it: each agent's tenant (senders are of the same tenant); `connected_` agents have no endpoint. */
 const identity = {
-  getAgent: async ({ agentId }: { agentId: string }) => ({ agent: { id: agentId, tenantId: agents.get(agentId) ?? 'none', endpointUrl: 'x' } }),
+  getAgent: async ({ agentId }: { agentId: string }) => ({
+    agent: { id: agentId, tenantId: agents.get(agentId) ?? 'none', endpointUrl: agentId.startsWith('connected_') ? '' : 'x' },
+  }),
   checkGrant: async () => ({ approved: true }),
 } as unknown as IdentityClient;
 
@@ -148,6 +151,44 @@ describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on 
       expect(tarpit.load.max).toBe(2);
     } finally {
       await stop();
+    }
+  });
+
+  it('a send to a connected agent is no work for the push worker of its replica: it runs no claim', async () => {
+    let claims = 0;
+    let finished = 0;
+    class Counting extends PushQueue {
+      override async claimAgents(...args: Parameters<PushQueue['claimAgents']>) {
+        claims += 1;
+        try {
+          return await super.claimAgents(...args);
+        } finally {
+          finished += 1;
+        }
+      }
+    }
+    // No poll within the test: only wake-ups make passes.
+    const stop = startPushWorker(env, {
+      log: testLogger(),
+      metrics: new Metrics(),
+      policy: egressPolicy(true),
+      credentials: async () => '',
+      options: { pollMs: 600_000 },
+      seams: { queue: new Counting(db) },
+    });
+    let stopped = false;
+    try {
+      await eventually(async () => finished === 1, 'the first pass');
+      // The wake-ups of five sends to connected agents, then one to a push agent, in one turn.
+      for (let n = 0; n < 5; n += 1) env.wakes.wake(`connected_${n}`, testLogger());
+      env.wakes.wake(newId('agent'), testLogger());
+      await eventually(async () => finished >= 2, "the push agent's pass");
+      // Stopping waits for the pass in flight, and one asked for meanwhile has begun by then.
+      await stop();
+      stopped = true;
+      expect(claims).toBe(2);
+    } finally {
+      if (!stopped) await stop();
     }
   });
 });
