@@ -89,6 +89,8 @@ const schema = z.object({
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
   HUB_MAX_BATCH: positiveInt.default(50),
   HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),
+  // Gateway: SSE streams end cleanly after this long; the client reconnects with Last-Event-ID.
+  HUB_STREAM_MAX_MS: positiveInt.default(30 * 60_000),
   // Rate limits (token buckets, per second and burst; 0 a second turns one off) and the cap on
   // each agent's waiting calls. Operators override them per tenant (`agenthub tenants limits`).
   HUB_RATE_KEY_PER_SEC: z.coerce.number().min(0).default(300),

@@ -83,6 +83,9 @@ export function startRelay(options: RelayOptions): Relay {
   const pruneIntervalMs = options.pruneIntervalMs ?? 10 * 60_000;
 
   let stopped = false;
+  // Stopping cancels the prune; a batch in flight finishes (bounded by publishTimeoutMs), so its
+  // published rows are marked instead of being published again by the next relay.
+  const stopping = new AbortController();
   let woken = false;
   let interrupt: (() => void) | undefined;
   let lastPrune = 0;
@@ -114,9 +117,11 @@ export function startRelay(options: RelayOptions): Relay {
   const prune = async () => {
     if (Date.now() - lastPrune < pruneIntervalMs) return;
     lastPrune = Date.now();
-    const { rowCount } = await db.query('DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1', [
-      Date.now() - retainPublishedMs,
-    ]);
+    const { rowCount } = await db.query(
+      'DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1',
+      [Date.now() - retainPublishedMs],
+      stopping.signal,
+    );
     if (rowCount > 0) log.debug({ rows: rowCount }, 'outbox pruned');
   };
 
@@ -163,6 +168,7 @@ export function startRelay(options: RelayOptions): Relay {
     wake,
     async stop() {
       stopped = true;
+      stopping.abort();
       unsubscribe?.();
       interrupt?.();
       await done;
@@ -201,22 +207,24 @@ export function notifyOutboxWrites(db: Db): OutboxNotifyingDb {
   };
   return {
     engine: db.engine,
-    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const result = await db.query<R>(sql, params);
+    async query<R>(sql: string, params?: readonly unknown[], signal?: AbortSignal): Promise<QueryResult<R>> {
+      const result = await db.query<R>(sql, params, signal);
       if (OUTBOX_INSERT.test(sql)) notify();
       return result;
     },
     exec: (sql) => db.exec(sql),
-    async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
       let wrote = false;
-      const result = await db.transaction((tx) =>
-        work({
-          query<R>(sql: string, params?: readonly unknown[]) {
-            if (OUTBOX_INSERT.test(sql)) wrote = true;
-            return tx.query<R>(sql, params);
-          },
-          exec: (sql) => tx.exec(sql),
-        }),
+      const result = await db.transaction(
+        (tx) =>
+          work({
+            query<R>(sql: string, params?: readonly unknown[], querySignal?: AbortSignal) {
+              if (OUTBOX_INSERT.test(sql)) wrote = true;
+              return tx.query<R>(sql, params, querySignal);
+            },
+            exec: (sql) => tx.exec(sql),
+          }),
+        signal,
       );
       if (wrote) notify();
       return result;

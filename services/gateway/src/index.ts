@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1, identityv1 } from '@agenthub/proto';
@@ -61,6 +61,8 @@ export interface GatewayDeps {
   trustedProxies?: readonly string[];
   authCacheMs: number;
   grpcTimeoutMs: number;
+  /** HUB_STREAM_MAX_MS: streams end cleanly after this long (the client resumes); 30 minutes when absent. */
+  streamMaxMs?: number;
   /** Signs every call to the services. */
   internalKey: InternalKey;
   /** Mutual TLS to the services (split deployments that enable it). */
@@ -122,7 +124,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   // Without the subscription the memory is never trusted and the Kv answers, as before.
   await authMemory?.start().catch((err) => deps.log.warn({ err }, 'API keys are not kept in memory: could not subscribe to revocations'));
   const common = { maxBatch: deps.maxBatch, maxDepth: deps.maxJsonDepth, log: deps.log, metrics: deps.metrics };
-  const methods = agentMethods(clients);
+  const methods = agentMethods(clients, { streamMaxMs: deps.streamMaxMs });
   const agentRpc = new JsonRpcHandler({ ...common, methods, precheck: checkVersion, waits: hubWaits });
   const authenticator = new Authenticator(identity, deps.kv, deps.authCacheMs, authMemory);
   const app = createApp({
@@ -130,7 +132,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     adminRpc: new JsonRpcHandler({ ...common, methods: new Map<string, RpcMethod>([...adminMethods(clients), ...(limits?.adminMethods() ?? [])]) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
-      methods: a2aMethods(clients),
+      methods: a2aMethods(clients, { streamMaxMs: deps.streamMaxMs }),
       maxBatch: 0,
       precheck: checkA2aVersion,
       errors: A2A_ERRORS,
@@ -155,6 +157,15 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  let stopping = false;
+  // While stopping, a connection is closed once its call is answered: kept alive, it would hold
+  // server.close(), and so the process, until the grace ran out with nothing left in flight.
+  server.on('request', (_req, res: ServerResponse) => {
+    if (stopping) res.shouldKeepAlive = false;
+    res.once('finish', () => {
+      if (stopping) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(listenFailure(err, deps.host, deps.port, { host: 'HUB_HOST', port: 'HUB_PORT' })));
     server.listen(deps.port, deps.host, () => resolve());
@@ -172,6 +183,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     port,
     metricsUrl: metricsServer?.url,
     async stop(graceMs = 5_000) {
+      stopping = true;
       await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);

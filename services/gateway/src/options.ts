@@ -14,7 +14,7 @@ import { limitsConfig } from './limits/index.js';
 export function gatewayOptions(
   config: HubConfig,
   mode: { oneProcess: boolean },
-): Pick<GatewayDeps, 'host' | 'port' | 'maxBodyBytes' | 'maxBatch' | 'maxJsonDepth' | 'publicUrl' | 'trustedProxies' | 'authCacheMs' | 'grpcTimeoutMs' | 'metricsListen' | 'requestLogLevel' | 'limits'> {
+): Pick<GatewayDeps, 'host' | 'port' | 'maxBodyBytes' | 'maxBatch' | 'maxJsonDepth' | 'publicUrl' | 'trustedProxies' | 'authCacheMs' | 'grpcTimeoutMs' | 'streamMaxMs' | 'metricsListen' | 'requestLogLevel' | 'limits'> {
   return {
     host: config.HUB_HOST,
     port: config.HUB_PORT,
@@ -25,6 +25,7 @@ export function gatewayOptions(
     trustedProxies: config.HUB_TRUSTED_PROXIES,
     authCacheMs: mode.oneProcess || config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+    streamMaxMs: config.HUB_STREAM_MAX_MS,
     ...(mode.oneProcess ? {} : { metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT } }),
     requestLogLevel: requestLogLevel(config.NODE_ENV),
     limits: limitsConfig(config),

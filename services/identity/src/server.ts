@@ -32,24 +32,24 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPo
     async createTenant(req, ctx) {
       requireOperator(ctx);
       const id = valid.tenantId(req.tenantId);
-      return createTenant(store, id, valid.tenantName(req.name, id));
+      return createTenant(store, ctx.signal, id, valid.tenantName(req.name, id));
     },
 
     async listTenants(_req, ctx) {
       requireOperator(ctx);
-      return { tenants: await listTenants(store) };
+      return { tenants: await listTenants(store, ctx.signal) };
     },
 
     async getTenantLimits(req, ctx) {
       const tenantId = valid.tenantId(req.tenantId);
       const own = ctx.principal?.kind === 'agent' && ctx.principal.tenantId === tenantId;
       if (!own) requireOperator(ctx);
-      return { limits: await getTenantLimits(store, tenantId) };
+      return { limits: await getTenantLimits(store, ctx.signal, tenantId) };
     },
 
     async setTenantLimits(req, ctx) {
       requireOperator(ctx);
-      return { limits: await setTenantLimits(store, valid.tenantId(req.tenantId), req.limits) };
+      return { limits: await setTenantLimits(store, ctx.signal, valid.tenantId(req.tenantId), req.limits) };
     },
 
     async createAgent(req, ctx) {
@@ -66,73 +66,73 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPo
       };
       // The push worker checks again at every send (DNS may change); this refuses a plain mistake early.
       if (input.endpointUrl) await checkTargetUrl(input.endpointUrl, 'endpoint_url', egress);
-      return createAgent(store, input);
+      return createAgent(store, ctx.signal, input);
     },
 
     async getAgent(req, ctx) {
       requirePrincipal(ctx);
-      return { agent: await getAgent(store, valid.agentId(req.agentId)) };
+      return { agent: await getAgent(store, ctx.signal, valid.agentId(req.agentId)) };
     },
 
     async listAgents(req, ctx) {
       requireOperator(ctx);
       const tenantId = req.tenantId === '' ? undefined : valid.tenantId(req.tenantId);
-      return { agents: await listAgents(store, tenantId) };
+      return { agents: await listAgents(store, ctx.signal, tenantId) };
     },
 
     async createApiKey(req, ctx) {
       requireOperator(ctx);
-      return createApiKey(store, valid.agentId(req.agentId));
+      return createApiKey(store, ctx.signal, valid.agentId(req.agentId));
     },
 
     async rotatePushSecret(req, ctx) {
       requireOperator(ctx);
-      return { pushSecret: await rotatePushSecret(store, valid.agentId(req.agentId)) };
+      return { pushSecret: await rotatePushSecret(store, ctx.signal, valid.agentId(req.agentId)) };
     },
 
     async getPushCredential(req, ctx) {
       requireOperator(ctx);
-      return { pushSecret: await pushCredential(store, valid.agentId(req.agentId)) };
+      return { pushSecret: await pushCredential(store, ctx.signal, valid.agentId(req.agentId)) };
     },
 
     async revokeApiKey(req, ctx) {
       requireOperator(ctx);
-      return { key: await revokeApiKey(store, deps.kv, valid.generatedId(req.keyId, 'key_id')) };
+      return { key: await revokeApiKey(store, ctx.signal, deps.kv, valid.generatedId(req.keyId, 'key_id')) };
     },
 
     async listApiKeys(req, ctx) {
       requireOperator(ctx);
-      return { keys: await listApiKeys(store, valid.agentId(req.agentId)) };
+      return { keys: await listApiKeys(store, ctx.signal, valid.agentId(req.agentId)) };
     },
 
     // The gateway calls this before it knows who the caller is, so no principal is needed.
-    async authenticate(req) {
-      return { principal: await authenticate(store, req.apiKey) };
+    async authenticate(req, ctx) {
+      return { principal: await authenticate(store, ctx.signal, req.apiKey) };
     },
 
     async requestGrant(req, ctx) {
       const caller = requireAgent(ctx);
-      return requestGrant(store, caller, valid.agentId(req.agentId));
+      return requestGrant(store, ctx.signal, caller, valid.agentId(req.agentId));
     },
 
     async approveGrant(req, ctx) {
       const caller = requireAgent(ctx);
-      return { grant: await approveGrant(store, caller.agentId, valid.generatedId(req.grantId, 'grant_id')) };
+      return { grant: await approveGrant(store, ctx.signal, caller.agentId, valid.generatedId(req.grantId, 'grant_id')) };
     },
 
     async revokeGrant(req, ctx) {
       const caller = requireAgent(ctx);
-      return { grant: await revokeGrant(store, caller.agentId, valid.generatedId(req.grantId, 'grant_id')) };
+      return { grant: await revokeGrant(store, ctx.signal, caller.agentId, valid.generatedId(req.grantId, 'grant_id')) };
     },
 
     async listGrants(req, ctx) {
       const caller = requireAgent(ctx);
-      return listGrants(store, caller.agentId, { status: valid.grantStatusFilter(req.status), pageSize: req.pageSize, pageToken: req.pageToken });
+      return listGrants(store, ctx.signal, caller.agentId, { status: valid.grantStatusFilter(req.status), pageSize: req.pageSize, pageToken: req.pageToken });
     },
 
     async checkGrant(req, ctx) {
       requirePrincipal(ctx);
-      return checkGrant(store, valid.agentId(req.agentId), valid.agentId(req.otherAgentId, 'other_agent_id'));
+      return checkGrant(store, ctx.signal, valid.agentId(req.agentId), valid.agentId(req.otherAgentId, 'other_agent_id'));
     },
   };
 }

@@ -4,17 +4,17 @@ import { HubError } from '@agenthub/runtime';
 import type { IdentityStore, StoredLimits, TenantRecord } from './store.js';
 
 /** Creates the tenant, or returns the existing one unchanged (`created` false). */
-export async function createTenant(store: IdentityStore, id: string, name: string): Promise<{ tenant: TenantRecord; created: boolean }> {
-  const inserted = await store.insertTenant({ id, name, at: Date.now() });
+export async function createTenant(store: IdentityStore, signal: AbortSignal, id: string, name: string): Promise<{ tenant: TenantRecord; created: boolean }> {
+  const inserted = await store.insertTenant(signal, { id, name, at: Date.now() });
   if (inserted) return { tenant: inserted, created: true };
-  const existing = await store.tenant(id);
+  const existing = await store.tenant(signal, id);
   // Tenants are never deleted, so the row that blocked the insert is still there.
   if (!existing) throw new Error(`Tenant ${id} conflicted on insert but cannot be read`);
   return { tenant: existing, created: false };
 }
 
-export function listTenants(store: IdentityStore): Promise<TenantRecord[]> {
-  return store.tenants();
+export function listTenants(store: IdentityStore, signal: AbortSignal): Promise<TenantRecord[]> {
+  return store.tenants(signal);
 }
 
 /** Most tokens a second and largest burst an override may set. */
@@ -35,19 +35,19 @@ function limitsOut(stored: StoredLimits): identityv1.TenantLimits {
   return create(identityv1.TenantLimitsSchema, { key: rate(stored.key), tenant: rate(stored.tenant), maxWaitingPerAgent: stored.max_waiting_per_agent });
 }
 
-export async function getTenantLimits(store: IdentityStore, tenantId: string): Promise<identityv1.TenantLimits> {
-  const stored = await store.tenantLimits(tenantId);
+export async function getTenantLimits(store: IdentityStore, signal: AbortSignal, tenantId: string): Promise<identityv1.TenantLimits> {
+  const stored = await store.tenantLimits(signal, tenantId);
   if (!stored) throw HubError.notFound('Tenant not found');
   return limitsOut(stored);
 }
 
-export async function setTenantLimits(store: IdentityStore, tenantId: string, limits: identityv1.TenantLimits | undefined): Promise<identityv1.TenantLimits> {
+export async function setTenantLimits(store: IdentityStore, signal: AbortSignal, tenantId: string, limits: identityv1.TenantLimits | undefined): Promise<identityv1.TenantLimits> {
   const stored: StoredLimits = {};
   const key = rateIn(limits?.key, 'limits.key');
   const tenant = rateIn(limits?.tenant, 'limits.tenant');
   if (key) stored.key = key;
   if (tenant) stored.tenant = tenant;
   if (limits?.maxWaitingPerAgent !== undefined) stored.max_waiting_per_agent = limits.maxWaitingPerAgent;
-  if (!(await store.setTenantLimits(tenantId, stored))) throw HubError.notFound('Tenant not found');
+  if (!(await store.setTenantLimits(signal, tenantId, stored))) throw HubError.notFound('Tenant not found');
   return limitsOut(stored);
 }

@@ -19,8 +19,12 @@ export { createMessagingHandlers, messagingEnv } from './server.js';
 export { sweepExpired, startSweeper } from './inbox.js';
 /** Blocking, online and claim windows: a polled delivery not acknowledged within claimMs is handed out again (at least once, stable delivery id). */
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
-/** All of the service's SQL, in its own schema; task events keyed by task id so each task's transitions stay in order. */
-export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
+/** The service's SQL, in its own schema, every method under the caller's signal. Tasks: task events keyed by task id so each task's transitions stay in order. */
+export { TaskStore, MESSAGING_EVENTS_TOPIC } from './task-store.js';
+/** Recipients' queues: a claimed delivery is hidden until its claim window ends, then handed out again (at least once). */
+export { DeliveryStore } from './delivery-store.js';
+/** Push agents (one worker at a time per agent, by lease; claimed in fair shares between tenants) and the agents' tasks behind hub tasks. */
+export { PushStore } from './push-store.js';
 /**
  * Deliveries to agents with an A2A endpoint, through the egress guard with backoff, several per
  * agent at once (a task's one at a time, in order) in slots shared fairly between tenants;

@@ -4,12 +4,12 @@
  * The worker (push.ts) decides when and in which slot each runs.
  */
 import type { Message as A2AMessage, Task as A2ATask } from '@a2a-js/sdk';
-import { contextOf, SpanKind, withSpan, type Logger } from '@agenthub/runtime';
+import { contextOf, detachedSignal, SpanKind, withSpan, type Logger } from '@agenthub/runtime';
 import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { toA2AMessage } from './a2a-codec.js';
 import type { Outcome, PushCaller } from './push-calls.js';
 import { GRANT_REVOKED_TEXT, nextDelay, type Next, type PushRelay } from './push-relay.js';
-import type { ClaimedDelivery, FollowUpRecord, PushAgentRecord } from './push-store.js';
+import type { ClaimedDelivery, PushAgentRecord, PushTaskRecord } from './push-store.js';
 import type { MessagingEnv } from './tasks.js';
 
 /** How forwarding one delivery ended: `skipped` when it waited behind its task's earlier one, which did not go through. */
@@ -37,13 +37,13 @@ export class PushForwarder {
     if (before) {
       if ((await before) !== 'done') {
         // Not forwarded ahead of its task's earlier message: given back uncounted.
-        await this.env.store.releaseClaims(agent.agentId, [item.delivery.id]);
+        await this.env.deliveries.releaseClaims(detachedSignal(), agent.agentId, [item.delivery.id]);
         return 'skipped';
       }
       // The earlier one may have ended the task or created the agent's task this one continues.
-      const task = await this.env.store.getTask(item.task.id, false);
+      const task = await this.env.tasks.getTask(detachedSignal(), item.task.id, false);
       if (!task) return 'done';
-      item = { ...item, task, remoteTaskId: (await this.env.store.getPushTask(item.task.id))?.remoteTaskId };
+      item = { ...item, task, remoteTaskId: (await this.env.pushes.getPushTask(detachedSignal(), item.task.id))?.remoteTaskId };
     }
     // The delivery continues the trace of the send that queued it; the egress client passes it to the agent.
     const span = { kind: SpanKind.PRODUCER, parent: contextOf(item.delivery.traceparent), attributes: { 'agent.id': agent.agentId, 'delivery.id': item.delivery.id } };
@@ -51,15 +51,15 @@ export class PushForwarder {
   }
 
   private async deliver(agent: PushAgentRecord, { delivery, task, remoteTaskId }: ClaimedDelivery): Promise<Forwarded> {
-    const { store } = this.env;
+    const { deliveries } = this.env;
     const log = this.log.child({ agent_id: agent.agentId, task_id: task.id, delivery_id: delivery.id, attempt: delivery.attempts });
     if (FINAL.has(task.state)) {
-      await store.ackDelivery(agent.agentId, delivery.id);
+      await deliveries.ackDelivery(detachedSignal(), agent.agentId, delivery.id);
       return 'done';
     }
     if (!(await this.relay.granted(task))) {
       await this.relay.fail(task.id, GRANT_REVOKED_TEXT);
-      await store.ackDelivery(agent.agentId, delivery.id);
+      await deliveries.ackDelivery(detachedSignal(), agent.agentId, delivery.id);
       log.info('not forwarded: the access grant between the agents was revoked');
       return 'done';
     }
@@ -78,7 +78,7 @@ export class PushForwarder {
       ),
     );
     if (outcome.kind === 'unavailable') {
-      await store.releaseDelivery(delivery.id);
+      await deliveries.releaseDelivery(detachedSignal(), delivery.id);
       return this.stopping.aborted ? 'stopped' : 'unavailable';
     }
     let ended = false;
@@ -91,7 +91,7 @@ export class PushForwarder {
       ended = relayed.applied.ended;
     }
     // A change that ended the task took its queued deliveries, this one included, in its commit.
-    if (!ended) await store.ackDelivery(agent.agentId, delivery.id);
+    if (!ended) await deliveries.ackDelivery(detachedSignal(), agent.agentId, delivery.id);
     log.info({ outcome: outcome.kind }, 'delivered to push agent');
     return 'done';
   }
@@ -122,20 +122,20 @@ export class PushForwarder {
   }
 
   /** Asks the agent about its task again (or forwards a cancel of it). */
-  async followUp(push: FollowUpRecord): Promise<void> {
-    const { store } = this.env;
+  async followUp(push: PushTaskRecord): Promise<void> {
+    const { tasks, pushes } = this.env;
     const log = this.log.child({ agent_id: push.agentId, task_id: push.taskId, remote_task_id: push.remoteTaskId });
     const secret = this.caller.secret(push.agentId);
     if (push.cancelRequested) {
       await this.caller.call('CancelTask', push, secret, log, (client, options) => client.cancelTask({ tenant: '', id: push.remoteTaskId, metadata: undefined }, options));
       // Cut short by shutdown: due again at once, for another replica.
-      if (this.stopping.aborted) await store.requestPushCancel(push.taskId);
-      else await store.pushCancelForwarded(push.taskId);
+      if (this.stopping.aborted) await pushes.requestPushCancel(detachedSignal(), push.taskId);
+      else await pushes.pushCancelForwarded(detachedSignal(), push.taskId);
       return;
     }
-    const task = await store.getTask(push.taskId, false);
+    const task = await tasks.getTask(detachedSignal(), push.taskId, false);
     if (!task || FINAL.has(task.state)) {
-      await store.stopPushFollowUp(push.taskId);
+      await pushes.stopPushFollowUp(detachedSignal(), push.taskId);
       return;
     }
     const outcome: Outcome<A2ATask> = await this.caller.call('GetTask', push, secret, log, (client, options) =>
@@ -145,13 +145,13 @@ export class PushForwarder {
       this.follow((await this.relay.relay(push.agentId, task, outcome.value, push.followDelayMs, false, this.maxBackoffMs)).next);
     } else if (outcome.kind === 'refused') {
       await this.relay.fail(push.taskId, `The agent could not report on its task: ${outcome.text}`);
-      await store.stopPushFollowUp(push.taskId);
+      await pushes.stopPushFollowUp(detachedSignal(), push.taskId);
     } else if (this.stopping.aborted) {
       // Cut short by shutdown: due again at once, for another replica.
-      await store.savePushTask(push.taskId, push.agentId, push.remoteTaskId, Date.now(), push.followDelayMs);
+      await pushes.savePushTask(detachedSignal(), push.taskId, push.agentId, push.remoteTaskId, Date.now(), push.followDelayMs);
     } else {
       const delay = nextDelay(push.followDelayMs, this.maxBackoffMs);
-      await store.savePushTask(push.taskId, push.agentId, push.remoteTaskId, Date.now() + delay, delay);
+      await pushes.savePushTask(detachedSignal(), push.taskId, push.agentId, push.remoteTaskId, Date.now() + delay, delay);
       this.schedule.in(delay);
     }
   }}

@@ -7,11 +7,11 @@
 import { Role, TaskState, type Message as A2AMessage, type Task as A2ATask } from '@a2a-js/sdk';
 import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, newId, Reason, type CallContext, type Logger } from '@agenthub/runtime';
+import { detachedSignal, HubError, newId, Reason, type CallContext, type Logger } from '@agenthub/runtime';
 import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { agentText, fromA2AArtifact, fromA2AMessage } from './a2a-codec.js';
 import type { PushTaskView } from './push-store.js';
-import type { StateName } from './store.js';
+import type { StateName } from './task-store.js';
 import { announce, taskGrowthCheck, validateParts, type MessagingEnv } from './tasks.js';
 
 /** The failed task's message when the grant between sender and push agent was revoked meanwhile. */
@@ -79,8 +79,8 @@ export class PushRelay {
       // What the agent said after the grant went is not relayed; its own task is canceled.
       const applied = await this.fail(task.id, GRANT_REVOKED_TEXT);
       if ('messageId' in answer) return { applied, next: { kind: 'none' } };
-      await this.env.store.savePushTask(task.id, agentId, answer.id, null, 0);
-      await this.env.store.requestPushCancel(task.id);
+      await this.env.pushes.savePushTask(detachedSignal(), task.id, agentId, answer.id, null, 0);
+      await this.env.pushes.requestPushCancel(detachedSignal(), task.id);
       return { applied, next: { kind: 'cancel' } };
     }
     if ('messageId' in answer) return { applied: await this.apply(task.id, 'completed', [fromA2AMessage(answer)], []), next: { kind: 'none' } };
@@ -92,11 +92,11 @@ export class PushRelay {
     // for the agent's task (no continuation, no cancel), so it is not recorded.
     if (settled && unrecorded && applied.ended) return { applied, next: { kind: 'none' } };
     const delay = settled ? 0 : nextDelay(followDelayMs, maxBackoffMs);
-    await this.env.store.savePushTask(task.id, agentId, answer.id, settled ? null : Date.now() + delay, delay);
+    await this.env.pushes.savePushTask(detachedSignal(), task.id, agentId, answer.id, settled ? null : Date.now() + delay, delay);
     if (settled) return { applied, next: { kind: 'none' } };
     if (applied.state && FINAL.has(applied.state) && unrecorded) {
       // The hub task ended (canceled, expired) while the agent took the message: tell the agent.
-      await this.env.store.requestPushCancel(task.id);
+      await this.env.pushes.requestPushCancel(detachedSignal(), task.id);
       return { applied, next: { kind: 'cancel' } };
     }
     return { applied, next: { kind: 'follow-up', inMs: delay } };
@@ -124,10 +124,11 @@ export class PushRelay {
    */
   private async apply(taskId: string, state: StateName, messages: unknown[], artifacts: unknown[]): Promise<Applied> {
     const now = this.env.now();
-    let moved: Awaited<ReturnType<MessagingEnv['store']['transition']>>;
+    let moved: Awaited<ReturnType<MessagingEnv['tasks']['transition']>>;
     try {
       validateAnswer(messages, artifacts, this.env.limits.maxParts);
-      moved = await this.env.store.transition(
+      moved = await this.env.tasks.transition(
+        detachedSignal(),
         taskId,
         (t, held) => {
           if (FINAL.has(t.state)) return { next: t };
@@ -143,7 +144,8 @@ export class PushRelay {
       if (!isRefusedAnswer(err)) throw err;
       this.log.info({ task_id: taskId, reason: (err as HubError).message }, 'push agent answer not accepted');
       const text = `The agent's answer was not accepted: ${(err as HubError).message}`;
-      moved = await this.env.store.transition(
+      moved = await this.env.tasks.transition(
+        detachedSignal(),
         taskId,
         (t) => (FINAL.has(t.state) ? { next: t } : { next: { state: 'failed', updatedAt: now }, append: { messages: [agentText(newId('msg'), text)] }, purge: true }),
         { load: { historyLength: 0, artifacts: false } },

@@ -1,11 +1,6 @@
-/**
- * The push worker's claims (migrations 002 and 008): push agents, their deliveries and the follow-ups
- * of their tasks, each claimed in one statement (FOR UPDATE SKIP LOCKED in a CTE, so replicas share
- * the work without waiting on each other). `wallNow` and leases are wall-clock ms; `queueNow` is
- * the service clock the deliveries' expiry runs on.
- */
 import type { Db } from '@agenthub/runtime';
-import type { DeliveryRecord, StateName, TaskRecord } from './store.js';
+import type { DeliveryRecord } from './delivery-store.js';
+import type { StateName, TaskRecord } from './task-store.js';
 
 /** A push agent as the worker claims it. */
 export interface PushAgentRecord {
@@ -27,8 +22,8 @@ export interface ClaimedDelivery {
   remoteTaskId: string | undefined;
 }
 
-/** The agent's task behind a hub task, as a follow-up claims it. */
-export interface FollowUpRecord {
+/** The agent's task behind a hub task. */
+export interface PushTaskRecord {
   taskId: string;
   agentId: string;
   tenantId: string;
@@ -38,10 +33,51 @@ export interface FollowUpRecord {
   cancelRequested: boolean;
 }
 
+interface PushTaskRow {
+  task_id: string;
+  agent_id: string;
+  tenant_id: string;
+  endpoint_url: string;
+  remote_task_id: string;
+  follow_delay_ms: number;
+  cancel_requested: boolean;
+}
+
+const PUSH_TASK_COLUMNS = 'p.task_id, p.agent_id, a.tenant_id, a.endpoint_url, p.remote_task_id, p.follow_delay_ms, p.cancel_requested';
+
+const toPushTask = (r: PushTaskRow): PushTaskRecord => ({
+  taskId: r.task_id,
+  agentId: r.agent_id,
+  tenantId: r.tenant_id,
+  endpointUrl: r.endpoint_url,
+  remoteTaskId: r.remote_task_id,
+  followDelayMs: r.follow_delay_ms,
+  cancelRequested: r.cancel_requested,
+});
+
 const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.parse(value) as T) : value);
 
-export class PushQueue {
+/**
+ * Push agents, their deliveries and the agents' tasks behind hub tasks (push.ts; migrations 002
+ * and 009). The worker's claims are each one statement (FOR UPDATE SKIP LOCKED in a CTE), so
+ * replicas share the work without waiting on each other. `wallNow` and leases are wall-clock ms;
+ * `queueNow` is the service clock the deliveries' expiry runs on.
+ */
+export class PushStore {
   constructor(private readonly db: Db) {}
+
+  /** Records a push agent's endpoint and tenant (a changed endpoint starts without backoff). */
+  async recordPushAgent(signal: AbortSignal, agentId: string, endpointUrl: string, tenantId: string): Promise<void> {
+    await this.db.query(
+      `INSERT INTO push_agents (agent_id, endpoint_url, tenant_id) VALUES ($1, $2, $3)
+       ON CONFLICT (agent_id) DO UPDATE SET endpoint_url = EXCLUDED.endpoint_url, tenant_id = EXCLUDED.tenant_id,
+         failures = CASE WHEN push_agents.endpoint_url <> EXCLUDED.endpoint_url THEN 0 ELSE push_agents.failures END,
+         retry_at = CASE WHEN push_agents.endpoint_url <> EXCLUDED.endpoint_url THEN 0 ELSE push_agents.retry_at END
+        WHERE push_agents.endpoint_url <> EXCLUDED.endpoint_url OR push_agents.tenant_id <> EXCLUDED.tenant_id`,
+      [agentId, endpointUrl, tenantId],
+      signal,
+    );
+  }
 
   /**
    * Claims up to `max` push agents with visible deliveries and no backoff pending, none of a tenant
@@ -49,7 +85,8 @@ export class PushQueue {
    * queue. The agent claimable longest comes first: one handed back after its turn waits behind
    * the others. `waiting`: the busy tenants that have such agents left unclaimed.
    */
-  async claimAgents(
+  async claimPushAgents(
+    signal: AbortSignal,
     queueNow: number,
     wallNow: number,
     leaseUntil: number,
@@ -74,6 +111,7 @@ export class PushQueue {
        UNION ALL
        SELECT DISTINCT NULL, tenant_id, NULL::text, NULL::integer FROM due WHERE tenant_id = ANY($5::text[])`,
       [queueNow, wallNow, leaseUntil, max, [...busyTenants]],
+      signal,
     );
     return {
       agents: rows
@@ -84,8 +122,8 @@ export class PushQueue {
   }
 
   /** Extends the lease on an agent whose queue the worker is still forwarding. */
-  async renewAgent(agentId: string, leaseUntil: number): Promise<void> {
-    await this.db.query('UPDATE push_agents SET claimed_until = $2 WHERE agent_id = $1', [agentId, leaseUntil]);
+  async renewPushAgent(signal: AbortSignal, agentId: string, leaseUntil: number): Promise<void> {
+    await this.db.query('UPDATE push_agents SET claimed_until = $2 WHERE agent_id = $1', [agentId, leaseUntil], signal);
   }
 
   /**
@@ -93,15 +131,19 @@ export class PushQueue {
    * once). The lease ends at `wallNow` rather than 0, so the claim order puts it behind agents that
    * waited longer.
    */
-  async releaseAgent(agentId: string, failures: number, retryAt: number, wallNow: number): Promise<void> {
-    await this.db.query('UPDATE push_agents SET claimed_until = $4, failures = $2, retry_at = $3 WHERE agent_id = $1', [agentId, failures, retryAt, wallNow]);
+  async releasePushAgent(signal: AbortSignal, agentId: string, failures: number, retryAt: number, wallNow: number): Promise<void> {
+    await this.db.query(
+      'UPDATE push_agents SET claimed_until = $4, failures = $2, retry_at = $3 WHERE agent_id = $1',
+      [agentId, failures, retryAt, wallNow],
+      signal,
+    );
   }
 
   /**
    * Claims up to `max` of the agent's visible deliveries, oldest first, hiding them until
    * `claimUntil`, with their tasks and the agent's tasks behind them; ordered oldest first.
    */
-  async claimDeliveries(agentId: string, queueNow: number, claimUntil: number, max: number): Promise<ClaimedDelivery[]> {
+  async claimPushDeliveries(signal: AbortSignal, agentId: string, queueNow: number, claimUntil: number, max: number): Promise<ClaimedDelivery[]> {
     const { rows } = await this.db.query<{
       seq: string;
       id: string;
@@ -128,6 +170,7 @@ export class PushQueue {
         RETURNING d.seq, d.id, d.task_id, d.message, d.created_at, d.attempts, d.traceparent,
                   t.state, t.context_id, t.sender_agent_id, t.sender_tenant_id, t.recipient_agent_id, p.remote_task_id`,
       [agentId, queueNow, claimUntil, max],
+      signal,
     );
     return rows
       .sort((a, b) => Number(a.seq) - Number(b.seq))
@@ -154,20 +197,43 @@ export class PushQueue {
       }));
   }
 
+  /** The agent's task behind a hub task, when the hub task went to a push agent that answered. */
+  async getPushTask(signal: AbortSignal, taskId: string): Promise<PushTaskRecord | undefined> {
+    const { rows } = await this.db.query<PushTaskRow>(
+      `SELECT ${PUSH_TASK_COLUMNS} FROM push_tasks p JOIN push_agents a USING (agent_id) WHERE p.task_id = $1`,
+      [taskId],
+      signal,
+    );
+    return rows[0] && toPushTask(rows[0]);
+  }
+
+  /**
+   * Records the agent's task behind a hub task and when to ask the agent about it next (null: it
+   * settled). A pending cancel stays due.
+   */
+  async savePushTask(signal: AbortSignal, taskId: string, agentId: string, remoteTaskId: string, followAt: number | null, followDelayMs: number): Promise<void> {
+    await this.db.query(
+      `INSERT INTO push_tasks (task_id, agent_id, remote_task_id, follow_at, follow_delay_ms) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (task_id) DO UPDATE SET remote_task_id = EXCLUDED.remote_task_id, follow_delay_ms = EXCLUDED.follow_delay_ms,
+         follow_at = CASE WHEN push_tasks.cancel_requested THEN push_tasks.follow_at ELSE EXCLUDED.follow_at END`,
+      [taskId, agentId, remoteTaskId, followAt, followDelayMs],
+      signal,
+    );
+  }
+
   /**
    * Claims up to `max` push tasks due for a follow-up (or a cancel), none of an agent in
    * `busyAgents` or a tenant in `busyTenants`, leasing them until `leaseUntil`.
    */
-  async claimFollowUps(wallNow: number, leaseUntil: number, max: number, busyTenants: readonly string[], busyAgents: readonly string[]): Promise<FollowUpRecord[]> {
-    const { rows } = await this.db.query<{
-      task_id: string;
-      agent_id: string;
-      tenant_id: string;
-      endpoint_url: string;
-      remote_task_id: string;
-      follow_delay_ms: number;
-      cancel_requested: boolean;
-    }>(
+  async claimPushFollowUps(
+    signal: AbortSignal,
+    wallNow: number,
+    leaseUntil: number,
+    max: number,
+    busyTenants: readonly string[],
+    busyAgents: readonly string[],
+  ): Promise<PushTaskRecord[]> {
+    const { rows } = await this.db.query<PushTaskRow>(
       `WITH picked AS (
          SELECT p.task_id FROM push_tasks p JOIN push_agents a USING (agent_id)
           WHERE p.follow_at <= $1 AND NOT (a.tenant_id = ANY($4::text[])) AND NOT (p.agent_id = ANY($5::text[]))
@@ -175,22 +241,33 @@ export class PushQueue {
        )
        UPDATE push_tasks p SET follow_at = $2 FROM picked, push_agents a
         WHERE p.task_id = picked.task_id AND a.agent_id = p.agent_id
-        RETURNING p.task_id, p.agent_id, a.tenant_id, a.endpoint_url, p.remote_task_id, p.follow_delay_ms, p.cancel_requested`,
+        RETURNING ${PUSH_TASK_COLUMNS}`,
       [wallNow, leaseUntil, max, [...busyTenants], [...busyAgents]],
+      signal,
     );
-    return rows.map((r) => ({
-      taskId: r.task_id,
-      agentId: r.agent_id,
-      tenantId: r.tenant_id,
-      endpointUrl: r.endpoint_url,
-      remoteTaskId: r.remote_task_id,
-      followDelayMs: r.follow_delay_ms,
-      cancelRequested: r.cancel_requested,
-    }));
+    return rows.map(toPushTask);
   }
 
   /** Makes a claimed follow-up due again at once: the worker had no slot for it after all. */
-  async releaseFollowUp(taskId: string, wallNow: number): Promise<void> {
-    await this.db.query('UPDATE push_tasks SET follow_at = $2 WHERE task_id = $1 AND follow_at IS NOT NULL', [taskId, wallNow]);
+  async releasePushFollowUp(signal: AbortSignal, taskId: string, wallNow: number): Promise<void> {
+    await this.db.query('UPDATE push_tasks SET follow_at = $2 WHERE task_id = $1 AND follow_at IS NOT NULL', [taskId, wallNow], signal);
+  }
+
+  /** Asks the push worker to forward a cancel of the hub task to its agent (no-op for other tasks). */
+  async requestPushCancel(signal: AbortSignal, taskId: string): Promise<void> {
+    await this.db.query('UPDATE push_tasks SET cancel_requested = true, follow_at = 0 WHERE task_id = $1', [taskId], signal);
+  }
+
+  /**
+   * Stops following a settled push task, unless a cancel was requested meanwhile (a follow-up
+   * that saw the hub task canceled must not drop the cancel still to be forwarded).
+   */
+  async stopPushFollowUp(signal: AbortSignal, taskId: string): Promise<void> {
+    await this.db.query('UPDATE push_tasks SET follow_at = NULL WHERE task_id = $1 AND NOT cancel_requested', [taskId], signal);
+  }
+
+  /** The cancel reached the agent (or was tried): nothing more to do for the task. */
+  async pushCancelForwarded(signal: AbortSignal, taskId: string): Promise<void> {
+    await this.db.query('UPDATE push_tasks SET follow_at = NULL, cancel_requested = false WHERE task_id = $1', [taskId], signal);
   }
 }

@@ -22,12 +22,12 @@
  *   while it works, followed with GetTask at a backing-off pace until it is terminal or waits for
  *   input. A hub cancel is forwarded, best effort.
  */
-import type { CallContext, EgressPolicy, Logger, Metrics } from '@agenthub/runtime';
+import { detachedSignal, type CallContext, type EgressPolicy, type Logger, type Metrics } from '@agenthub/runtime';
 import { PushCaller, PushMetrics, type PushCredentials } from './push-calls.js';
 import { PushForwarder, type Forwarded } from './push-forward.js';
 import { PushRelay } from './push-relay.js';
 import { PushSlots } from './push-slots.js';
-import { PushQueue, type ClaimedDelivery, type PushAgentRecord } from './push-store.js';
+import type { ClaimedDelivery, PushAgentRecord } from './push-store.js';
 import { inboxChannel, type MessagingEnv } from './tasks.js';
 
 export interface PushOptions {
@@ -75,18 +75,12 @@ interface Drain {
   nudge(): void;
 }
 
-/** Test seams: the worker's claims (a test drives interleavings through them). */
-export interface PushSeams {
-  queue?: PushQueue;
-}
-
 class PushWorker {
   private readonly abort = new AbortController();
   private readonly ctx: CallContext;
   private readonly hubCtx: CallContext;
   private readonly caller: PushCaller;
   private readonly forwarder: PushForwarder;
-  private readonly queue: PushQueue;
   private readonly slots: PushSlots;
   /** Inbox channels of the agents this replica served: a send to one on another replica wakes this worker. */
   private readonly listening = new Map<string, Promise<() => Promise<void>>>();
@@ -115,7 +109,6 @@ class PushWorker {
     metrics: Metrics,
     policy: EgressPolicy,
     credentials: PushCredentials,
-    seams: PushSeams,
   ) {
     this.ctx = { principal: undefined, deadline: undefined, signal: this.abort.signal, log };
     // The worker's own calls to identity (the agent's tenant, grants): no caller is behind them.
@@ -131,7 +124,6 @@ class PushWorker {
     );
     const schedule = { now: () => this.kick(), in: (ms: number) => this.wakeIn(ms) };
     this.forwarder = new PushForwarder(env, this.caller, relay, schedule, options.maxBackoffMs, this.abort.signal, log);
-    this.queue = seams.queue ?? new PushQueue(env.store.db);
     this.slots = new PushSlots({
       total: options.concurrency,
       perTenant: options.perTenant ?? Math.max(1, Math.floor(options.concurrency / 4)),
@@ -150,10 +142,12 @@ class PushWorker {
 
   /**
    * This replica queued a delivery for the agent. Every send wakes its recipient; only a push
-   * agent's is work here (the send just looked its recipient up, so this asks the cache).
+   * agent's is work here (the send just looked its recipient up, so this asks the cache). An
+   * agent whose inbox channel the worker listens on hears it there already: the service's Kv
+   * (LocalFirstKv) delivers this process's publishes in-process too.
    */
   private heard(agentId: string): void {
-    if (this.drains.has(agentId)) return this.wake(agentId);
+    if (this.listening.has(agentId)) return;
     this.env.recipients.get(agentId, this.hubCtx).then(
       (agent) => {
         if (!agent || agent.endpointUrl) this.wake(agentId);
@@ -177,7 +171,10 @@ class PushWorker {
       return;
     }
     this.passing = this.pass()
-      .catch((err) => this.log.error({ err }, 'the push worker could not look for work'))
+      // A claim its stop cancelled is no failure.
+      .catch((err) => {
+        if (!this.abort.signal.aborted) this.log.error({ err }, 'the push worker could not look for work');
+      })
       .finally(() => {
         this.passing = undefined;
         if (this.again) {
@@ -223,10 +220,17 @@ class PushWorker {
     this.contended = false;
     if (this.slots.free() > 0) {
       const now = Date.now();
-      const due = await this.queue.claimFollowUps(now, now + this.leaseMs, this.slots.free(), this.slots.busyTenants(), this.slots.busyAgents());
+      const due = await this.env.pushes.claimPushFollowUps(
+        this.abort.signal,
+        now,
+        now + this.leaseMs,
+        this.slots.free(),
+        this.slots.busyTenants(),
+        this.slots.busyAgents(),
+      );
       for (const push of due) {
         // One claim may bring more of a tenant or agent than its share: the rest go back.
-        if (this.slots.room(push.tenantId, push.agentId) === 0) await this.queue.releaseFollowUp(push.taskId, Date.now());
+        if (this.slots.room(push.tenantId, push.agentId) === 0) await this.env.pushes.releasePushFollowUp(detachedSignal(), push.taskId, Date.now());
         else {
           this.slots.take(push.tenantId, push.agentId);
           this.occupy(push.tenantId, push.agentId, () => this.forwarder.followUp(push));
@@ -239,7 +243,7 @@ class PushWorker {
       return;
     }
     const now = Date.now();
-    const { agents, waiting } = await this.queue.claimAgents(this.env.now(), now, now + this.leaseMs, free, this.slots.busyTenants());
+    const { agents, waiting } = await this.env.pushes.claimPushAgents(this.abort.signal, this.env.now(), now, now + this.leaseMs, free, this.slots.busyTenants());
     this.waiting = new Set(waiting);
     for (const agent of agents) this.track(this.drain(agent));
   }
@@ -319,10 +323,10 @@ class PushWorker {
           try {
             if (Date.now() > leaseUntil - this.leaseMs / 2) {
               leaseUntil = Date.now() + this.leaseMs;
-              await this.queue.renewAgent(agent.agentId, leaseUntil);
+              await this.env.pushes.renewPushAgent(detachedSignal(), agent.agentId, leaseUntil);
             }
             const now = this.env.now();
-            claimed = (await this.queue.claimDeliveries(agent.agentId, now, now + this.claimMs, room)).filter(
+            claimed = (await this.env.pushes.claimPushDeliveries(detachedSignal(), agent.agentId, now, now + this.claimMs, room)).filter(
               // A delivery waiting behind its task's earlier one past its claim comes back: it is still ours.
               (item) => !held.has(item.delivery.id),
             );
@@ -367,7 +371,7 @@ class PushWorker {
       const backoff = failures ? this.backoff(failures) : 0;
       const now = Date.now();
       try {
-        await this.queue.releaseAgent(agent.agentId, failures, failures ? now + backoff : 0, now);
+        await this.env.pushes.releasePushAgent(detachedSignal(), agent.agentId, failures, failures ? now + backoff : 0, now);
       } finally {
         this.drains.delete(agent.agentId);
         if (failures) this.wakeIn(backoff);
@@ -384,8 +388,8 @@ class PushWorker {
  */
 export function startPushWorker(
   env: MessagingEnv,
-  deps: { log: Logger; metrics: Metrics; policy: EgressPolicy; credentials: PushCredentials; options?: Partial<PushOptions>; seams?: PushSeams },
+  deps: { log: Logger; metrics: Metrics; policy: EgressPolicy; credentials: PushCredentials; options?: Partial<PushOptions> },
 ): () => Promise<void> {
-  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics, deps.policy, deps.credentials, deps.seams ?? {});
+  const worker = new PushWorker(env, { ...DEFAULT_PUSH_OPTIONS, ...deps.options }, deps.log, deps.metrics, deps.policy, deps.credentials);
   return () => worker.stop();
 }

@@ -3,7 +3,10 @@ import type { Db, Kv, ServiceHandlers } from '@agenthub/runtime';
 import { ackDelivery, pollInbox } from './inbox.js';
 import { Recipients } from './recipients.js';
 import { sendMessageOnce } from './send-once.js';
-import { MessagingStore } from './store.js';
+import { DeliveryStore } from './delivery-store.js';
+import { PushStore } from './push-store.js';
+import { SendKeyStore } from './send-key-store.js';
+import { TaskStore } from './task-store.js';
 import { watchTask } from './streams.js';
 import {
   callerOf,
@@ -12,12 +15,13 @@ import {
   getTask,
   inboxChannel,
   listTasks,
+  SettledHandoff,
   updateTask,
   type IdentityClient,
   type MessagingEnv,
   type MessagingLimits,
 } from './tasks.js';
-import { InboxWakes } from './wake.js';
+import { InboxWakes, LocalFirstKv } from './wake.js';
 
 /** The environment the handlers and the sweeper share. */
 export function messagingEnv(deps: {
@@ -27,12 +31,17 @@ export function messagingEnv(deps: {
   limits?: Partial<MessagingLimits>;
   now?: () => number;
 }): MessagingEnv {
+  const kv = new LocalFirstKv(deps.kv);
   return {
-    store: new MessagingStore(deps.db),
+    tasks: new TaskStore(deps.db),
+    deliveries: new DeliveryStore(deps.db),
+    pushes: new PushStore(deps.db),
+    sendKeys: new SendKeyStore(deps.db),
     identity: deps.identity,
     recipients: new Recipients(deps.identity),
-    kv: deps.kv,
-    wakes: new InboxWakes(deps.kv, inboxChannel),
+    kv,
+    wakes: new InboxWakes(kv, inboxChannel),
+    settled: new SettledHandoff(),
     limits: { ...DEFAULT_LIMITS, ...deps.limits },
     now: deps.now ?? Date.now,
   };

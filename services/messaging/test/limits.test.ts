@@ -11,7 +11,7 @@ const text = (t: string) => ({ content: { case: 'text' as const, value: { text: 
 describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s)', (_name, backend) => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack(backend, { limits: { maxTaskItems: 3, maxTasksInFlightPerSender: 2 } });
+    stack = await startStack(backend, { replicas: 2, limits: { maxTaskItems: 3, maxTasksInFlightPerSender: 2 } });
   });
   afterAll(() => stack?.stop());
 
@@ -30,6 +30,24 @@ describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s
     await send(other);
     await messaging!.updateTask({ taskId: first.id, state: TaskState.COMPLETED }, recipient.as);
     await send(sender);
+  });
+
+  it('concurrent sends of one sender at its quota: exactly the quota is accepted, on every replica together', async () => {
+    const sender = await stack.agent('acme', 'racing-sender');
+    const recipient = await stack.agent('acme', 'racing-recipient');
+    // Sent at once, they are written in grouped inserts on each replica: the count must hold across
+    // the sends of one statement, concurrent statements and replicas alike.
+    const outcomes = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => {
+        const send = stack.replicas[i % stack.replicas.length]!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text(`r${i}`)] } }, sender.as);
+        return send.then((r) => ({ accepted: r.task!.id }), () => failure(send));
+      }),
+    );
+    const accepted = outcomes.filter((o) => 'accepted' in o);
+    expect(accepted).toHaveLength(2);
+    expect(outcomes.filter((o) => !('accepted' in o))).toEqual(Array(22).fill(expect.objectContaining({ reason: Reason.QUOTA_EXCEEDED, field: 'tasks_in_flight_per_sender' })));
+    const { tasks } = await stack.replicas[0]!.listTasks({ peerAgentId: recipient.id, pageSize: 100 }, sender.as);
+    expect(tasks).toHaveLength(2);
   });
 
   it('refuses the message or artifacts that would pass maxTaskItems, leaving the task unchanged', async () => {

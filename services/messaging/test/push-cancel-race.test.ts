@@ -3,7 +3,7 @@ import { messagingv1 } from '@agenthub/proto';
 import { egressPolicy, Metrics, migrate, openDb, openKv, type CallContext, type Db, type Kv } from '@agenthub/runtime';
 import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
 import { messagingEnv, startPushWorker, type IdentityClient, type MessagingEnv } from '../src/index.js';
-import { PushQueue, type FollowUpRecord } from '../src/push-store.js';
+import { PushStore, type PushTaskRecord } from '../src/push-store.js';
 import { cancelTask } from '../src/tasks.js';
 import { eventually, startRecorder, type Recorder } from './push-stack.js';
 
@@ -50,8 +50,10 @@ describe.each(backends().map((b) => [b.name, b] as const))('push cancel race (%s
   });
 
   it('a cancel requested between the claim of a follow-up and its look at the hub task is forwarded to the agent', async () => {
+    const signal = new AbortController().signal;
     const now = Date.now();
-    await env.store.createTask(
+    await env.tasks.createTask(
+      signal,
       {
         id: TASK,
         contextId: 'ctx_race',
@@ -70,15 +72,15 @@ describe.each(backends().map((b) => [b.name, b] as const))('push cancel race (%s
       },
       undefined,
     );
-    await env.store.recordPushAgent(PUSH_AGENT, `${agent.url}/a2a`, 'acme');
+    await env.pushes.recordPushAgent(signal, PUSH_AGENT, `${agent.url}/a2a`, 'acme');
     // The agent is working on its task: a follow-up is due now.
-    await env.store.savePushTask(TASK, PUSH_AGENT, REMOTE_TASK, now, 10);
+    await env.pushes.savePushTask(signal, TASK, PUSH_AGENT, REMOTE_TASK, now, 10);
 
     const ctx: CallContext = { principal: { kind: 'agent', ...SENDER }, deadline: undefined, signal: new AbortController().signal, log: testLogger() };
     let canceledInBetween = false;
-    class CancelAfterClaim extends PushQueue {
-      override async claimFollowUps(...args: Parameters<PushQueue['claimFollowUps']>): Promise<FollowUpRecord[]> {
-        const claimed = await super.claimFollowUps(...args);
+    class CancelAfterClaim extends PushStore {
+      override async claimPushFollowUps(...args: Parameters<PushStore['claimPushFollowUps']>): Promise<PushTaskRecord[]> {
+        const claimed = await super.claimPushFollowUps(...args);
         if (!canceledInBetween && claimed.some((push) => push.taskId === TASK && !push.cancelRequested)) {
           canceledInBetween = true;
           await cancelTask(env, ctx, SENDER, create(messagingv1.CancelTaskRequestSchema, { taskId: TASK }));
@@ -87,13 +89,12 @@ describe.each(backends().map((b) => [b.name, b] as const))('push cancel race (%s
       }
     }
 
-    const stop = startPushWorker(env, {
+    const stop = startPushWorker({ ...env, pushes: new CancelAfterClaim(db) }, {
       log: testLogger(),
       metrics: new Metrics(),
       policy: egressPolicy(true),
       credentials: async () => '',
       options: { pollMs: 50, timeoutMs: 2_000 },
-      seams: { queue: new CancelAfterClaim(db) },
     });
     try {
       const asked = () => agent.received.map((r) => JSON.parse(r.body) as { method: string; params: { id: string } });
@@ -101,7 +102,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push cancel race (%s
       expect(canceledInBetween).toBe(true);
       // The follow-up found the hub task canceled and asked nothing else; then the cancel went out, once.
       expect(asked().map((call) => [call.method, call.params.id])).toEqual([['CancelTask', REMOTE_TASK]]);
-      expect((await env.store.getTask(TASK, false))?.state).toBe('canceled');
+      expect((await env.tasks.getTask(signal, TASK, false))?.state).toBe('canceled');
       // Forwarded: nothing left to do for the task.
       await eventually(async () => {
         const { rows } = await db.query<{ follow_at: string | null; cancel_requested: boolean }>('SELECT follow_at, cancel_requested FROM push_tasks WHERE task_id = $1', [TASK]);

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { egressPolicy, Metrics, migrate, newId, openDb, openKv, type Db, type Kv } from '@agenthub/runtime';
-import { PushQueue } from '../src/push-store.js';
+import { PushStore } from '../src/push-store.js';
 import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
 import { messagingEnv, startPushWorker, type IdentityClient, type MessagingEnv } from '../src/index.js';
 import { startEchoAgent, type EchoAgent } from './echo-agent.js';
@@ -14,6 +14,8 @@ import { eventually } from './push-stack.js';
  * times out after 10 s, so a delivery that waited for a tarpit's slot would take that long.
  */
 
+/** The test's own store calls run to completion. */
+const signal = new AbortController().signal;
 const agents = new Map<string, string>();
 /** Identity as the worker asks it: each agent's tenant (senders are of the same tenant); `connected_` agents have no endpoint. */
 const identity = {
@@ -71,12 +73,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on 
   async function queue(tenantId: string, url: string, count: number): Promise<string[]> {
     const agentId = newId('agent');
     agents.set(agentId, tenantId);
-    await env.store.recordPushAgent(agentId, url, tenantId);
+    await env.pushes.recordPushAgent(signal, agentId, url, tenantId);
     const ids: string[] = [];
     for (let n = 0; n < count; n += 1) {
       const now = Date.now();
       const message = { role: 'user', messageId: newId('msg'), parts: [{ text: { text: `message ${n}` } }] };
-      const task = await env.store.createTask(
+      const task = await env.tasks.createTask(
+        signal,
         {
           id: newId('task'),
           contextId: newId('ctx'),
@@ -111,7 +114,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on 
     return stop;
   }
 
-  const completed = async (ids: string[]) => (await Promise.all(ids.map((id) => env.store.getTask(id, false)))).every((t) => t?.state === 'completed');
+  const completed = async (ids: string[]) => (await Promise.all(ids.map((id) => env.tasks.getTask(signal, id, false)))).every((t) => t?.state === 'completed');
 
   it("the agents of one tenant hold at most its share, however many of them one claim brings", async () => {
     const tarpits = await Promise.all([0, 1, 2, 3].map(() => startTarpit()));
@@ -157,24 +160,23 @@ describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on 
   it('a send to a connected agent is no work for the push worker of its replica: it runs no claim', async () => {
     let claims = 0;
     let finished = 0;
-    class Counting extends PushQueue {
-      override async claimAgents(...args: Parameters<PushQueue['claimAgents']>) {
+    class Counting extends PushStore {
+      override async claimPushAgents(...args: Parameters<PushStore['claimPushAgents']>) {
         claims += 1;
         try {
-          return await super.claimAgents(...args);
+          return await super.claimPushAgents(...args);
         } finally {
           finished += 1;
         }
       }
     }
     // No poll within the test: only wake-ups make passes.
-    const stop = startPushWorker(env, {
+    const stop = startPushWorker({ ...env, pushes: new Counting(db) }, {
       log: testLogger(),
       metrics: new Metrics(),
       policy: egressPolicy(true),
       credentials: async () => '',
       options: { pollMs: 600_000 },
-      seams: { queue: new Counting(db) },
     });
     let stopped = false;
     try {

@@ -47,7 +47,7 @@ export async function membershipCounts(env: WorkspaceEnv, ctx: CallContext, work
  * membership has no approved grant behind it. Tenant trust alone gives no access.
  */
 export async function resolveAccess(env: WorkspaceEnv, ctx: CallContext, caller: Caller, workspaceId: string, options: { countMembers?: boolean } = {}): Promise<Access> {
-  const found = await env.store.getWorkspaceWithMember(workspaceId, caller.agentId, options);
+  const found = await env.store.getWorkspaceWithMember(ctx.signal, workspaceId, caller.agentId, options);
   if (!found) throw HubError.notFound();
   const { workspace, member, memberCount } = found;
   if (!member || !(await membershipCounts(env, ctx, workspace, member))) throw HubError.accessDenied();

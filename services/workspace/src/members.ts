@@ -49,7 +49,7 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agentId }, { parent: ctx });
     if (!grant.approved) throw HubError.grantRequired();
   }
-  const stored = await env.store.upsertMember({
+  const stored = await env.store.upsertMember(ctx.signal, {
     workspaceId,
     agentId,
     agentName: agent?.name ?? '',
@@ -69,13 +69,13 @@ export async function removeMember(env: WorkspaceEnv, ctx: CallContext, caller: 
   const access = await resolveAccess(env, ctx, caller, workspaceId);
   requireRole(access, Role.ADMIN);
   if (agentId === access.workspace.ownerAgentId) throw HubError.invalidOperation('Cannot remove workspace owner');
-  if (!(await env.store.removeMember(workspaceId, agentId, memberRemoved(workspaceId, agentId, caller.agentId)))) throw HubError.notFound('Member not found');
+  if (!(await env.store.removeMember(ctx.signal, workspaceId, agentId, memberRemoved(workspaceId, agentId, caller.agentId)))) throw HubError.notFound('Member not found');
   return { workspaceId, agentId };
 }
 
 /** Any member; ordered by added_at, then agent_id. Members whose grant lapsed are listed too. */
 export async function listMembers(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.ListMembersRequest) {
   const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
-  const members = await env.store.listMembers(access.workspace.id);
+  const members = await env.store.listMembers(ctx.signal, access.workspace.id);
   return { members: members.map(memberMessage) };
 }

@@ -36,7 +36,7 @@ export function memoriesQuotaExceeded(quota: 'memories_per_workspace' | 'memory_
 /** Operator only: the tenant's workspaces against their quota, and each one's memories against theirs. */
 export async function tenantUsage(env: WorkspaceEnv, ctx: CallContext, tenantId: string) {
   if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
-  const rows = await env.store.tenantUsage(tenantId);
+  const rows = await env.store.tenantUsage(ctx.signal, tenantId);
   const q = env.quotas;
   const usage = (quota: string, scope: string, used: number, limit: number) => ({ quota, scope, used: BigInt(used), limit: BigInt(limit) });
   return {

@@ -58,6 +58,12 @@ export function createWorkspaceHandlers(deps: {
       return { types: MEMORY_TYPES.map(({ type, description }) => ({ type, description })) };
     },
     resolveAccess: async (request, ctx) => {
+      // The operator administers every workspace that exists (the secrets service rotating one
+      // for `agenthub secrets rotate-key` learns that an unknown id is NOT_FOUND).
+      if (!request.agentId && ctx.principal?.kind === 'operator') {
+        if (!(await env.store.getWorkspace(ctx.signal, validate.workspaceId(request.workspaceId)))) throw HubError.notFound();
+        return { role: workspacev1.Role.ADMIN, owner: false };
+      }
       const access = await resolveAccess(env, ctx, accessSubject(ctx, request.agentId), validate.workspaceId(request.workspaceId));
       return { role: access.role, owner: access.owner };
     },

@@ -98,7 +98,7 @@ export class WorkspaceStore {
 
   /** Inserts the workspace and its owner's admin membership together, with `event`. */
   /** False, and nothing written, when the owner's tenant already owns `maxPerTenant` workspaces. */
-  async createWorkspace(workspace: WorkspaceRecord, owner: MemberRecord, event: OutboxEvent, maxPerTenant: number): Promise<boolean> {
+  async createWorkspace(signal: AbortSignal, workspace: WorkspaceRecord, owner: MemberRecord, event: OutboxEvent, maxPerTenant: number): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       // Serialises creations in one tenant so two concurrent calls cannot both pass the count.
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`workspaces:${workspace.ownerTenantId}`]);
@@ -112,32 +112,33 @@ export class WorkspaceStore {
       await tx.query(`INSERT INTO members (${MEMBER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, memberValues(owner));
       await appendEvent(tx, event);
       return true;
-    });
+    }, signal);
   }
 
   /** Each workspace the tenant owns, with its memories and their content's bytes. */
-  async tenantUsage(tenantId: string): Promise<{ id: string; memories: number; bytes: string | number }[]> {
+  async tenantUsage(signal: AbortSignal, tenantId: string): Promise<{ id: string; memories: number; bytes: string | number }[]> {
     const { rows } = await this.db.query<{ id: string; memories: number; bytes: string | number }>(
       `SELECT w.id, count(m.id)::int AS memories, coalesce(sum(octet_length(m.content)), 0)::bigint AS bytes
          FROM workspaces w LEFT JOIN memories m ON m.workspace_id = w.id
         WHERE w.owner_tenant_id = $1 GROUP BY w.id ORDER BY w.id`,
       [tenantId],
+      signal,
     );
     return rows;
   }
 
-  async getWorkspace(id: string): Promise<WorkspaceRecord | undefined> {
-    const { rows } = await this.db.query<WorkspaceRow>('SELECT * FROM workspaces WHERE id = $1', [id]);
+  async getWorkspace(signal: AbortSignal, id: string): Promise<WorkspaceRecord | undefined> {
+    const { rows } = await this.db.query<WorkspaceRow>('SELECT * FROM workspaces WHERE id = $1', [id], signal);
     return rows[0] && toWorkspace(rows[0]);
   }
 
   /** Deletes the workspace and, by cascade, its members; false when it was already gone. */
-  async deleteWorkspace(id: string, event: OutboxEvent): Promise<boolean> {
+  async deleteWorkspace(signal: AbortSignal, id: string, event: OutboxEvent): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const { rowCount } = await tx.query('DELETE FROM workspaces WHERE id = $1', [id]);
       if (rowCount > 0) await appendEvent(tx, event);
       return rowCount > 0;
-    });
+    }, signal);
   }
 
   /**
@@ -146,6 +147,7 @@ export class WorkspaceStore {
    * the member count to the same statement (one round trip for `GetWorkspace`).
    */
   async getWorkspaceWithMember(
+    signal: AbortSignal,
     workspaceId: string,
     agentId: string,
     options: { countMembers?: boolean } = {},
@@ -158,6 +160,7 @@ export class WorkspaceStore {
          FROM workspaces w LEFT JOIN members m ON m.workspace_id = w.id AND m.agent_id = $2
         WHERE w.id = $1`,
       [workspaceId, agentId],
+      signal,
     );
     const row = rows[0];
     if (!row) return undefined;
@@ -176,16 +179,17 @@ export class WorkspaceStore {
   }
 
   /** Members ordered by added_at, then agent_id. */
-  async listMembers(workspaceId: string): Promise<MemberRecord[]> {
+  async listMembers(signal: AbortSignal, workspaceId: string): Promise<MemberRecord[]> {
     const { rows } = await this.db.query<MemberRow>(
       `SELECT ${MEMBER_COLUMNS} FROM members WHERE workspace_id = $1 ORDER BY added_at, agent_id`,
       [workspaceId],
+      signal,
     );
     return rows.map(toMember);
   }
 
   /** Every membership of the agent with its workspace, ordered by workspace created_at, then id. */
-  async listMemberships(agentId: string): Promise<MembershipRecord[]> {
+  async listMemberships(signal: AbortSignal, agentId: string): Promise<MembershipRecord[]> {
     const { rows } = await this.db.query<WorkspaceRow & MemberRow>(
       `SELECT w.id, w.name, w.description, w.owner_agent_id, w.owner_tenant_id, w.created_at,
               m.workspace_id, m.agent_id, m.agent_name, m.tenant_id, m.role, m.added_by, m.added_at
@@ -193,6 +197,7 @@ export class WorkspaceStore {
         WHERE m.agent_id = $1
         ORDER BY w.created_at, w.id`,
       [agentId],
+      signal,
     );
     return rows.map((row) => ({ workspace: toWorkspace(row), member: toMember(row) }));
   }
@@ -205,6 +210,7 @@ export class WorkspaceStore {
    * announces nothing).
    */
   async upsertMember(
+    signal: AbortSignal,
     member: MemberRecord,
     onCreated: (stored: MemberRecord) => OutboxEvent,
     options: { rebase?: boolean } = {},
@@ -226,15 +232,15 @@ export class WorkspaceStore {
       const stored = toMember(row);
       if (row.created) await appendEvent(tx, onCreated(stored));
       return { member: stored, created: row.created };
-    });
+    }, signal);
   }
 
   /** False when the agent was not a member. */
-  async removeMember(workspaceId: string, agentId: string, event: OutboxEvent): Promise<boolean> {
+  async removeMember(signal: AbortSignal, workspaceId: string, agentId: string, event: OutboxEvent): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const { rowCount } = await tx.query('DELETE FROM members WHERE workspace_id = $1 AND agent_id = $2', [workspaceId, agentId]);
       if (rowCount > 0) await appendEvent(tx, event);
       return rowCount > 0;
-    });
+    }, signal);
   }
 }

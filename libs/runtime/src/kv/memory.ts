@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Kv, TakeResult } from './kv.js';
+import { throwIfAborted } from '../abort.js';
 
 /** Past this many buckets, full ones (indistinguishable from absent ones) are dropped. */
 const BUCKET_SWEEP_AT = 10_000;
@@ -10,7 +11,8 @@ export class MemoryKv implements Kv {
   private readonly buckets = new Map<string, { tokens: number; at: number; full: number }>();
   private readonly channels = new EventEmitter().setMaxListeners(0);
 
-  async get(key: string): Promise<string | undefined> {
+  async get(key: string, signal?: AbortSignal): Promise<string | undefined> {
+    throwIfAborted(signal);
     const entry = this.values.get(key);
     if (!entry) return undefined;
     if (entry.expiresAt <= Date.now()) {
@@ -20,21 +22,25 @@ export class MemoryKv implements Kv {
     return entry.value;
   }
 
-  async set(key: string, value: string, ttlMs?: number): Promise<void> {
+  async set(key: string, value: string, ttlMs?: number, signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     this.values.set(key, { value, expiresAt: ttlMs === undefined ? Infinity : Date.now() + ttlMs });
   }
 
-  async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
+  async setIfAbsent(key: string, value: string, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    throwIfAborted(signal);
     if ((await this.get(key)) !== undefined) return false;
     await this.set(key, value, ttlMs);
     return true;
   }
 
-  async del(key: string): Promise<void> {
+  async del(key: string, signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     this.values.delete(key);
   }
 
-  async take(key: string, capacity: number, refillPerSec: number, cost: number): Promise<TakeResult> {
+  async take(key: string, capacity: number, refillPerSec: number, cost: number, signal?: AbortSignal): Promise<TakeResult> {
+    throwIfAborted(signal);
     const now = Date.now();
     const bucket = this.buckets.get(key);
     let tokens = bucket ? Math.min(capacity, bucket.tokens + ((now - bucket.at) * refillPerSec) / 1000) : capacity;
@@ -48,7 +54,8 @@ export class MemoryKv implements Kv {
     return { allowed, remaining: Math.floor(tokens), retryAfterMs: allowed ? 0 : Math.ceil((missing / refillPerSec) * 1000) };
   }
 
-  async publish(channel: string, message: string): Promise<void> {
+  async publish(channel: string, message: string, signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     // Delivered on a later tick, as with Redis: a publisher never runs subscribers inline.
     setImmediate(() => this.channels.emit(channel, message));
   }
@@ -60,7 +67,9 @@ export class MemoryKv implements Kv {
     };
   }
 
-  async ping(): Promise<void> {}
+  async ping(signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
+  }
 
   async close(): Promise<void> {
     this.values.clear();

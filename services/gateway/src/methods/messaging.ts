@@ -26,8 +26,14 @@ export const WAITING_CALL_MS = 70_000;
 /**
  * A stream is closed (cleanly) after this long; the client reconnects with Last-Event-ID and
  * loses nothing. Bounding it lets deadlines, deploys and load balancers work as for other calls.
+ * The default of HUB_STREAM_MAX_MS.
  */
 export const STREAM_MAX_MS = 30 * 60_000;
+
+/** The gateway's bound on its streams (HUB_STREAM_MAX_MS); STREAM_MAX_MS when unset. */
+export interface StreamOptions {
+  streamMaxMs?: number;
+}
 /** Longest `x-ttl`, in seconds (ten years): a delivery may wait that long for an offline recipient. */
 export const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
 /** Each long-poll behind `x-hub/inbox.stream`. */
@@ -186,9 +192,9 @@ export function resumeVersion(lastEventId: string | undefined): bigint | undefin
 
 type Streaming = (request: unknown, options: CallOptions) => AsyncIterable<unknown>;
 
-/** Ends the stream quietly at STREAM_MAX_MS (the client resumes) or when the client leaves. */
-async function* bounded<T>(open: (signal: AbortSignal) => AsyncIterable<T>, ctx: RpcContext): AsyncIterable<T> {
-  const limit = AbortSignal.timeout(STREAM_MAX_MS);
+/** Ends the stream quietly after `maxMs` (the client resumes) or when the client leaves. */
+async function* bounded<T>(open: (signal: AbortSignal) => AsyncIterable<T>, ctx: RpcContext, maxMs: number): AsyncIterable<T> {
+  const limit = AbortSignal.timeout(maxMs);
   const signal = ctx.signal ? AbortSignal.any([ctx.signal, limit]) : limit;
   try {
     yield* open(signal);
@@ -234,13 +240,13 @@ function streamMethod(
 }
 
 /** `sent`: the task a send just answered with, streamed first; the watch then resumes after its version. */
-function watch(client: Record<string, (request: unknown, options: CallOptions) => unknown>, request: unknown, ctx: RpcContext, sent?: messagingv1.Task) {
+function watch(client: Record<string, (request: unknown, options: CallOptions) => unknown>, request: unknown, ctx: RpcContext, maxMs: number, sent?: messagingv1.Task) {
   return primed(
     expand(
       bounded((signal) => {
-        const source = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 }) as AsyncIterable<messagingv1.WatchTaskResponse>;
+        const source = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: maxMs + 60_000 }) as AsyncIterable<messagingv1.WatchTaskResponse>;
         return sent ? sentTaskStream(sent, source) : source;
-      }, ctx),
+      }, ctx, maxMs),
       taskEvents,
     ),
   );
@@ -274,11 +280,11 @@ async function* inboxEvents(
   }
 }
 
-export function messagingMethods(clients: Clients): [string, Route][] {
-  return unchecked(clients).map(([name, route]) => [name, checked(route, MESSAGING_PARAMS[name])]);
+export function messagingMethods(clients: Clients, options: StreamOptions = {}): [string, Route][] {
+  return unchecked(clients, options.streamMaxMs ?? STREAM_MAX_MS).map(([name, route]) => [name, checked(route, MESSAGING_PARAMS[name])]);
 }
 
-function unchecked(clients: Clients): [string, Route][] {
+function unchecked(clients: Clients, streamMaxMs: number): [string, Route][] {
   const withHistory = (params: Json) => {
     const cfg = isObject(params.configuration) ? params.configuration : {};
     return cfg.historyLength !== undefined || cfg.blocking === true;
@@ -302,10 +308,10 @@ function unchecked(clients: Clients): [string, Route][] {
     ['SendStreamingMessage', streamMethod(clients, 'watchTask', async (p, ctx, client) => {
       const request = { ...sendRequest(p, ctx), blocking: false };
       const { task } = (await client.sendMessage!(request, { principal: ctx.principal, signal: ctx.signal })) as messagingv1.SendMessageResponse;
-      return watch(client, { taskId: task!.id, afterVersion: task!.version }, ctx, task!);
+      return watch(client, { taskId: task!.id, afterVersion: task!.version }, ctx, streamMaxMs, task!);
     })],
     ['SubscribeToTask', streamMethod(clients, 'watchTask', async (p, ctx, client) =>
-      watch(client, { taskId: taskId(p), afterVersion: resumeVersion(ctx.lastEventId), historyLength: optionalInt(p, 'historyLength', '', 0) }, ctx),
+      watch(client, { taskId: taskId(p), afterVersion: resumeVersion(ctx.lastEventId), historyLength: optionalInt(p, 'historyLength', '', 0) }, ctx, streamMaxMs),
     )],
     ['ListTasks', method(
       clients,
@@ -334,7 +340,7 @@ function unchecked(clients: Clients): [string, Route][] {
     )],
     ['x-hub/inbox.stream', streamMethod(clients, 'pollInbox', async (p, ctx, client) => {
       const max = optionalInt(p, 'max', '', 1, 100) ?? 10;
-      return bounded((signal) => inboxEvents(client, max, ctx, signal), ctx);
+      return bounded((signal) => inboxEvents(client, max, ctx, signal), ctx, streamMaxMs);
     })],
     ['x-hub/inbox.ack', method(clients, 'ackDelivery', (p) => ({ deliveryId: str(p, 'delivery_id', '', true)! }), (r) => ({ acked: r.acked }))],
     ['x-hub/tasks.update', method(

@@ -1,4 +1,4 @@
-import { appendEvent, currentTraceparent, type Db, type Queryable } from '@agenthub/runtime';
+import { appendEvent, currentTraceparent, OUTBOX_INSERT_COLUMNS, outboxValues, throwIfAborted, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
 import { TaskInsertBatcher } from './send-batch.js';
 import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
@@ -40,18 +40,6 @@ export interface TransitionRecord {
   updatedAt: number;
   messages: unknown[];
   artifacts: unknown[];
-}
-
-export interface DeliveryRecord {
-  id: string;
-  taskId: string;
-  contextId: string;
-  senderAgentId: string;
-  message: unknown;
-  createdAt: number;
-  attempts: number;
-  /** The trace of the send that queued it (W3C traceparent), when traced. */
-  traceparent?: string;
 }
 
 interface TaskRow {
@@ -116,6 +104,12 @@ export interface TransitionOptions {
   held?: boolean;
   /** Which items the returned `after` carries; default every one. */
   load?: ItemSelection;
+  /**
+   * The task as the caller read it just now (without its items): `decide` runs on it and the change
+   * is written in one statement, on the condition that the task is still at that version; only
+   * when it moved on meanwhile is the change decided again under the task's lock.
+   */
+  current?: TaskRecord;
 }
 
 /** The event every transition writes, in the transition's transaction. */
@@ -145,25 +139,25 @@ export interface NewDelivery {
   expiresAt: number;
 }
 
-/** All SQL of the messaging service, in its own schema. */
-export class MessagingStore {
+/** The tasks of the messaging service: their rows, items and transitions, written with their events. */
+export class TaskStore {
   private readonly newTasks: TaskInsertBatcher;
 
-  constructor(readonly db: Db) {
+  constructor(private readonly db: Db) {
     this.newTasks = new TaskInsertBatcher(db);
   }
 
   /** The task with the items `load` selects (default all; `false`: none). */
-  async getTask(id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
-    const { rows } = await this.db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
+  async getTask(signal: AbortSignal, id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
+    const { rows } = await this.db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id], signal);
     if (!rows[0]) return undefined;
     const task = toTask(rows[0]);
-    return load ? (await this.withItems([task], load))[0] : task;
+    return load ? (await this.withItems(signal, [task], load))[0] : task;
   }
 
-  /** The tasks with the items `load` selects, read in one query. */
-  async withItems(tasks: TaskRecord[], load: ItemSelection, q: Queryable = this.db): Promise<TaskRecord[]> {
-    const items = await loadItems(q, tasks.map((t) => t.id), load);
+  /** The tasks with the items `load` selects, read in one query (in `q`'s transaction, when given). */
+  async withItems(signal: AbortSignal, tasks: TaskRecord[], load: ItemSelection, q: Queryable = this.db): Promise<TaskRecord[]> {
+    const items = await loadItems(q, tasks.map((t) => t.id), load, signal);
     return tasks.map((t) => ({ ...t, ...items.get(t.id) }));
   }
 
@@ -173,30 +167,17 @@ export class MessagingStore {
    * The rows go in one statement, grouped with concurrent sends (send-batch.ts): one round trip
    * and at most one commit per send, on the send's hot path. Returns the task with its counts and
    * bytes, or undefined, and nothing written, when its sender already has `maxInFlight` tasks
-   * submitted or working.
+   * submitted or working (counted in that statement, so concurrent sends cannot pass it together).
    */
-  async createTask(task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
+  async createTask(signal: AbortSignal, task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
     const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
     const growth = growthOf(items);
     check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
-    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null };
-    if (Number.isFinite(maxInFlight)) {
-      // Counted before the send joins the grouped insert: one read on a partial index, no lock, so
-      // a send keeps its single statement and shared commit. Sends of one sender that race each
-      // other may all pass the count, so the quota can be passed by their number (a bound the
-      // rate limits and the waiting-call cap keep small).
-      // Counting stops at the quota: the read costs at most `maxInFlight` index entries.
-      const { rows: counted } = await this.db.query<{ count: number }>(
-        `SELECT count(*)::int AS count FROM (
-           SELECT 1 FROM tasks WHERE sender_agent_id = $1 AND state IN ('submitted', 'working') LIMIT $2
-         ) AS in_flight`,
-        [task.senderAgentId, maxInFlight],
-      );
-      if ((counted[0]?.count ?? 0) >= maxInFlight) return undefined;
-    }
-    await this.newTasks.insert(rows);
-    return created;
+    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null, quota: maxInFlight };
+    // The grouped insert is shared with other sends, so no one caller's signal cancels it.
+    throwIfAborted(signal);
+    return (await this.newTasks.insert(rows)) ? created : undefined;
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {
@@ -213,10 +194,15 @@ export class MessagingStore {
    * delivery. `decide` may throw to refuse; `purge` deletes the task's queued deliveries.
    */
   async transition(
+    signal: AbortSignal,
     id: string,
     decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
     options: TransitionOptions = {},
   ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
+    if (options.current && !options.held) {
+      const done = await this.transitionFrom(signal, options.current, decide, options);
+      if (done) return done;
+    }
     return this.db.transaction(async (tx) => {
       const { rows } = await tx.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE`, [id]);
       if (!rows[0]) return undefined;
@@ -252,13 +238,102 @@ export class MessagingStore {
       if (next.state !== before.state) await transitionEvent(tx, next, before.state, next.updatedAt);
       if (purge) await tx.query('DELETE FROM deliveries WHERE task_id = $1', [id]);
       if (delivery) await this.insertDelivery(tx, next, delivery);
-      const [after] = await this.withItems([next], options.load ?? { artifacts: true }, tx);
+      const [after] = await this.withItems(signal, [next], options.load ?? { artifacts: true }, tx);
       return { before, after: after! };
-    });
+    }, signal);
+  }
+
+  /**
+   * `transition` from the task as read (unlocked) just now, in one statement: the task row is
+   * updated only if still at `before`'s version, and its items, transition row, event, purge and
+   * delivery are written only with it; the task's earlier items come back in the same round trip.
+   * Undefined when the task moved on (nothing is written) or the change writes no row.
+   */
+  private async transitionFrom(
+    signal: AbortSignal,
+    before: TaskRecord,
+    decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
+    options: TransitionOptions,
+  ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
+    const decided = decide(before, undefined);
+    const { delivery, purge } = decided;
+    const addedMessages = decided.append?.messages ?? [];
+    const addedArtifacts = decided.append?.artifacts ?? [];
+    const items = [...serializeItems('message', addedMessages), ...serializeItems('artifact', addedArtifacts)];
+    const growth = growthOf(items);
+    if (items.length) options.check?.(before, growth);
+    if (decided.next.state === before.state && !items.length) return undefined;
+    const next: TaskRecord = {
+      ...before,
+      state: decided.next.state,
+      updatedAt: decided.next.updatedAt,
+      messageCount: before.messageCount + growth.messages,
+      artifactCount: before.artifactCount + growth.artifacts,
+      bytes: before.bytes + growth.bytes,
+      version: before.version + 1,
+      messages: [],
+      artifacts: [],
+    };
+    const params: unknown[] = [];
+    const p = (value: unknown) => `$${params.push(value)}`;
+    const id = p(next.id);
+    const state = p(next.state);
+    const updatedAt = p(next.updatedAt);
+    const version = p(next.version);
+    const withs = [
+      `upd AS (UPDATE tasks SET state = ${state}, updated_at = ${updatedAt}::bigint, version = ${version}::bigint, message_count = ${p(next.messageCount)}::integer,
+                artifact_count = ${p(next.artifactCount)}::integer, bytes = ${p(next.bytes)}::bigint WHERE id = ${id} AND version = ${p(before.version)}::bigint RETURNING id)`,
+      `transition AS (INSERT INTO task_transitions (task_id, version, state, updated_at, messages, artifacts)
+         SELECT id, ${version}::bigint, ${state}, ${updatedAt}::bigint, ${p(jsonArray(items, 'message'))}::jsonb, ${p(jsonArray(items, 'artifact'))}::jsonb FROM upd)`,
+    ];
+    if (items.length) {
+      const seq = { message: before.messageCount, artifact: before.artifactCount };
+      withs.push(`item AS (INSERT INTO task_items (task_id, kind, seq, item_id, body, bytes)
+         SELECT upd.id, x.kind, x.seq, x.item_id, x.body::jsonb, x.bytes
+           FROM upd, unnest(${p(items.map((i) => i.kind))}::text[], ${p(items.map((i) => seq[i.kind]++))}::int[], ${p(items.map((i) => i.itemId))}::text[],
+                            ${p(items.map((i) => i.body))}::text[], ${p(items.map((i) => i.bytes))}::int[]) AS x (kind, seq, item_id, body, bytes))`);
+    }
+    if (next.state !== before.state) {
+      const values = outboxValues(transitionEventOf(next, before.state), new Date(next.updatedAt), currentTraceparent() ?? null);
+      const [eventId, topic, key, type, payload, createdAt, traceparent] = values;
+      withs.push(`event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS})
+         SELECT ${p(eventId)}, ${p(topic)}, ${p(key)}, ${p(type)}, ${p(payload)}::jsonb, ${p(createdAt)}::bigint, ${p(traceparent)} FROM upd)`);
+    }
+    if (purge) withs.push(`purge AS (DELETE FROM deliveries WHERE task_id = ${id} AND EXISTS (SELECT 1 FROM upd))`);
+    if (delivery) {
+      withs.push(`delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent)
+         SELECT ${p(delivery.id)}, upd.id, ${p(next.recipientAgentId)}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint,
+                ${p(currentTraceparent() ?? null)} FROM upd)`);
+    }
+    // The earlier items `load` selects, as they were before this statement (it sees none of its own
+    // writes); the new ones are appended below. A row with no item when there is none.
+    const load = options.load ?? { artifacts: true };
+    const wantMessages = load.historyLength === undefined || load.historyLength > 0;
+    const { rows } = await this.db.query<{ updated: number; kind: 'message' | 'artifact' | null; body: unknown }>(
+      `WITH ${withs.join(',\n')}
+       SELECT (SELECT count(*) FROM upd)::int AS updated, i.kind, i.body
+         FROM (SELECT 1) AS one
+         LEFT JOIN task_items i ON i.task_id = ${id}
+              AND ((i.kind = 'message' AND ${p(wantMessages)}::boolean AND i.seq >= ${p(next.messageCount - (load.historyLength ?? next.messageCount))}::integer)
+                OR (i.kind = 'artifact' AND ${p(load.artifacts)}::boolean))
+        ORDER BY i.kind, i.seq`,
+      params,
+      signal,
+    );
+    if (!rows[0]?.updated) return undefined;
+    const messages: unknown[] = [];
+    const artifacts: unknown[] = [];
+    for (const row of rows) {
+      if (row.kind) (row.kind === 'message' ? messages : artifacts).push(json(row.body));
+    }
+    if (wantMessages) messages.push(...addedMessages);
+    if (load.artifacts) artifacts.push(...addedArtifacts);
+    const kept = load.historyLength === undefined ? messages : messages.slice(-load.historyLength);
+    return { before, after: { ...next, messages: wantMessages ? kept : [], artifacts } };
   }
 
   /** The task's transitions after `afterVersion`, oldest first. */
-  async transitionsAfter(taskId: string, afterVersion: number, limit = 100): Promise<TransitionRecord[]> {
+  async transitionsAfter(signal: AbortSignal, taskId: string, afterVersion: number, limit = 100): Promise<TransitionRecord[]> {
     const { rows } = await this.db.query<{
       version: number | string;
       state: StateName;
@@ -269,6 +344,7 @@ export class MessagingStore {
       `SELECT version, state, updated_at, messages, artifacts FROM task_transitions
         WHERE task_id = $1 AND version > $2 ORDER BY version LIMIT $3`,
       [taskId, afterVersion, limit],
+      signal,
     );
     return rows.map((r) => ({
       taskId,
@@ -285,6 +361,7 @@ export class MessagingStore {
    * the `(updatedAt, id)` cursor; plus how many match overall.
    */
   async listTasks(
+    signal: AbortSignal,
     agentId: string,
     filter: { contextId?: string; state?: StateName; updatedAfter?: number; peerAgentId?: string; after?: { updatedAt: number; id: string } },
     limit: number,
@@ -300,183 +377,14 @@ export class MessagingStore {
     if (filter.state) where.push(`state = ${arg(filter.state)}`);
     if (filter.updatedAfter) where.push(`updated_at >= ${arg(filter.updatedAfter)}`);
     const matching = where.join(' AND ');
-    const { rows: counted } = await this.db.query<{ n: number | string }>(`SELECT count(*) AS n FROM tasks WHERE ${matching}`, args);
+    const { rows: counted } = await this.db.query<{ n: number | string }>(`SELECT count(*) AS n FROM tasks WHERE ${matching}`, args, signal);
     const page = [...where];
     if (filter.after) page.push(`(updated_at, id) < (${arg(filter.after.updatedAt)}, ${arg(filter.after.id)})`);
     const { rows } = await this.db.query<TaskRow>(
       `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${page.join(' AND ')} ORDER BY updated_at DESC, id DESC LIMIT ${arg(limit)}`,
       args,
+      signal,
     );
     return { tasks: rows.map(toTask), total: Number(counted[0]?.n ?? 0) };
   }
-
-  /**
-   * Claims up to `max` of the recipient's visible deliveries, oldest first, hiding them until
-   * `claimUntil`. SKIP LOCKED lets several replicas (and polls) share a queue without waiting.
-   */
-  async claimDeliveries(recipientAgentId: string, now: number, claimUntil: number, max: number): Promise<DeliveryRecord[]> {
-    return this.db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ seq: string }>(
-        `SELECT seq FROM deliveries
-          WHERE recipient_agent_id = $1 AND claimed_until <= $2 AND expires_at > $2
-          ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED`,
-        [recipientAgentId, now, max],
-      );
-      if (!rows.length) return [];
-      const claimed = await tx.query<{
-        id: string;
-        task_id: string;
-        context_id: string;
-        sender_agent_id: string;
-        message: unknown;
-        created_at: number | string;
-        attempts: number;
-        seq: string;
-        traceparent: string | null;
-      }>(
-        `UPDATE deliveries d SET claimed_until = $2, attempts = d.attempts + 1
-           FROM tasks t
-          WHERE d.seq = ANY($1::bigint[]) AND t.id = d.task_id
-          RETURNING d.seq, d.id, d.task_id, t.context_id, t.sender_agent_id, d.message, d.created_at, d.attempts, d.traceparent`,
-        [rows.map((r) => r.seq), claimUntil],
-      );
-      return claimed.rows
-        .sort((a, b) => Number(a.seq) - Number(b.seq))
-        .map((r) => ({
-          id: r.id,
-          taskId: r.task_id,
-          contextId: r.context_id,
-          senderAgentId: r.sender_agent_id,
-          message: json(r.message),
-          createdAt: Number(r.created_at),
-          attempts: r.attempts,
-          ...(r.traceparent ? { traceparent: r.traceparent } : {}),
-        }));
-    });
-  }
-
-  /** Deletes the recipient's delivery; false when it is not (or no longer) queued. */
-  async ackDelivery(recipientAgentId: string, id: string): Promise<boolean> {
-    const { rowCount } = await this.db.query('DELETE FROM deliveries WHERE id = $1 AND recipient_agent_id = $2', [id, recipientAgentId]);
-    return rowCount > 0;
-  }
-
-  /** Ids of tasks with expired deliveries, a batch at a time (for the sweeper). */
-  async expiredTaskIds(now: number, limit: number): Promise<string[]> {
-    const { rows } = await this.db.query<{ task_id: string }>(
-      'SELECT DISTINCT task_id FROM deliveries WHERE expires_at <= $1 LIMIT $2',
-      [now, limit],
-    );
-    return rows.map((r) => r.task_id);
-  }
-
-  /** Deletes a task's expired deliveries (of a task that is no longer waiting for them). */
-  async deleteExpired(taskId: string, now: number): Promise<number> {
-    const { rowCount } = await this.db.query('DELETE FROM deliveries WHERE task_id = $1 AND expires_at <= $2', [taskId, now]);
-    return rowCount;
-  }
-
-  // Push agents (push.ts). `wallNow` and leases are wall-clock ms; `queueNow` is the service clock.
-
-  /** Records a push agent's endpoint and tenant (a changed endpoint starts without backoff). */
-  async recordPushAgent(agentId: string, endpointUrl: string, tenantId: string): Promise<void> {
-    await this.db.query(
-      `INSERT INTO push_agents (agent_id, endpoint_url, tenant_id) VALUES ($1, $2, $3)
-       ON CONFLICT (agent_id) DO UPDATE SET endpoint_url = EXCLUDED.endpoint_url, tenant_id = EXCLUDED.tenant_id,
-         failures = CASE WHEN push_agents.endpoint_url <> EXCLUDED.endpoint_url THEN 0 ELSE push_agents.failures END,
-         retry_at = CASE WHEN push_agents.endpoint_url <> EXCLUDED.endpoint_url THEN 0 ELSE push_agents.retry_at END
-        WHERE push_agents.endpoint_url <> EXCLUDED.endpoint_url OR push_agents.tenant_id <> EXCLUDED.tenant_id`,
-      [agentId, endpointUrl, tenantId],
-    );
-  }
-
-  /** Makes a claimed delivery visible again at once: its push agent did not take it. */
-  async releaseDelivery(id: string): Promise<void> {
-    await this.db.query('UPDATE deliveries SET claimed_until = 0 WHERE id = $1', [id]);
-  }
-
-  /** Hands claimed deliveries back at once, uncounted: the inbox call that claimed them lost its caller. */
-  async releaseClaims(recipientAgentId: string, ids: string[]): Promise<void> {
-    await this.db.query(
-      'UPDATE deliveries SET claimed_until = 0, attempts = attempts - 1 WHERE id = ANY($1::text[]) AND recipient_agent_id = $2',
-      [ids, recipientAgentId],
-    );
-  }
-
-  /** The agent's task behind a hub task, when the hub task went to a push agent that answered. */
-  async getPushTask(taskId: string): Promise<PushTaskRecord | undefined> {
-    const { rows } = await this.db.query<PushTaskRow>(`SELECT ${PUSH_TASK_COLUMNS} FROM push_tasks p JOIN push_agents a USING (agent_id) WHERE p.task_id = $1`, [
-      taskId,
-    ]);
-    return rows[0] && toPushTask(rows[0]);
-  }
-
-  /**
-   * Records the agent's task behind a hub task and when to ask the agent about it next (null: it
-   * settled). A pending cancel stays due.
-   */
-  async savePushTask(taskId: string, agentId: string, remoteTaskId: string, followAt: number | null, followDelayMs: number): Promise<void> {
-    await this.db.query(
-      `INSERT INTO push_tasks (task_id, agent_id, remote_task_id, follow_at, follow_delay_ms) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (task_id) DO UPDATE SET remote_task_id = EXCLUDED.remote_task_id, follow_delay_ms = EXCLUDED.follow_delay_ms,
-         follow_at = CASE WHEN push_tasks.cancel_requested THEN push_tasks.follow_at ELSE EXCLUDED.follow_at END`,
-      [taskId, agentId, remoteTaskId, followAt, followDelayMs],
-    );
-  }
-
-  /** Asks the push worker to forward a cancel of the hub task to its agent (no-op for other tasks). */
-  async requestPushCancel(taskId: string): Promise<void> {
-    await this.db.query('UPDATE push_tasks SET cancel_requested = true, follow_at = 0 WHERE task_id = $1', [taskId]);
-  }
-
-  /**
-   * Stops following a settled push task, unless a cancel was requested meanwhile (a follow-up
-   * that saw the hub task canceled must not drop the cancel still to be forwarded).
-   */
-  async stopPushFollowUp(taskId: string): Promise<void> {
-    await this.db.query('UPDATE push_tasks SET follow_at = NULL WHERE task_id = $1 AND NOT cancel_requested', [taskId]);
-  }
-
-  /** The cancel reached the agent (or was tried): nothing more to do for the task. */
-  async pushCancelForwarded(taskId: string): Promise<void> {
-    await this.db.query('UPDATE push_tasks SET follow_at = NULL, cancel_requested = false WHERE task_id = $1', [taskId]);
-  }
 }
-
-/** A push agent as the worker claims it. */
-export interface PushAgentRecord {
-  agentId: string;
-  endpointUrl: string;
-  /** Failed attempts in a row (0 while the endpoint answers). */
-  failures: number;
-}
-
-/** The agent's task behind a hub task. */
-export interface PushTaskRecord {
-  taskId: string;
-  agentId: string;
-  endpointUrl: string;
-  remoteTaskId: string;
-  followDelayMs: number;
-  cancelRequested: boolean;
-}
-
-interface PushTaskRow {
-  task_id: string;
-  agent_id: string;
-  endpoint_url: string;
-  remote_task_id: string;
-  follow_delay_ms: number;
-  cancel_requested: boolean;
-}
-
-const PUSH_TASK_COLUMNS = 'p.task_id, p.agent_id, a.endpoint_url, p.remote_task_id, p.follow_delay_ms, p.cancel_requested';
-
-const toPushTask = (r: PushTaskRow): PushTaskRecord => ({
-  taskId: r.task_id,
-  agentId: r.agent_id,
-  endpointUrl: r.endpoint_url,
-  remoteTaskId: r.remote_task_id,
-  followDelayMs: r.follow_delay_ms,
-  cancelRequested: r.cancel_requested,
-});
