@@ -1,4 +1,4 @@
-import type { Kv, Logger, TakeResult } from '@agenthub/runtime';
+import { abortError, type Kv, type Logger, type TakeResult } from '@agenthub/runtime';
 
 /** A Kv channel a waiting call listens on (see `listen`). */
 export interface Listener {
@@ -106,33 +106,35 @@ export class LocalFirstKv implements Kv {
 
   constructor(private readonly kv: Kv) {}
 
-  get(key: string): Promise<string | undefined> {
-    return this.kv.get(key);
+  get(key: string, signal?: AbortSignal): Promise<string | undefined> {
+    return this.kv.get(key, signal);
   }
 
-  set(key: string, value: string, ttlMs?: number): Promise<void> {
-    return this.kv.set(key, value, ttlMs);
+  set(key: string, value: string, ttlMs?: number, signal?: AbortSignal): Promise<void> {
+    return this.kv.set(key, value, ttlMs, signal);
   }
 
-  setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
-    return this.kv.setIfAbsent(key, value, ttlMs);
+  setIfAbsent(key: string, value: string, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    return this.kv.setIfAbsent(key, value, ttlMs, signal);
   }
 
-  del(key: string): Promise<void> {
-    return this.kv.del(key);
+  del(key: string, signal?: AbortSignal): Promise<void> {
+    return this.kv.del(key, signal);
   }
 
-  take(key: string, capacity: number, refillPerSec: number, cost: number): Promise<TakeResult> {
-    return this.kv.take(key, capacity, refillPerSec, cost);
+  take(key: string, capacity: number, refillPerSec: number, cost: number, signal?: AbortSignal): Promise<TakeResult> {
+    return this.kv.take(key, capacity, refillPerSec, cost, signal);
   }
 
-  publish(channel: string, message: string): Promise<void> {
+  publish(channel: string, message: string, signal?: AbortSignal): Promise<void> {
+    // Nothing sent for a caller that left, here either.
+    if (signal?.aborted) return Promise.reject(abortError(signal));
     const here = this.local.get(channel);
     if (here) {
       // Not inline: a publisher never runs subscribers within its own call (as with Kv).
       for (const onMessage of [...here]) queueMicrotask(() => onMessage(message));
     }
-    return this.kv.publish(channel, message);
+    return this.kv.publish(channel, message, signal);
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void, onGap?: () => void): Promise<() => Promise<void>> {
@@ -158,8 +160,8 @@ export class LocalFirstKv implements Kv {
     };
   }
 
-  ping(): Promise<void> {
-    return this.kv.ping();
+  ping(signal?: AbortSignal): Promise<void> {
+    return this.kv.ping(signal);
   }
 
   close(): Promise<void> {
