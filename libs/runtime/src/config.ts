@@ -107,6 +107,11 @@ const schema = z.object({
   HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE: positiveInt.default(256 * 1024 * 1024),
   // 0 turns the quota off (as rate 0 turns a rate limit off).
   HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: z.coerce.number().int().min(0).default(1_000),
+  // Overridable per tenant (`agenthub tenants limits --quota`).
+  HUB_QUOTA_AGENTS_PER_TENANT: positiveInt.default(10_000),
+  HUB_QUOTA_MEMBERS_PER_WORKSPACE: positiveInt.default(1_000),
+  // 0 turns it off, as for tasks in flight (the other quota on the send path).
+  HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: z.coerce.number().int().min(0).default(10_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
   // Gateway: the public base URL the hub is reached at (`https://hub.example.com`), from which

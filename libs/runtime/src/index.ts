@@ -10,6 +10,8 @@ export { abortError, throwIfAborted, deadlineExceeded, detachedSignal, DETACHED_
 export * from './grpc/index.js';
 /** Configuration, parsed once at start: loadConfig throws one ConfigError naming every bad variable; nothing reads the environment elsewhere. */
 export { loadConfig, ConfigError, egressAllowPrivate, type HubConfig } from './config.js';
+/** Quotas the operator overrides per tenant, and the reader services check them with. */
+export { QuotaOverrides, TENANT_QUOTAS, type TenantQuota } from './quotas.js';
 /** pino loggers; REDACTED_PATHS keeps secrets, API keys and SQL parameters out of every line. */
 export { createLogger, REDACTED_PATHS, type Logger, type LoggerOptions } from './logger.js';
 /** LOG_FORMAT: JSON, or pretty lines on a terminal showing only what the JSON (already redacted) holds. */

@@ -101,6 +101,37 @@ describe.each(adapters)('Kv conformance: %s', (_name, open) => {
     expect(results.filter((r) => r.allowed)).toHaveLength(10);
   });
 
+  it('holds at most max slots, all of an acquisition or none, until released', async () => {
+    expect(await kv.acquireSlots('sem', ['a', 'b'], 3, 10_000)).toBe(true);
+    expect(await kv.acquireSlots('sem', ['c', 'd'], 3, 10_000)).toBe(false);
+    expect(await kv.acquireSlots('sem', ['c'], 3, 10_000)).toBe(true);
+    expect(await kv.acquireSlots('sem', ['d'], 3, 10_000)).toBe(false);
+    expect(await kv.acquireSlots('other-sem', ['d'], 3, 10_000)).toBe(true);
+    await kv.releaseSlots('sem', ['a', 'b']);
+    expect(await kv.acquireSlots('sem', ['d', 'e'], 3, 10_000)).toBe(true);
+    expect(await kv.acquireSlots('sem', ['f'], 0, 10_000)).toBe(false);
+  });
+
+  it('frees the slots of a holder that stopped renewing them, keeps the renewed ones', async () => {
+    expect(await kv.acquireSlots('lease', ['kept', 'lost'], 2, 150)).toBe(true);
+    // `kept` is renewed at every look; a slot is free once `lost` ran out.
+    await within(2_000, 'the unrenewed lease ran out', async () => {
+      await kv.renewSlots('lease', ['kept'], 150);
+      if (!(await kv.acquireSlots('lease', ['probe'], 2, 150))) return false;
+      await kv.releaseSlots('lease', ['probe']);
+      return true;
+    });
+    // A renewal does not bring back `lost`.
+    await kv.renewSlots('lease', ['kept', 'lost'], 150);
+    expect(await kv.acquireSlots('lease', ['new'], 2, 150)).toBe(true);
+    expect(await kv.acquireSlots('lease', ['more'], 2, 150)).toBe(false);
+  });
+
+  it('acquires slots atomically under concurrent callers', async () => {
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => kv.acquireSlots('sem-race', [`id${i}`], 5, 10_000)));
+    expect(results.filter(Boolean)).toHaveLength(5);
+  });
+
   it('answers ping', async () => {
     await expect(kv.ping()).resolves.toBeUndefined();
   });

@@ -49,6 +49,23 @@ export class WebhookStore {
   constructor(private readonly db: Db) {}
 
   /**
+   * Webhooks counted as their quotas count them: per workspace of `workspaceIds`, and agent-wide
+   * per creator of `agentIds` (keys `agent:<id>`); only those holding any.
+   */
+  async webhookCounts(signal: AbortSignal, workspaceIds: readonly string[], agentIds: readonly string[]): Promise<Map<string, number>> {
+    const { rows } = await this.db.query<{ scope: string; n: number }>(
+      `SELECT CASE WHEN workspace_id = '' THEN 'agent:' || created_by ELSE workspace_id END AS scope, count(*)::int AS n
+         FROM webhooks
+        WHERE workspace_deleted_at IS NULL
+          AND (workspace_id = ANY($1::text[]) OR (workspace_id = '' AND created_by = ANY($2::text[])))
+        GROUP BY 1`,
+      [workspaceIds, agentIds],
+      signal,
+    );
+    return new Map(rows.map((r) => [r.scope, r.n]));
+  }
+
+  /**
    * Inserts a webhook unless the workspace (for an agent-wide one, `workspaceId` '': its creator)
    * already has `max`; false then.
    */

@@ -14,7 +14,7 @@ import { JsonRpcHandler, type RpcContext, type RpcMethod } from './jsonrpc.js';
 import { Limits, type LimitsConfig } from './limits/index.js';
 import { mcpEndpoint } from './mcp/index.js';
 import { agentMethods } from './methods/index.js';
-import { originOf } from './origin.js';
+import { originOf, type ProxyTrust } from './origin.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 import { a2aWaits, hubWaits } from './waits.js';
@@ -57,8 +57,11 @@ export interface GatewayDeps {
   maxJsonDepth?: number;
   /** HUB_PUBLIC_URL: the base of the links Agent Cards hand out. */
   publicUrl?: string;
-  /** HUB_TRUSTED_PROXIES: peers whose X-Forwarded-Proto/Host are believed when there is no publicUrl. */
-  trustedProxies?: readonly string[];
+  /**
+   * HUB_TRUSTED_PROXIES: peers whose forwarded headers are believed: X-Forwarded-For for the
+   * per-address limits, X-Forwarded-Proto/Host for Agent Card links when there is no publicUrl.
+   */
+  trustedProxies?: ProxyTrust;
   authCacheMs: number;
   grpcTimeoutMs: number;
   /** HUB_STREAM_MAX_MS: streams end cleanly after this long (the client resumes); 30 minutes when absent. */
@@ -118,7 +121,10 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
-  const limits = deps.limits ? new Limits({ kv: deps.kv, identity, config: deps.limits, metrics: deps.metrics, log: deps.log }) : undefined;
+  if (deps.trustedProxies === 'any-peer') {
+    deps.log.warn('HUB_RATE_TRUST_FORWARDED_FOR is deprecated: every peer is taken for a proxy; set HUB_TRUSTED_PROXIES to the proxies\' addresses instead');
+  }
+  const limits = deps.limits ? new Limits({ kv: deps.kv, identity, config: deps.limits, trustedProxies: deps.trustedProxies, metrics: deps.metrics, log: deps.log }) : undefined;
   // Keys in this process's memory too, revoked through Kv pub/sub (auth-memory.ts).
   const authMemory = deps.authCacheMs > 0 ? new AuthMemory(deps.kv, deps.authCacheMs) : undefined;
   // Without the subscription the memory is never trusted and the Kv answers, as before.

@@ -131,6 +131,18 @@ describe('agenthub command', () => {
       expect(set.stdout).toContain('waiting calls per agent: 7 (override)');
       const shown = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--tenant-rate', '500/900', '--json'], env)).stdout);
       expect(shown.overrides).toEqual({ key: { per_sec: 50, burst: 100 }, tenant: { per_sec: 500, burst: 900 }, max_waiting_per_agent: 7 });
+      const quotas = await agenthub(['tenants', 'limits', 'acme', '--quota', 'members_per_workspace=50', '--quota', 'agents_per_tenant=20'], env);
+      expect(quotas.code).toBe(0);
+      expect(quotas.stdout).toContain('quota members_per_workspace: 50 (override)');
+      expect(quotas.stdout).toContain('quota queued_deliveries_per_agent: 10000\n');
+      // A later --quota keeps the earlier ones and the other overrides.
+      const more = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--quota', 'agents_per_tenant=30', '--json'], env)).stdout);
+      expect(more.overrides).toMatchObject({ max_waiting_per_agent: 7, quotas: { members_per_workspace: 50, agents_per_tenant: 30 } });
+      const badQuota = await agenthub(['tenants', 'limits', 'acme', '--quota', 'members'], env);
+      expect(badQuota.code).toBe(2);
+      expect(badQuota.stderr).toContain('--quota must be <name>=<n>');
+      const unknownQuota = await agenthub(['tenants', 'limits', 'acme', '--quota', 'bananas=3'], env);
+      expect(unknownQuota.code).toBe(1);
       const bad = await agenthub(['tenants', 'limits', 'acme', '--key', 'fast'], env);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toBe('agenthub: --key fast: expected <per-sec>/<burst>, e.g. 50/100. See agenthub tenants limits --help.\n');
@@ -143,6 +155,10 @@ describe('agenthub command', () => {
       const usage = await agenthub(['tenants', 'usage', 'acme'], env);
       expect(usage.code).toBe(0);
       expect(usage.stdout.split('\n')).toContain('workspaces_per_tenant\t1 / 1000');
+      expect(usage.stdout).toMatch(new RegExp(`^tasks_in_flight_per_sender ${alice.agent_id}\t\\d+ / 1000$`, 'm'));
+      for (const quota of ['agents_per_tenant', 'members_per_workspace', 'secrets_per_workspace', 'webhooks_per_workspace', 'webhooks_per_agent', 'queued_deliveries_per_agent']) {
+        expect(usage.stdout).toContain(quota);
+      }
     }, COMMAND_TIMEOUT_MS);
 
     it('agents list and agents get show the agent', async () => {

@@ -32,8 +32,15 @@ export function newPushSecret(): string {
   return newSecret(PUSH_SECRET_PREFIX);
 }
 
-/** Registers the agent and issues its first key in one transaction: no agent without a key. */
-export function createAgent(store: IdentityStore, signal: AbortSignal, input: NewAgent): Promise<CreatedAgent> {
+export function agentsQuotaExceeded(max: number): HubError {
+  return HubError.quotaExceeded('agents_per_tenant', `Quota exceeded: a tenant has at most ${max} agents`);
+}
+
+/**
+ * Registers the agent and issues its first key in one transaction: no agent without a key. The
+ * tenant's agents count against `agents_per_tenant` (its override, else `maxAgents`).
+ */
+export function createAgent(store: IdentityStore, signal: AbortSignal, input: NewAgent, maxAgents: number): Promise<CreatedAgent> {
   return store.transaction(signal, async (tx) => {
     const now = Date.now();
     let tenantCreated = false;
@@ -42,6 +49,9 @@ export function createAgent(store: IdentityStore, signal: AbortSignal, input: Ne
       // A concurrent request may create it first; either way it exists afterwards.
       tenantCreated = (await tx.insertTenant(signal, { id: input.tenantId, name: input.tenantId, at: now })) !== undefined;
     }
+    const limits = await tx.lockTenantLimits(signal, input.tenantId);
+    const max = limits?.quotas?.agents_per_tenant ?? maxAgents;
+    if ((await tx.agentCount(signal, input.tenantId)) >= max) throw agentsQuotaExceeded(max);
     const id = input.agentId ?? newId('agt');
     const pushSecret = input.endpointUrl ? newPushSecret() : '';
     let agent: AgentRecord;

@@ -4,7 +4,15 @@ import { createAgent, getAgent, listAgents, pushCredential, rotatePushSecret } f
 import { approveGrant, checkGrant, listGrants, requestGrant, revokeGrant } from './grants.js';
 import { authenticate, createApiKey, listApiKeys, revokeApiKey } from './keys.js';
 import { IdentityStore } from './store.js';
-import { createTenant, getTenantLimits, listTenants, setTenantLimits } from './tenants.js';
+import { createTenant, getTenantLimits, getTenantUsage, listTenants, setTenantLimits } from './tenants.js';
+
+/** The identity service's quotas (HUB_QUOTA_AGENTS_PER_TENANT), defaults for tenants without an override. */
+export interface IdentityQuotas {
+  agentsPerTenant: number;
+}
+
+/** HUB_QUOTA_AGENTS_PER_TENANT's default, for services started without a configuration (tests). */
+export const DEFAULT_IDENTITY_QUOTAS: IdentityQuotas = { agentsPerTenant: 10_000 };
 import * as valid from './validate.js';
 
 /** One handler per IdentityService RPC; a missing one fails compilation. */
@@ -25,7 +33,8 @@ function requirePrincipal(ctx: CallContext): void {
 }
 
 /** Builds the IdentityService handlers over the service's database and the shared Kv. */
-export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPolicy }): IdentityHandlers {
+export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPolicy; quotas?: IdentityQuotas }): IdentityHandlers {
+  const maxAgents = deps.quotas?.agentsPerTenant ?? DEFAULT_IDENTITY_QUOTAS.agentsPerTenant;
   const store = new IdentityStore(deps.db);
   const egress = deps.egress ?? egressPolicy(false);
   return {
@@ -47,6 +56,11 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPo
       return { limits: await getTenantLimits(store, ctx.signal, tenantId) };
     },
 
+    async getTenantUsage(req, ctx) {
+      requireOperator(ctx);
+      return { usage: await getTenantUsage(store, ctx.signal, valid.tenantId(req.tenantId), maxAgents) };
+    },
+
     async setTenantLimits(req, ctx) {
       requireOperator(ctx);
       return { limits: await setTenantLimits(store, ctx.signal, valid.tenantId(req.tenantId), req.limits) };
@@ -66,7 +80,7 @@ export function createIdentityHandlers(deps: { db: Db; kv: Kv; egress?: EgressPo
       };
       // The push worker checks again at every send (DNS may change); this refuses a plain mistake early.
       if (input.endpointUrl) await checkTargetUrl(input.endpointUrl, 'endpoint_url', egress);
-      return createAgent(store, ctx.signal, input);
+      return createAgent(store, ctx.signal, input, maxAgents);
     },
 
     async getAgent(req, ctx) {

@@ -76,6 +76,8 @@ export interface StoredLimits {
   key?: { per_sec: number; burst: number };
   tenant?: { per_sec: number; burst: number };
   max_waiting_per_agent?: number;
+  /** Quota overrides by name (`agents_per_tenant`, …). */
+  quotas?: Record<string, number>;
 }
 
 interface TenantRow {
@@ -182,6 +184,21 @@ export class IdentityStore {
     const { rows } = await this.q.query<{ limits: StoredLimits | string }>('SELECT limits FROM tenants WHERE id = $1', [id], signal);
     const raw = rows[0]?.limits;
     return raw === undefined ? undefined : typeof raw === 'string' ? (JSON.parse(raw) as StoredLimits) : raw;
+  }
+
+  /**
+   * The tenant's overrides, its row locked until the transaction ends, so agent creations of one
+   * tenant count its agents one after another; undefined when there is no such tenant.
+   */
+  async lockTenantLimits(signal: AbortSignal, id: string): Promise<StoredLimits | undefined> {
+    const { rows } = await this.q.query<{ limits: StoredLimits | string }>('SELECT limits FROM tenants WHERE id = $1 FOR UPDATE', [id], signal);
+    const raw = rows[0]?.limits;
+    return raw === undefined ? undefined : typeof raw === 'string' ? (JSON.parse(raw) as StoredLimits) : raw;
+  }
+
+  async agentCount(signal: AbortSignal, tenantId: string): Promise<number> {
+    const { rows } = await this.q.query<{ n: string | number }>('SELECT count(*) AS n FROM agents WHERE tenant_id = $1', [tenantId], signal);
+    return Number(rows[0]?.n ?? 0);
   }
 
   /** False when there is no such tenant. */

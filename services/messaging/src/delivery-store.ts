@@ -18,6 +18,26 @@ const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.par
 export class DeliveryStore {
   constructor(private readonly db: Db) {}
 
+  /** Undelivered deliveries of the recipient, counted up to `limit` (the read costs at most that many index entries). */
+  async queuedDeliveries(signal: AbortSignal, recipientAgentId: string, limit: number): Promise<number> {
+    const { rows } = await this.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM (SELECT 1 FROM deliveries WHERE recipient_agent_id = $1 LIMIT $2) queued',
+      [recipientAgentId, limit],
+      signal,
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /** Deliveries waiting for each agent of `agentIds`, for those with any. */
+  async queuedCounts(signal: AbortSignal, agentIds: readonly string[]): Promise<Map<string, number>> {
+    const { rows } = await this.db.query<{ id: string; n: number }>(
+      'SELECT recipient_agent_id AS id, count(*)::int AS n FROM deliveries WHERE recipient_agent_id = ANY($1::text[]) GROUP BY 1',
+      [agentIds],
+      signal,
+    );
+    return new Map(rows.map((r) => [r.id, r.n]));
+  }
+
   /**
    * Claims up to `max` of the recipient's visible deliveries, oldest first, hiding them until
    * `claimUntil`. SKIP LOCKED lets several replicas (and polls) share a queue without waiting.

@@ -14,6 +14,7 @@ export function messagingOptions(config: HubConfig): Pick<MessagingDeps, 'limits
       maxTaskBytes: config.MESSAGING_TASK_MAX_BYTES,
       idempotencyWindowMs: config.MESSAGING_IDEMPOTENCY_WINDOW_MS,
       maxTasksInFlightPerSender: config.HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER || Infinity,
+      maxQueuedDeliveriesPerAgent: config.HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT || Infinity,
     },
     sweepIntervalMs: config.MESSAGING_SWEEP_MS,
     push: {

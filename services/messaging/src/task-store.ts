@@ -147,6 +147,17 @@ export class TaskStore {
     this.newTasks = new TaskInsertBatcher(db);
   }
 
+  /** Tasks each agent of `agentIds` sent that are still submitted or working, for those with any. */
+  async inFlightCounts(signal: AbortSignal, agentIds: readonly string[]): Promise<Map<string, number>> {
+    const { rows } = await this.db.query<{ id: string; n: number }>(
+      `SELECT sender_agent_id AS id, count(*)::int AS n FROM tasks
+        WHERE sender_agent_id = ANY($1::text[]) AND state IN ('submitted', 'working') GROUP BY 1`,
+      [agentIds],
+      signal,
+    );
+    return new Map(rows.map((r) => [r.id, r.n]));
+  }
+
   /** The task with the items `load` selects (default all; `false`: none). */
   async getTask(signal: AbortSignal, id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
     const { rows } = await this.db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id], signal);

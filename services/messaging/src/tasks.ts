@@ -1,6 +1,7 @@
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv } from '@agenthub/runtime';
+import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv, type QuotaOverrides } from '@agenthub/runtime';
+import type { InboxRoom } from './inbox-room.js';
 import type { Recipients } from './recipients.js';
 import { listen, type InboxWakes, type Listener } from './wake.js';
 import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
@@ -16,11 +17,13 @@ const { TaskState } = messagingv1;
 type TaskState = messagingv1.TaskState;
 
 /** The part of the identity service this one calls. */
-export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant'>;
+export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant' | 'getTenantLimits'>;
 
 export interface MessagingLimits {
   /** Quota: tasks one agent has sent that are still submitted or working (HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER; Infinity: none). */
   maxTasksInFlightPerSender: number;
+  /** Quota: deliveries waiting in one agent's inbox (HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT, overridable per tenant; Infinity: none). */
+  maxQueuedDeliveriesPerAgent: number;
   /** Longest SendMessage blocking wait (the interface's 60 s). */
   blockingMs: number;
   /** A connected agent counts as online this long after its last inbox poll. */
@@ -56,6 +59,7 @@ export const DEFAULT_LIMITS: MessagingLimits = {
   maxParts: 100,
   maxTaskItems: 1000,
   maxTasksInFlightPerSender: 1000,
+  maxQueuedDeliveriesPerAgent: 10_000,
   maxTaskBytes: 4 * 1024 * 1024,
   idempotencyWindowMs: 24 * 3600_000,
 };
@@ -83,6 +87,18 @@ export function taskGrowthCheck(limits: MessagingLimits): GrowthCheck {
   };
 }
 
+/**
+ * Refuses a new task to a recipient whose inbox holds its quota of undelivered deliveries (the
+ * recipient's tenant's override, else HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT); see InboxRoom for
+ * how closely it holds.
+ */
+async function requireInboxRoom(env: MessagingEnv, ctx: CallContext, agent: identityv1.Agent): Promise<void> {
+  const max = await env.overrides.limit(agent.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx);
+  if (Number.isFinite(max) && !(await env.inboxRoom.take(ctx.signal, agent.id, max))) {
+    throw HubError.quotaExceeded('queued_deliveries_per_agent', `Quota exceeded: the recipient has ${max} deliveries waiting in its inbox; try again once it has taken some`);
+  }
+}
+
 export interface MessagingEnv {
   tasks: TaskStore;
   deliveries: DeliveryStore;
@@ -96,6 +112,9 @@ export interface MessagingEnv {
   /** Settled tasks handed to the blocking sends of this process that wait on them. */
   settled: SettledHandoff;
   limits: MessagingLimits;
+  /** Tenants' overrides of the quotas set per tenant (`queued_deliveries_per_agent`). */
+  overrides: QuotaOverrides;
+  inboxRoom: InboxRoom;
   /** Epoch milliseconds; injectable so tests move time without sleeping. */
   now: () => number;
 }
@@ -338,6 +357,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const max = env.limits.maxTasksInFlightPerSender;
     let created: TaskRecord | undefined;
     try {
+      if (delivery) await requireInboxRoom(env, ctx, agent);
       created = await env.tasks.createTask(ctx.signal, task, delivery, taskGrowthCheck(env.limits), max);
     } catch (err) {
       void listening?.then((l) => l.close(), () => undefined);

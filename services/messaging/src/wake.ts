@@ -1,4 +1,4 @@
-import { abortError, type Kv, type Logger, type TakeResult } from '@agenthub/runtime';
+import type { Kv, Logger, TakeResult } from '@agenthub/runtime';
 
 /** A Kv channel a waiting call listens on (see `listen`). */
 export interface Listener {
@@ -126,10 +126,20 @@ export class LocalFirstKv implements Kv {
     return this.kv.take(key, capacity, refillPerSec, cost, signal);
   }
 
+  acquireSlots(key: string, ids: readonly string[], max: number, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    return this.kv.acquireSlots(key, ids, max, ttlMs, signal);
+  }
+
+  renewSlots(key: string, ids: readonly string[], ttlMs: number, signal?: AbortSignal): Promise<void> {
+    return this.kv.renewSlots(key, ids, ttlMs, signal);
+  }
+
+  releaseSlots(key: string, ids: readonly string[], signal?: AbortSignal): Promise<void> {
+    return this.kv.releaseSlots(key, ids, signal);
+  }
+
   publish(channel: string, message: string, signal?: AbortSignal): Promise<void> {
-    // Nothing sent for a caller that left, here either.
-    if (signal?.aborted) return Promise.reject(abortError(signal));
-    const here = this.local.get(channel);
+    const here = signal?.aborted ? undefined : this.local.get(channel);
     if (here) {
       // Not inline: a publisher never runs subscribers within its own call (as with Kv).
       for (const onMessage of [...here]) queueMicrotask(() => onMessage(message));

@@ -37,6 +37,8 @@ export interface Stack {
    * a blocking send or a task stream about to wait): from then on a change reaches it as a wake-up.
    */
   listening(agentId: string): Promise<void>;
+  /** Kv subscriptions the replicas hold now (made and not yet ended). */
+  subscriptions(): number;
   agent(tenantId: string, name: string): Promise<TestAgent>;
   /** Stops every messaging replica and starts them again on the same database and Kv. */
   restart(): Promise<void>;
@@ -68,6 +70,7 @@ export async function startStack(
   }
   const messaging: RunningService[] = [];
   const listeners = new Set<{ agentId: string; heard: () => void }>();
+  let subscriptions = 0;
   /** The replica's Kv, telling `listening` about each subscription once it is made. */
   const observed = (kv: Kv): Kv =>
     new Proxy(kv, {
@@ -75,12 +78,18 @@ export async function startStack(
         if (property === 'subscribe') {
           return async (...args: Parameters<Kv['subscribe']>) => {
             const unsubscribe = await target.subscribe(...args);
+            subscriptions += 1;
             for (const listener of [...listeners]) {
               if (!args[0].includes(listener.agentId)) continue;
               listeners.delete(listener);
               listener.heard();
             }
-            return unsubscribe;
+            let ended = false;
+            return async () => {
+              if (!ended) subscriptions -= 1;
+              ended = true;
+              await unsubscribe();
+            };
           };
         }
         const value: unknown = Reflect.get(target, property, receiver);
@@ -118,6 +127,7 @@ export async function startStack(
     listening(agentId) {
       return new Promise((heard) => listeners.add({ agentId, heard }));
     },
+    subscriptions: () => subscriptions,
     async agent(tenantId, name) {
       const { agent } = await identity.createAgent({ tenantId, name, createTenant: true }, operator);
       if (!agent) throw new Error('CreateAgent returned no agent');

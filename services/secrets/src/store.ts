@@ -71,6 +71,16 @@ const KEY_COLUMNS = 'workspace_id, generation, kek_version, wrapped_key, created
 export class SecretsStore {
   constructor(readonly db: Db) {}
 
+  /** Secrets per workspace, for those of `workspaceIds` holding any. */
+  async secretCounts(signal: AbortSignal, workspaceIds: readonly string[]): Promise<Map<string, number>> {
+    const { rows } = await this.db.query<{ workspace_id: string; n: number }>(
+      'SELECT workspace_id, count(*)::int AS n FROM secrets WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id',
+      [workspaceIds],
+      signal,
+    );
+    return new Map(rows.map((r) => [r.workspace_id, r.n]));
+  }
+
   async getKey(signal: AbortSignal, workspaceId: string, tx: Queryable = this.db): Promise<KeyRecord | undefined> {
     const { rows } = await tx.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM workspace_keys WHERE workspace_id = $1`, [workspaceId], signal);
     return rows[0] && toKey(rows[0]);

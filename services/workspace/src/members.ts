@@ -4,6 +4,7 @@ import { requireRole, resolveAccess, type Caller, type WorkspaceEnv } from './ac
 import type { MemberRecord } from './store.js';
 import * as validate from './validate.js';
 import { memberAdded, memberRemoved } from './events.js';
+import { membersQuotaExceeded } from './quotas.js';
 
 const { Role } = workspacev1;
 
@@ -49,6 +50,7 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agentId }, { parent: ctx });
     if (!grant.approved) throw HubError.grantRequired();
   }
+  const maxMembers = await env.overrides.limit(access.workspace.ownerTenantId, 'members_per_workspace', env.quotas.membersPerWorkspace, ctx);
   const stored = await env.store.upsertMember(ctx.signal, {
     workspaceId,
     agentId,
@@ -57,8 +59,9 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     role,
     addedBy: caller.agentId,
     addedAt: Date.now(),
-  }, memberAdded, { rebase: crossTenant });
+  }, memberAdded, { rebase: crossTenant, maxMembers });
   if (!stored) throw HubError.notFound();
+  if (stored === 'full') throw membersQuotaExceeded(maxMembers);
   return { member: memberMessage(stored.member), created: stored.created };
 }
 

@@ -1,5 +1,5 @@
 import { workspacev1 } from '@agenthub/proto';
-import { HubError, Reason, type CallContext, type Db, type ServiceHandlers } from '@agenthub/runtime';
+import { HubError, QuotaOverrides, Reason, type CallContext, type Db, type ServiceHandlers } from '@agenthub/runtime';
 import { callerOf, resolveAccess, type Caller, type IdentityClient, type WorkspaceEnv } from './access.js';
 import type { Embedder } from './embedder.js';
 import { forgetMemories, listMemories, queryMemories, reembedWorkspace, storeMemory, updateMemory, type MemoryEnv } from './memories.js';
@@ -38,6 +38,7 @@ export function createWorkspaceHandlers(deps: {
     vectors: deps.vectors,
     afterDelete: deps.afterDelete,
     quotas: deps.quotas ?? DEFAULT_WORKSPACE_QUOTAS,
+    overrides: new QuotaOverrides(async (tenantId, signal) => (await deps.identity.getTenantLimits({ tenantId }, { principal: { kind: 'operator' }, signal })).limits?.quotas ?? {}),
   };
   const memory = (): MemoryEnv => {
     if (!deps.embedder || !deps.vectors) throw new HubError(Reason.UNAVAILABLE, 'Memories are not configured on this server');

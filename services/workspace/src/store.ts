@@ -116,9 +116,10 @@ export class WorkspaceStore {
   }
 
   /** Each workspace the tenant owns, with its memories and their content's bytes. */
-  async tenantUsage(signal: AbortSignal, tenantId: string): Promise<{ id: string; memories: number; bytes: string | number }[]> {
-    const { rows } = await this.db.query<{ id: string; memories: number; bytes: string | number }>(
-      `SELECT w.id, count(m.id)::int AS memories, coalesce(sum(octet_length(m.content)), 0)::bigint AS bytes
+  async tenantUsage(signal: AbortSignal, tenantId: string): Promise<{ id: string; memories: number; bytes: string | number; members: number }[]> {
+    const { rows } = await this.db.query<{ id: string; memories: number; bytes: string | number; members: number }>(
+      `SELECT w.id, count(m.id)::int AS memories, coalesce(sum(octet_length(m.content)), 0)::bigint AS bytes,
+              (SELECT count(*)::int FROM members mb WHERE mb.workspace_id = w.id) AS members
          FROM workspaces w LEFT JOIN memories m ON m.workspace_id = w.id
         WHERE w.owner_tenant_id = $1 GROUP BY w.id ORDER BY w.id`,
       [tenantId],
@@ -213,12 +214,22 @@ export class WorkspaceStore {
     signal: AbortSignal,
     member: MemberRecord,
     onCreated: (stored: MemberRecord) => OutboxEvent,
-    options: { rebase?: boolean } = {},
-  ): Promise<{ member: MemberRecord; created: boolean } | undefined> {
+    options: { rebase?: boolean; maxMembers?: number } = {},
+  ): Promise<{ member: MemberRecord; created: boolean } | 'full' | undefined> {
     return this.db.transaction(async (tx) => {
-      // Holding the workspace row keeps a concurrent delete from slipping in between.
-      const workspace = await tx.query('SELECT id FROM workspaces WHERE id = $1 FOR SHARE', [member.workspaceId]);
+      // Holding the workspace row keeps a concurrent delete from slipping in between, and
+      // concurrent adds from all passing the members quota (they take turns).
+      const workspace = await tx.query('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [member.workspaceId]);
       if (workspace.rows.length === 0) return undefined;
+      if (options.maxMembers !== undefined) {
+        // Counting stops at the quota; a member already in (a role change) needs no room.
+        const { rows: counted } = await tx.query<{ n: number; present: boolean }>(
+          `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM members WHERE workspace_id = $1 LIMIT $3) s) AS n,
+                  EXISTS (SELECT 1 FROM members WHERE workspace_id = $1 AND agent_id = $2) AS present`,
+          [member.workspaceId, member.agentId, options.maxMembers],
+        );
+        if (!counted[0]!.present && counted[0]!.n >= options.maxMembers) return 'full';
+      }
       // xmax is 0 only on a freshly inserted row version: the one way to tell insert from
       // update in a single race-free statement.
       const { rows } = await tx.query<MemberRow & { created: boolean }>(

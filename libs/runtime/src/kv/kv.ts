@@ -17,6 +17,15 @@ export interface Kv {
    * and takes `cost` tokens when it holds that many. Cost 0 only reads the bucket.
    */
   take(key: string, capacity: number, refillPerSec: number, cost: number, signal?: AbortSignal): Promise<TakeResult>;
+  /**
+   * A counting semaphore of `max` slots under `key`, shared like the buckets: drops the leases
+   * whose time ran out, then adds `ids` (one slot each, held for `ttlMs`) only when all of them
+   * fit. Returns whether it added them. A holder that goes away frees its slots within `ttlMs`.
+   */
+  acquireSlots(key: string, ids: readonly string[], max: number, ttlMs: number, signal?: AbortSignal): Promise<boolean>;
+  /** Holds `ids` of `key` for another `ttlMs` from now; leases that already ran out stay gone. */
+  renewSlots(key: string, ids: readonly string[], ttlMs: number, signal?: AbortSignal): Promise<void>;
+  releaseSlots(key: string, ids: readonly string[], signal?: AbortSignal): Promise<void>;
   /** Delivers `message` to every subscriber of `channel` in every process sharing the backend. */
   publish(channel: string, message: string, signal?: AbortSignal): Promise<void>;
   /**

@@ -10,6 +10,8 @@ export class MemoryKv implements Kv {
   private readonly values = new Map<string, { value: string; expiresAt: number }>();
   private readonly buckets = new Map<string, { tokens: number; at: number; full: number }>();
   private readonly channels = new EventEmitter().setMaxListeners(0);
+  /** Semaphores: lease id → when it runs out. */
+  private readonly slots = new Map<string, Map<string, number>>();
 
   async get(key: string, signal?: AbortSignal): Promise<string | undefined> {
     throwIfAborted(signal);
@@ -54,6 +56,39 @@ export class MemoryKv implements Kv {
     return { allowed, remaining: Math.floor(tokens), retryAfterMs: allowed ? 0 : Math.ceil((missing / refillPerSec) * 1000) };
   }
 
+  async acquireSlots(key: string, ids: readonly string[], max: number, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    throwIfAborted(signal);
+    const now = Date.now();
+    const leases = this.slots.get(key) ?? new Map<string, number>();
+    for (const [id, until] of leases) if (until <= now) leases.delete(id);
+    if (leases.size + ids.length > max) {
+      if (!leases.size) this.slots.delete(key);
+      return false;
+    }
+    for (const id of ids) leases.set(id, now + ttlMs);
+    this.slots.set(key, leases);
+    return true;
+  }
+
+  async renewSlots(key: string, ids: readonly string[], ttlMs: number, signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
+    const leases = this.slots.get(key);
+    if (!leases) return;
+    const now = Date.now();
+    for (const id of ids) {
+      const until = leases.get(id);
+      if (until !== undefined && until > now) leases.set(id, now + ttlMs);
+    }
+  }
+
+  async releaseSlots(key: string, ids: readonly string[], signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
+    const leases = this.slots.get(key);
+    if (!leases) return;
+    for (const id of ids) leases.delete(id);
+    if (!leases.size) this.slots.delete(key);
+  }
+
   async publish(channel: string, message: string, signal?: AbortSignal): Promise<void> {
     throwIfAborted(signal);
     // Delivered on a later tick, as with Redis: a publisher never runs subscribers inline.
@@ -74,6 +109,7 @@ export class MemoryKv implements Kv {
   async close(): Promise<void> {
     this.values.clear();
     this.buckets.clear();
+    this.slots.clear();
     this.channels.removeAllListeners();
   }
 }

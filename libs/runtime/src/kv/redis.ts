@@ -39,6 +39,38 @@ end
 return { allowed, math.floor(tokens), wait }
 `;
 
+/** `Kv.acquireSlots`: a sorted set of lease ids scored by when they run out (the server's clock). */
+const ACQUIRE_SLOTS_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local max = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) + #ARGV - 2 > max then
+  return 0
+end
+for i = 3, #ARGV do
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return 1
+`;
+
+/** `Kv.renewSlots`: XX, so a lease that ran out (and may have been counted free) is not revived. */
+const RENEW_SLOTS_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return 1
+`;
+
 /** Redis: one connection for commands, a second one opened on first subscribe. */
 export class RedisKv implements Kv {
   private subscriber: RedisClientType | undefined;
@@ -124,6 +156,23 @@ export class RedisKv implements Kv {
       this.client.eval(TAKE_SCRIPT, { keys: [this.prefix + key], arguments: [String(capacity), String(refillPerSec), String(cost)] }),
     )) as [number, number, number];
     return { allowed: reply[0] === 1, remaining: reply[1], retryAfterMs: reply[2] };
+  }
+
+  async acquireSlots(key: string, ids: readonly string[], max: number, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    const reply = await this.run('EVAL', signal, () =>
+      this.client.eval(ACQUIRE_SLOTS_SCRIPT, { keys: [this.prefix + key], arguments: [String(max), String(Math.max(1, Math.round(ttlMs))), ...ids] }),
+    );
+    return reply === 1;
+  }
+
+  async renewSlots(key: string, ids: readonly string[], ttlMs: number, signal?: AbortSignal): Promise<void> {
+    if (!ids.length) return;
+    await this.run('EVAL', signal, () => this.client.eval(RENEW_SLOTS_SCRIPT, { keys: [this.prefix + key], arguments: [String(Math.max(1, Math.round(ttlMs))), ...ids] }));
+  }
+
+  async releaseSlots(key: string, ids: readonly string[], signal?: AbortSignal): Promise<void> {
+    if (!ids.length) return;
+    await this.run('ZREM', signal, () => this.client.zRem(this.prefix + key, [...ids]));
   }
 
   async publish(channel: string, message: string, signal?: AbortSignal): Promise<void> {
