@@ -151,6 +151,9 @@ const schema = z.object({
   MESSAGING_PUSH_TIMEOUT_MS: positiveInt.default(30_000),
   // Largest answer read from a push agent; a longer one fails the task (egress guard).
   MESSAGING_PUSH_MAX_RESPONSE_BYTES: positiveInt.default(4 * 1024 * 1024),
+  // Calls to push agents one messaging replica makes at once (a quarter of them per tenant), and to one agent.
+  MESSAGING_PUSH_CONCURRENCY: positiveInt.default(64),
+  MESSAGING_PUSH_CONCURRENCY_PER_AGENT: positiveInt.default(8),
   // Event log: Kafka when KAFKA_BROKERS (`host:port,host:port`) is set, else the embedded bus.
   KAFKA_BROKERS: z.string().min(1).optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('agenthub'),

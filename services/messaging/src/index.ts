@@ -23,10 +23,16 @@ export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityC
 export { TaskStore, MESSAGING_EVENTS_TOPIC } from './task-store.js';
 /** Recipients' queues: a claimed delivery is hidden until its claim window ends, then handed out again (at least once). */
 export { DeliveryStore } from './delivery-store.js';
-/** Push agents (one worker at a time per agent, by lease) and the agents' tasks behind hub tasks. */
+/** Push agents (one worker at a time per agent, by lease; claimed in fair shares between tenants) and the agents' tasks behind hub tasks. */
 export { PushStore } from './push-store.js';
-/** Deliveries to agents with an A2A endpoint, through the egress guard with backoff; stopping aborts calls in flight and leaves their deliveries queued. */
-export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions, type PushCredentials } from './push.js';
+/**
+ * Deliveries to agents with an A2A endpoint, through the egress guard with backoff, several per
+ * agent at once (a task's one at a time, in order) in slots shared fairly between tenants;
+ * stopping aborts calls in flight and leaves their deliveries queued.
+ */
+export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions } from './push.js';
+/** The push secret of an agent, looked up for every delivery so a rotation applies to the next one. */
+export type { PushCredentials } from './push-calls.js';
 
 export interface MessagingDeps extends ServiceDeps {
   /** `host:port` of the identity service (recipients, output modes, grants). */

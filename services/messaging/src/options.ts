@@ -21,6 +21,8 @@ export function messagingOptions(config: HubConfig): Pick<MessagingDeps, 'limits
       maxBackoffMs: config.MESSAGING_PUSH_MAX_BACKOFF_MS,
       timeoutMs: config.MESSAGING_PUSH_TIMEOUT_MS,
       maxResponseBytes: config.MESSAGING_PUSH_MAX_RESPONSE_BYTES,
+      concurrency: config.MESSAGING_PUSH_CONCURRENCY,
+      perAgent: config.MESSAGING_PUSH_CONCURRENCY_PER_AGENT,
     },
     egress: { allowPrivate: egressAllowPrivate(config) },
   };

@@ -353,7 +353,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     // x-ttl 0 to an online agent still queues: it has until its next poll (claim window) to take it.
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
-    if (agent.endpointUrl) await env.pushes.recordPushAgent(ctx.signal, agent.id, agent.endpointUrl);
+    if (agent.endpointUrl) await env.pushes.recordPushAgent(ctx.signal, agent.id, agent.endpointUrl, agent.tenantId);
     const max = env.limits.maxTasksInFlightPerSender;
     let created: TaskRecord | undefined;
     try {

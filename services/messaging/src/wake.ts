@@ -61,6 +61,7 @@ export async function listen(kv: Kv, channel: string, signal: AbortSignal, accep
  */
 export class InboxWakes {
   private readonly pending = new Map<string, Logger>();
+  private readonly local = new Set<(agentId: string) => void>();
 
   constructor(
     private readonly kv: Kv,
@@ -72,10 +73,21 @@ export class InboxWakes {
     if (!this.pending.has(agentId)) this.pending.set(agentId, log);
   }
 
+  /**
+   * Tells `listener` of every wake-up this process publishes, whoever listens on its channel (the
+   * push worker of this replica starts on a send it served at once, for agents it has no
+   * subscription to; LocalFirstKv reaches only the subscribers of a channel). Returns how to stop.
+   */
+  listenLocally(listener: (agentId: string) => void): () => void {
+    this.local.add(listener);
+    return () => this.local.delete(listener);
+  }
+
   private flush(): void {
     const due = [...this.pending];
     this.pending.clear();
     for (const [agentId, log] of due) {
+      for (const listener of this.local) listener(agentId);
       this.kv.publish(this.channel(agentId), '1').catch((err) => log.warn({ err, agent_id: agentId }, 'could not wake an inbox'));
     }
   }
