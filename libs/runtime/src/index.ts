@@ -41,6 +41,7 @@ export { appendEvent, OUTBOX_INSERT_COLUMNS, outboxValues, OUTBOX_TABLE_SQL, WOR
 /** The event log: Kafka, or the embedded log in the database; at least once, in order per key, offsets committed after the handler resolves. */
 export * from './bus/index.js';
 /** The outbox relay: publishes committed outbox rows in order, marks a row only after the bus stored it, retries with backoff. */
+export { publishBeforeReturning } from './publish-barrier.js';
 export { startRelay, notifyOutboxWrites, hasOutbox, reportOutboxLag, type Relay, type RelayOptions, type OutboxNotifyingDb } from './relay.js';
 /** The egress guard, the only way out to peers: global unicast only unless allowed, DNS pinned to checked addresses, no redirects, bounded responses. */
 export * from './egress/index.js';

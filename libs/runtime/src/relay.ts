@@ -19,11 +19,19 @@ export interface RelayOptions {
   /** Published rows are deleted once older than this, checked every `pruneIntervalMs`. */
   retainPublishedMs?: number;
   pruneIntervalMs?: number;
+  /** Longest wait of `flush()` (the call then answers without it; the event follows later). */
+  flushTimeoutMs?: number;
 }
 
 export interface Relay {
   /** Looks for unpublished rows now (call it after committing a transaction that wrote some). */
   wake(): void;
+  /**
+   * Resolves once every row committed before the call is on the bus: after a pass that began
+   * later found nothing more to publish. It resolves early, without that, while the bus fails,
+   * when stopping, or after `flushTimeoutMs` (logged).
+   */
+  flush(): Promise<void>;
   /** Stops polling; resolves once the batch in flight is published and marked, or rolled back. */
   stop(): Promise<void>;
 }
@@ -95,6 +103,34 @@ export function startRelay(options: RelayOptions): Relay {
     interrupt?.();
   };
 
+  // flush(): each waiter is released by the first drained pass numbered above `after`, the
+  // number of passes begun when it asked (so that pass selected after the waiter's commit).
+  const flushTimeoutMs = options.flushTimeoutMs ?? 5_000;
+  let passesBegun = 0;
+  let failing = false;
+  const flushWaiters = new Set<{ after: number; release: () => void }>();
+  const releaseFlushes = (drainedPass: number) => {
+    for (const waiter of flushWaiters) if (waiter.after < drainedPass) waiter.release();
+  };
+  const flush = () =>
+    new Promise<void>((resolve) => {
+      if (stopped || failing) return resolve();
+      const waiter = {
+        after: passesBegun,
+        release: () => {
+          clearTimeout(timer);
+          flushWaiters.delete(waiter);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        log.warn({ waitedMs: flushTimeoutMs }, 'outbox relay did not publish in time; answering without waiting');
+        waiter.release();
+      }, flushTimeoutMs);
+      flushWaiters.add(waiter);
+      wake();
+    });
+
   /** Publishes one batch; `busy` when another replica holds the outbox right now. */
   const publishBatch = () =>
     db.transaction(async (tx): Promise<'busy' | 'drained' | 'more'> => {
@@ -144,16 +180,21 @@ export function startRelay(options: RelayOptions): Relay {
       woken = false;
       let delay = pollMs;
       let wakeable = true;
+      const pass = ++passesBegun;
       try {
         const outcome = await publishBatch();
         if (failures > 0) log.info({ failures }, 'outbox relay publishing again');
         failures = 0;
+        failing = false;
+        if (outcome === 'drained') releaseFlushes(pass);
         if (outcome === 'more') continue;
         // Another replica is publishing; ask again soon in case it selected its batch before our rows committed.
         if (outcome === 'busy') delay = Math.min(pollMs, 25);
         else await prune().catch((err: unknown) => log.warn({ err }, 'outbox prune failed'));
       } catch (err) {
         failures += 1;
+        failing = true;
+        releaseFlushes(Infinity);
         delay = Math.min(pollMs * 2 ** failures, maxBackoffMs);
         wakeable = false;
         log.warn({ err, failures, retryInMs: delay }, 'outbox relay cannot publish; rows stay in the outbox');
@@ -166,12 +207,14 @@ export function startRelay(options: RelayOptions): Relay {
   const done = run();
   return {
     wake,
+    flush,
     async stop() {
       stopped = true;
       stopping.abort();
       unsubscribe?.();
       interrupt?.();
       await done;
+      releaseFlushes(Infinity);
     },
   };
 }

@@ -15,6 +15,7 @@ import type { Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { startOpsServer } from './ops-server.js';
 import type { Stop } from './process.js';
+import { publishBeforeReturning } from './publish-barrier.js';
 import { hasOutbox, notifyOutboxWrites, reportOutboxLag, startRelay } from './relay.js';
 
 /** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
@@ -54,19 +55,29 @@ export interface RunningService {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Applies the service's migrations, starts its gRPC server, and marks it serving. */
+/**
+ * Applies the service's migrations, starts its gRPC server, and marks it serving. `register` gets
+ * the Db its handlers use: with `publishBeforeAnswer`, a write to the outbox returns only once
+ * the row is on the bus (services whose events share their keys with another service's, so a
+ * client that waits for each answer sees their events in the order of its calls).
+ */
 export async function serveGrpc(
   name: string,
   deps: ServiceDeps,
-  options: { schema: string; migrations: URL },
-  register: (server: GrpcServer) => void,
+  options: { schema: string; migrations: URL; publishBeforeAnswer?: boolean },
+  register: (server: GrpcServer, db: Db) => void,
 ): Promise<RunningService> {
   await migrate(deps.db, { schema: options.schema, dir: options.migrations, log: deps.log });
   const relayOutbox = deps.bus !== undefined && (await hasOutbox(deps.db));
   const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, ...deps.connectionAge });
-  register(server);
+  const relay =
+    relayOutbox && deps.bus
+      ? startRelay({ db: deps.db, bus: deps.bus, log: deps.log.child({ component: 'outbox-relay' }), pollMs: deps.outboxPollMs })
+      : undefined;
+  register(server, relay && options.publishBeforeAnswer ? publishBeforeReturning(deps.db, relay) : deps.db);
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
   const port = await server.listen(deps.listen).catch(async (err: unknown) => {
+    await relay?.stop();
     const wanted = Number(deps.listen.slice(deps.listen.lastIndexOf(':') + 1));
     const bare = host.replace(/^\[(.*)\]$/, '$1');
     throw listenFailure((await bindProblem(bare, wanted)) ?? err, bare, wanted, { host: 'GRPC_HOST', port: 'GRPC_PORT' });
@@ -74,10 +85,6 @@ export async function serveGrpc(
   const address = `${host}:${port}`;
   deps.local?.register(address, server);
   deps.log.info({ address }, 'gRPC service listening');
-  const relay =
-    relayOutbox && deps.bus
-      ? startRelay({ db: deps.db, bus: deps.bus, log: deps.log.child({ component: 'outbox-relay' }), pollMs: deps.outboxPollMs })
-      : undefined;
   const stopOutboxLag = relay ? reportOutboxLag(deps.metrics, name, deps.db) : undefined;
   return {
     name,

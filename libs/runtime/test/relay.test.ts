@@ -16,6 +16,7 @@ import {
   OUTBOX_INSERT_COLUMNS,
   outboxValues,
   openDb,
+  publishBeforeReturning,
   OUTBOX_TABLE_SQL,
   serveGrpc,
   startRelay,
@@ -34,10 +35,12 @@ const log = testLogger();
 
 /** An in-memory bus that records what was published and can be made to fail or hang. */
 class RecordingBus implements Bus {
-  readonly published: (BusMessage & { topic: string })[] = [];
   attempts = 0;
   failing = false;
   gate: Promise<void> | undefined;
+
+  /** `published` may be another bus's list: two services' relays appending to one log. */
+  constructor(readonly published: (BusMessage & { topic: string })[] = []) {}
 
   async publish(topic: string, messages: BusMessage[]): Promise<void> {
     this.attempts += 1;
@@ -200,6 +203,81 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     await eventually(() => bus.published.some((m) => m.key === 'ws_cte'), 'the CTE-written event was published without waiting for a poll');
   });
 
+  describe('two services publishing events of one workspace (workspace and secrets)', () => {
+    /** Each service's outbox with its own relay; the "secrets" relay's publish waits until the gate opens. */
+    const twoServices = async (flushTimeoutMs?: number) => {
+      const sharedLog: (BusMessage & { topic: string })[] = [];
+      const secrets = await service();
+      const workspace = await service();
+      const slow = new RecordingBus(sharedLog);
+      let open!: () => void;
+      slow.gate = new Promise<void>((resolve) => (open = resolve));
+      const secretsRelay = relay({ db: secrets.db, bus: slow, log, pollMs: 10, flushTimeoutMs });
+      const workspaceRelay = relay({ db: workspace.db, bus: new RecordingBus(sharedLog), log, pollMs: 10, flushTimeoutMs });
+      const onBus = () => sharedLog.map((m) => m.headers[EVENT_ID_HEADER]);
+      return { secrets, workspace, secretsRelay, workspaceRelay, slow, open, onBus };
+    };
+
+    it('the cause: each relay publishes when it can, so a later write by the other service can reach the log first', async () => {
+      const { secrets, workspace, open, onBus } = await twoServices();
+      const [secretDeleted] = await append(secrets.db, 1, 'ws_same');
+      const [memberRemoved] = await append(workspace.db, 1, 'ws_same');
+      await eventually(() => onBus().length === 1, 'the workspace relay published');
+      open();
+      await eventually(() => onBus().length === 2, 'the secrets relay published');
+      expect(onBus()).toEqual([memberRemoved, secretDeleted]);
+    });
+
+    it('with publishBeforeReturning, a write returns once its event is on the log, so the log keeps the order of the writes', async () => {
+      const { secrets, workspace, secretsRelay, workspaceRelay, open, onBus } = await twoServices();
+      // The gate opens on its own, later: the write below cannot return before it does.
+      const opening = setTimeout(open, 300);
+      try {
+        const [secretDeleted] = await append(publishBeforeReturning(secrets.db, secretsRelay), 1, 'ws_same');
+        expect(onBus()).toEqual([secretDeleted]);
+        const [memberRemoved] = await append(publishBeforeReturning(workspace.db, workspaceRelay), 1, 'ws_same');
+        expect(onBus()).toEqual([secretDeleted, memberRemoved]);
+        // A single statement writing the event (as in a CTE) waits the same way.
+        const values = outboxValues({ topic: 'agenthub.test.events', partitionKey: 'ws_same', type: 'test.cte', data: {} });
+        await publishBeforeReturning(secrets.db, secretsRelay).query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)) SELECT 1`, values);
+        expect(onBus()).toEqual([secretDeleted, memberRemoved, values[0]]);
+      } finally {
+        clearTimeout(opening);
+        open();
+      }
+    });
+
+    it('a write does not wait while the bus fails: it returns at once, and its event follows when the bus is back', async () => {
+      const { db } = await service();
+      const bus = new RecordingBus();
+      bus.failing = true;
+      await append(db, 1);
+      // A bound far above the test's own timeout: only not waiting lets the write return.
+      const running = relay({ db, bus, log, pollMs: 10, maxBackoffMs: 50, flushTimeoutMs: 3_600_000 });
+      await eventually(() => bus.attempts >= 1, 'the relay found the bus failing');
+      const [id] = await append(publishBeforeReturning(db, running), 1);
+      expect(bus.published).toEqual([]);
+      expect(await unpublished(db)).toBe(2);
+      bus.failing = false;
+      await eventually(() => bus.published.some((m) => m.headers[EVENT_ID_HEADER] === id), 'the event was published once the bus was back');
+    });
+
+    it('a write waits for a hanging bus no longer than flushTimeoutMs, then returns with its event still to come', async () => {
+      const { secrets, secretsRelay, slow, open, onBus } = await twoServices(200);
+      try {
+        const started = Date.now();
+        const [id] = await append(publishBeforeReturning(secrets.db, secretsRelay), 1, 'ws_same');
+        expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+        expect(slow.attempts).toBe(1);
+        expect(onBus()).toEqual([]);
+        open();
+        await eventually(() => onBus().includes(id), 'the event was published once the bus answered');
+      } finally {
+        open();
+      }
+    });
+  });
+
   it('deletes published rows once older than the retention', async () => {
     const { db } = await service();
     const bus = new RecordingBus();
@@ -242,6 +320,33 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
       expect(await unpublished(db)).toBe(1);
       expect(bus.published).toHaveLength(1);
     } finally {
+      await running?.stop(0);
+      await kv.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('gives handlers, with publishBeforeAnswer, a Db whose outbox writes return once the event is on the bus', async () => {
+    const schema = `svc_${randomBytes(4).toString('hex')}`;
+    const dir = await mkdtemp(join(tmpdir(), 'agenthub-relay-'));
+    await writeFile(join(dir, '001_outbox.sql'), OUTBOX_TABLE_SQL);
+    const db = notifyOutboxWrites(await openDb({ url: provisioned.databaseUrl, schema }));
+    opened.push(db);
+    const bus = new RecordingBus();
+    let open!: () => void;
+    bus.gate = new Promise<void>((resolve) => (open = resolve));
+    const kv = new MemoryKv();
+    const deps = { db, kv, log, metrics: new Metrics({ defaultMetrics: false }), listen: '127.0.0.1:0', grpcTimeoutMs: 5_000, internalKey: InternalKey.generate(), bus, outboxPollMs: 3_600_000 };
+    let running: RunningService | undefined;
+    const opening = setTimeout(open, 300);
+    try {
+      let handlersDb: Db | undefined;
+      running = await serveGrpc('svc', deps, { schema, migrations: pathToFileURL(`${dir}/`), publishBeforeAnswer: true }, (_server, given) => (handlersDb = given));
+      const [id] = await append(handlersDb!, 1);
+      expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual([id]);
+    } finally {
+      clearTimeout(opening);
+      open();
       await running?.stop(0);
       await kv.close();
       await rm(dir, { recursive: true, force: true });

@@ -49,11 +49,12 @@ export async function startSecrets(deps: SecretsDeps): Promise<RunningService> {
     const running = await serveGrpc(
       'secrets',
       deps,
-      { schema: 'secrets', migrations: new URL('../migrations/', import.meta.url) },
-      (server) =>
+      // Its events share their keys (workspace ids) with the workspace service's: see serveGrpc.
+      { schema: 'secrets', migrations: new URL('../migrations/', import.meta.url), publishBeforeAnswer: true },
+      (server, db) =>
         server.add(
           secretsv1.SecretsService,
-          createSecretsHandlers({ db: deps.db, workspace, keyWrapper: deps.keyWrapper, limits: deps.limits }),
+          createSecretsHandlers({ db, workspace, keyWrapper: deps.keyWrapper, limits: deps.limits }),
         ),
     );
     return {

@@ -66,8 +66,9 @@ export async function startWorkspace(deps: WorkspaceDeps): Promise<RunningServic
     const running = await serveGrpc(
       'workspace',
       deps,
-      { schema: 'workspace', migrations: new URL('../migrations/', import.meta.url) },
-      (server) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db: deps.db, identity, embedder, vectors, afterDelete: deps.afterDelete, quotas: deps.quotas })),
+      // Its events share their keys (workspace ids) with the secrets service's: see serveGrpc.
+      { schema: 'workspace', migrations: new URL('../migrations/', import.meta.url), publishBeforeAnswer: true },
+      (server, db) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db, identity, embedder, vectors, afterDelete: deps.afterDelete, quotas: deps.quotas })),
     );
     deps.log.info(describeMemoryBackends(embedder, vectors), 'memory backends');
     const stopQueueGauge = deps.metrics.gauge('agenthub_embedder_queue_depth', 'Texts waiting for an embedding worker thread of the built-in model.', ['model'], async () =>
