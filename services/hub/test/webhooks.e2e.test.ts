@@ -284,7 +284,9 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (
         ['workspace.member.removed', { workspace_id: workspaceId, agent_id: member.agent_id, removed_by: admin.agent_id }],
         ['workspace.deleted', { workspace_id: workspaceId, deleted_by: owner.agent_id }],
       ];
-      // Per-endpoint order: once workspace.deleted (the last) is in, everything before it is.
+      // Per-endpoint order: once workspace.deleted (the last) is in, everything before it is. Each
+      // call waits for the previous answer, so the order is the calls' even across services: a
+      // secrets call answers only once its event is on the log, before members.remove begins.
       const firsts = await distinct(path, expected.length);
       const requests = receiver.on(path);
       expect(firsts.map((r) => r.body?.event)).toEqual(expected.map(([event]) => event));
