@@ -22,18 +22,21 @@ export function publishBeforeReturning(db: Db, relay: Pick<Relay, 'flush'>): Db 
     exec: (sql) => db.exec(sql),
     async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
       let wrote = false;
-      const result = await db.transaction(
-        (tx) =>
-          work({
-            query<R>(sql: string, params?: readonly unknown[], querySignal?: AbortSignal) {
-              if (OUTBOX_INSERT.test(sql)) wrote = true;
-              return tx.query<R>(sql, params, querySignal);
-            },
-            exec: (sql) => tx.exec(sql),
-          }),
-        signal,
-      );
-      if (wrote) await relay.flush();
+      let seq: string | undefined;
+      const result = await db.transaction(async (tx) => {
+        const done = await work({
+          query<R>(sql: string, params?: readonly unknown[], querySignal?: AbortSignal) {
+            if (OUTBOX_INSERT.test(sql)) wrote = true;
+            return tx.query<R>(sql, params, querySignal);
+          },
+          exec: (sql) => tx.exec(sql),
+        });
+        // The last row this transaction wrote, so the relay pass already under way (woken by an
+        // earlier commit, or by this one) can release the call instead of a pass after it.
+        if (wrote) seq = (await tx.query<{ seq: string }>("SELECT currval(pg_get_serial_sequence('outbox', 'seq'))::text AS seq", [], signal)).rows[0]?.seq;
+        return done;
+      }, signal);
+      if (wrote) await relay.flush(seq);
       return result;
     },
     withAdvisoryLock: (name, work) => db.withAdvisoryLock(name, work),

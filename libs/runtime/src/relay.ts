@@ -28,10 +28,11 @@ export interface Relay {
   wake(): void;
   /**
    * Resolves once every row committed before the call is on the bus: after a pass that began
-   * later found nothing more to publish. It resolves early, without that, while the bus fails,
+   * later found nothing more to publish, or (given the `seq` of the caller's last committed row,
+   * sooner) once that row was published. It resolves early, without that, while the bus fails,
    * when stopping, or after `flushTimeoutMs` (logged).
    */
-  flush(): Promise<void>;
+  flush(seq?: string): Promise<void>;
   /** Stops polling; resolves once the batch in flight is published and marked, or rolled back. */
   stop(): Promise<void>;
 }
@@ -104,18 +105,25 @@ export function startRelay(options: RelayOptions): Relay {
   };
 
   // flush(): each waiter is released by the first drained pass numbered above `after`, the
-  // number of passes begun when it asked (so that pass selected after the waiter's commit).
+  // number of passes begun when it asked (so that pass selected after the waiter's commit), or
+  // by the publication of its row: the pass a commit's wake-up starts usually began already.
   const flushTimeoutMs = options.flushTimeoutMs ?? 5_000;
   let passesBegun = 0;
   let failing = false;
-  const flushWaiters = new Set<{ after: number; release: () => void }>();
+  const flushWaiters = new Set<{ after: number; seq: string | undefined; release: () => void }>();
   const releaseFlushes = (drainedPass: number) => {
     for (const waiter of flushWaiters) if (waiter.after < drainedPass) waiter.release();
   };
-  const flush = () =>
+  const releasePublished = (rows: OutboxRow[]) => {
+    if (flushWaiters.size === 0) return;
+    const seqs = new Set(rows.map((row) => String(row.seq)));
+    for (const waiter of flushWaiters) if (waiter.seq !== undefined && seqs.has(waiter.seq)) waiter.release();
+  };
+  const flush = (seq?: string) =>
     new Promise<void>((resolve) => {
       if (stopped || failing) return resolve();
       const waiter = {
+        seq,
         after: passesBegun,
         release: () => {
           clearTimeout(timer);
@@ -144,6 +152,7 @@ export function startRelay(options: RelayOptions): Relay {
       );
       if (rows.length === 0) return 'drained';
       for (const run of runsByTopic(rows)) await withTimeout(bus.publish(run.topic, run.rows.map(toMessage)), publishTimeoutMs);
+      releasePublished(rows);
       // The exact rows: one with a lower seq may have committed since the select and is not published yet.
       const seqs = rows.map((r) => r.seq);
       await tx.query(`UPDATE outbox SET published_at = $1 WHERE seq IN (${seqs.map((_, i) => `$${i + 2}`).join(', ')})`, [Date.now(), ...seqs]);
