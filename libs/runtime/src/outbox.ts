@@ -43,6 +43,18 @@ export interface EventPayload {
   data: Record<string, unknown>;
 }
 
+/**
+ * The channel an outbox write notifies (payload: the writer's schema), so relays in every process
+ * hear of it when the write commits (a rolled-back write notifies no one).
+ */
+export const OUTBOX_CHANNEL = 'agenthub_outbox';
+
+/**
+ * The expression a statement writing outbox rows selects, in the same transaction: PostgreSQL
+ * delivers one notification per transaction and schema, at commit.
+ */
+export const OUTBOX_NOTIFY = `pg_notify('${OUTBOX_CHANNEL}', current_schema())`;
+
 /** The outbox row's columns, in the order `OUTBOX_INSERT_COLUMNS` names them. */
 export const OUTBOX_INSERT_COLUMNS = 'event_id, topic, partition_key, type, payload, created_at, traceparent';
 
@@ -59,9 +71,12 @@ export function outboxValues(
   return [`evt_${randomUUID()}`, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime(), traceparent];
 }
 
-/** Appends one event inside the caller's transaction, with the active trace context; returns its id. */
+/**
+ * Appends one event inside the caller's transaction, with the active trace context, and notifies
+ * OUTBOX_CHANNEL so the relays publish it as soon as the transaction commits; returns its id.
+ */
 export async function appendEvent(tx: Queryable, event: OutboxEvent, now = new Date()): Promise<string> {
   const values = outboxValues(event, now);
-  await tx.query(`INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, values);
+  await tx.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)) SELECT ${OUTBOX_NOTIFY}`, values);
   return values[0];
 }

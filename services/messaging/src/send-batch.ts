@@ -1,4 +1,4 @@
-import { OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
+import { OUTBOX_INSERT_COLUMNS, OUTBOX_NOTIFY, outboxValues, type Queryable } from '@agenthub/runtime';
 import type { TaskRecord } from './store.js';
 import type { SerializedItem } from './task-items.js';
 
@@ -74,7 +74,10 @@ export class TaskInsertBatcher {
   }
 }
 
-/** Writes the tasks, their items, their events and their deliveries in one statement (atomic as one). */
+/**
+ * Writes the tasks, their items, their events and their deliveries in one statement (atomic as
+ * one), which also tells the outbox relays of the events (OUTBOX_NOTIFY).
+ */
 export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<void> {
   const params: unknown[] = [];
   const p = (value: unknown) => `$${params.push(value)}`;
@@ -106,7 +109,7 @@ export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<vo
           item AS (INSERT INTO task_items (task_id, kind, seq, item_id, body, bytes) VALUES ${items.join(', ')}),` : ''}
           event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ${events.join(', ')})${deliveries.length ? `,
           delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent) VALUES ${deliveries.join(', ')})` : ''}
-     SELECT 1`,
+     SELECT ${OUTBOX_NOTIFY}`,
     params,
   );
 }

@@ -21,6 +21,13 @@ export interface Db extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs `work` holding a session-level advisory lock, for one-at-a-time jobs such as migrations. */
   withAdvisoryLock<T>(name: string, work: (db: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Calls `onNotify` with the payload of every notification on `channel` (a plain lowercase
+   * identifier) that any session of the database commits, this handle's included, until the
+   * returned function is called. Rejects when it cannot start listening. A notification sent while
+   * a lost listening connection is being re-established is missed: callers keep a fallback poll.
+   */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

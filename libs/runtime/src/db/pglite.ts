@@ -77,6 +77,11 @@ export class PgliteDb implements Db {
     return work(this);
   }
 
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    // One in-process session: its own notifications reach it, after the statement that committed them.
+    return this.pg.listen(assertIdentifier(channel), onNotify);
+  }
+
   close(): Promise<void> {
     return this.pg.close();
   }

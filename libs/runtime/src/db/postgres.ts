@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Db, Queryable, QueryResult } from './db.js';
 import { assertIdentifier, traceQuery } from './db.js';
+import { PgListener } from './pg-listen.js';
 
 const INT8_OID = 20;
 
@@ -16,6 +17,7 @@ export interface PostgresDbOptions {
 export class PostgresDb implements Db {
   readonly engine = 'postgres' as const;
   private readonly pool: pg.Pool;
+  private readonly listener: PgListener;
 
   constructor(options: PostgresDbOptions) {
     const schema = assertIdentifier(options.schema);
@@ -30,6 +32,8 @@ export class PostgresDb implements Db {
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
+    // Named per schema, so an operator (or a test) can tell whose listening connection it is.
+    this.listener = new PgListener({ connectionString: options.url, application_name: `agenthub-listen:${schema}` });
   }
 
   async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
@@ -70,8 +74,13 @@ export class PostgresDb implements Db {
     }
   }
 
-  close(): Promise<void> {
-    return this.pool.end();
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.listener.listen(assertIdentifier(channel), onNotify);
+  }
+
+  async close(): Promise<void> {
+    await this.listener.close();
+    await this.pool.end();
   }
 }
 
