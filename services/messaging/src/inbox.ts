@@ -1,10 +1,11 @@
 import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, waitSignal, type CallContext, type Logger } from '@agenthub/runtime';
+import { HubError, waitSignal, type CallContext, type Caller, type Logger } from '@agenthub/runtime';
+import { inboxChannel, onlineKey, type MessagingEnv } from './env.js';
+import { announce } from './lifecycle.js';
 import { SendKeys } from './send-keys.js';
 import type { DeliveryRecord } from './store.js';
 import { listen } from './wake.js';
-import { inboxChannel, onlineKey, taskChannel, type Caller, type MessagingEnv } from './tasks.js';
 
 const DEFAULT_MAX = 10;
 const MAX_MAX = 100;
@@ -82,7 +83,7 @@ export async function sweepExpired(env: MessagingEnv, log: Logger, batch = 100):
     );
     if (moved?.after.state === 'failed' && moved.before.state === 'submitted') {
       failed += 1;
-      await env.kv.publish(taskChannel(taskId), 'failed').catch((err) => log.warn({ err, task_id: taskId }, 'could not announce'));
+      await announce(env, moved.after, { log });
     } else {
       await env.store.deleteExpired(taskId, now);
     }

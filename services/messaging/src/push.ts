@@ -30,7 +30,9 @@ import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { PushMetrics, verdict } from './push-calls.js';
 import { agentText, fromA2AArtifact, fromA2AMessage, toA2AMessage } from './a2a-codec.js';
 import type { DeliveryRecord, PushAgentRecord, PushTaskRecord, StateName, TaskRecord } from './store.js';
-import { announce, inboxChannel, onlineKey, taskGrowthCheck, validateParts, type MessagingEnv } from './tasks.js';
+import { inboxChannel, onlineKey, type MessagingEnv } from './env.js';
+import { announce } from './lifecycle.js';
+import { taskGrowthCheck, validateParts } from './tasks.js';
 
 export interface PushOptions {
   /** Deadline of one call to an agent (MESSAGING_PUSH_TIMEOUT_MS). */

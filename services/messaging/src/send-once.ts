@@ -4,8 +4,10 @@ import { toJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
 import { FINAL } from '@agenthub/tasks';
+import type { MessagingEnv } from './env.js';
+import { listenForSettled, waitForSettled } from './lifecycle.js';
 import { SendKeys } from './send-keys.js';
-import { listenForSettled, sendMessage, taskView, waitForSettled, type MessagingEnv } from './tasks.js';
+import { sendMessage, taskView } from './tasks.js';
 
 /**
  * SendMessage as DESIGN.md states it: a conversation (`contextId`) belongs to the agents whose

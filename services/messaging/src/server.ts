@@ -1,42 +1,10 @@
 import { messagingv1 } from '@agenthub/proto';
-import type { Db, Kv, ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, type ServiceHandlers } from '@agenthub/runtime';
+import type { MessagingEnv } from './env.js';
 import { ackDelivery, pollInbox } from './inbox.js';
-import { Recipients } from './recipients.js';
 import { sendMessageOnce } from './send-once.js';
-import { MessagingStore } from './store.js';
 import { watchTask } from './streams.js';
-import {
-  callerOf,
-  cancelTask,
-  DEFAULT_LIMITS,
-  getTask,
-  inboxChannel,
-  listTasks,
-  updateTask,
-  type IdentityClient,
-  type MessagingEnv,
-  type MessagingLimits,
-} from './tasks.js';
-import { InboxWakes } from './wake.js';
-
-/** The environment the handlers and the sweeper share. */
-export function messagingEnv(deps: {
-  db: Db;
-  kv: Kv;
-  identity: IdentityClient;
-  limits?: Partial<MessagingLimits>;
-  now?: () => number;
-}): MessagingEnv {
-  return {
-    store: new MessagingStore(deps.db),
-    identity: deps.identity,
-    recipients: new Recipients(deps.identity),
-    kv: deps.kv,
-    wakes: new InboxWakes(deps.kv, inboxChannel),
-    limits: { ...DEFAULT_LIMITS, ...deps.limits },
-    now: deps.now ?? Date.now,
-  };
-}
+import { cancelTask, getTask, listTasks, updateTask } from './tasks.js';
 
 /** The handlers of `agenthub.messaging.v1.MessagingService`. */
 export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<typeof messagingv1.MessagingService.method> {
