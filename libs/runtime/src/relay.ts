@@ -168,7 +168,8 @@ export function startRelay(options: RelayOptions): Relay {
     async stop() {
       stopped = true;
       interrupt?.();
-      await (await listening)?.();
+      // A handle closed first (a failed start) has stopped listening already.
+      await (await listening)?.().catch(() => undefined);
       await done;
     },
   };

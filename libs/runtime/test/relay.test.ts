@@ -250,6 +250,20 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     expect(bus.published[0]!.headers[EVENT_ID_HEADER]).toBe(id);
   });
 
+  it('polls when it cannot listen for writes, and publishes all the same', async () => {
+    const { db } = await service();
+    const deaf: Db = Object.assign(Object.create(db) as Db, {
+      listen: async () => {
+        throw new Error('LISTEN refused');
+      },
+    });
+    const bus = new RecordingBus();
+    relay({ db: deaf, bus, log, pollMs: 20 });
+    const ids = await append(db, 2);
+    await eventually(() => bus.published.length === 2, 'the polls published the rows');
+    expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
+  });
+
   it('deletes published rows once older than the retention', async () => {
     const { db } = await service();
     const bus = new RecordingBus();
