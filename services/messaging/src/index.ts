@@ -6,9 +6,9 @@
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { clientOptions, createClient, egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { reportBacklog } from './backlog.js';
+import { messagingEnv, type MessagingLimits } from './env.js';
 import { startSweeper } from './inbox.js';
 import { startPushWorker, type PushOptions } from './push.js';
-import { messagingEnv, type MessagingLimits } from './env.js';
 import { createMessagingHandlers } from './server.js';
 
 /** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
