@@ -44,16 +44,10 @@ export interface EventPayload {
 }
 
 /**
- * The channel an outbox write notifies (payload: the writer's schema), so relays in every process
- * hear of it when the write commits (a rolled-back write notifies no one).
+ * The channel whoever writes outbox rows notifies (`Queryable.notify`, payload: the schema
+ * written to), so the relays of that schema in every process publish them once they commit.
  */
 export const OUTBOX_CHANNEL = 'agenthub_outbox';
-
-/**
- * The expression a statement writing outbox rows selects, in the same transaction: PostgreSQL
- * delivers one notification per transaction and schema, at commit.
- */
-export const OUTBOX_NOTIFY = `pg_notify('${OUTBOX_CHANNEL}', current_schema())`;
 
 /** The outbox row's columns, in the order `OUTBOX_INSERT_COLUMNS` names them. */
 export const OUTBOX_INSERT_COLUMNS = 'event_id, topic, partition_key, type, payload, created_at, traceparent';
@@ -77,6 +71,10 @@ export function outboxValues(
  */
 export async function appendEvent(tx: Queryable, event: OutboxEvent, now = new Date()): Promise<string> {
   const values = outboxValues(event, now);
-  await tx.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)) SELECT ${OUTBOX_NOTIFY}`, values);
+  const { rows } = await tx.query<{ schema: string }>(
+    `INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING current_schema() AS schema`,
+    values,
+  );
+  tx.notify(OUTBOX_CHANNEL, rows[0]!.schema);
   return values[0];
 }

@@ -12,8 +12,8 @@ import {
   InternalKey,
   MemoryKv,
   Metrics,
+  OUTBOX_CHANNEL,
   OUTBOX_INSERT_COLUMNS,
-  OUTBOX_NOTIFY,
   outboxValues,
   openDb,
   OUTBOX_TABLE_SQL,
@@ -192,15 +192,16 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     }
   });
 
-  it('is woken by a statement that selects OUTBOX_NOTIFY beside the outbox rows it writes in a CTE, as a send does', async () => {
-    const { db } = await service();
+  it('is woken by a statement writing outbox rows in a CTE once its writer notifies OUTBOX_CHANNEL, as a send does', async () => {
+    const { schema, db } = await service();
     const bus = new RecordingBus();
     // After the first pass (at start) has published the first row, only a wake-up makes it look again.
     await append(db, 1, 'ws_first');
     relay({ db, bus, log, pollMs: 3_600_000 });
     await eventually(() => bus.published.length === 1, 'the first event was published');
     const values = outboxValues({ topic: 'agenthub.test.events', partitionKey: 'ws_cte', type: 'test.cte', data: {} });
-    await db.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)) SELECT ${OUTBOX_NOTIFY}`, values);
+    await db.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)) SELECT 1`, values);
+    db.notify(OUTBOX_CHANNEL, schema);
     await eventually(() => bus.published.some((m) => m.key === 'ws_cte'), 'the CTE-written event was published without waiting for a poll');
   });
 

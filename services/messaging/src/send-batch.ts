@@ -1,4 +1,4 @@
-import { OUTBOX_INSERT_COLUMNS, OUTBOX_NOTIFY, outboxValues, type Queryable } from '@agenthub/runtime';
+import { OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
 import type { TaskRecord } from './store.js';
 import type { SerializedItem } from './task-items.js';
 
@@ -76,7 +76,7 @@ export class TaskInsertBatcher {
 
 /**
  * Writes the tasks, their items, their events and their deliveries in one statement (atomic as
- * one), which also tells the outbox relays of the events (OUTBOX_NOTIFY).
+ * one), and tells the outbox relays of the events (OUTBOX_CHANNEL).
  */
 export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<void> {
   const params: unknown[] = [];
@@ -104,12 +104,13 @@ export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<vo
       deliveries.push(`(${p(delivery.id)}, ${id}, ${recipient}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint, ${p(traceparent)})`);
     }
   }
-  await db.query(
+  const { rows } = await db.query<{ schema: string }>(
     `WITH task AS (INSERT INTO tasks (${TASK_INSERT_COLUMNS}) VALUES ${tasks.join(', ')}),${items.length ? `
           item AS (INSERT INTO task_items (task_id, kind, seq, item_id, body, bytes) VALUES ${items.join(', ')}),` : ''}
           event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ${events.join(', ')})${deliveries.length ? `,
           delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent) VALUES ${deliveries.join(', ')})` : ''}
-     SELECT ${OUTBOX_NOTIFY}`,
+     SELECT current_schema() AS schema`,
     params,
   );
+  db.notify(OUTBOX_CHANNEL, rows[0]!.schema);
 }

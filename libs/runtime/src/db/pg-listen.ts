@@ -3,13 +3,17 @@ import pg from 'pg';
 type Handler = (payload: string) => void;
 
 /**
- * The one connection a PostgresDb LISTENs on, for every channel its callers listen to (a pool
- * connection cannot: LISTEN belongs to a session). Opened by the first listen, closed with the
- * last; when the server or the network drops it, it is opened again after `retryMs`, and again
- * until that works, with every channel listened to anew.
+ * A PostgresDb's notifications. Listening takes one connection of its own (a pool connection
+ * cannot: LISTEN belongs to a session), opened by the first listen and closed with the last; when
+ * the server or the network drops it, it is opened again after `retryMs`, and again until that
+ * works, with every channel listened to anew. Notifying reaches this handle's listeners at once
+ * and other sessions' through `send` (a pg_notify on the pool, outside any transaction), at most
+ * one at a time per channel and payload: repeats meanwhile go as one more after it.
  */
-export class PgListener {
+export class PgNotifications {
   private readonly handlers = new Map<string, Set<Handler>>();
+  private readonly sending = new Set<string>();
+  private readonly again = new Set<string>();
   private connecting: Promise<pg.Client> | undefined;
   private current: pg.Client | undefined;
   private retry: NodeJS.Timeout | undefined;
@@ -17,8 +21,16 @@ export class PgListener {
 
   constructor(
     private readonly config: pg.ClientConfig,
+    private readonly send: (channel: string, payload: string) => Promise<unknown>,
     private readonly retryMs = 1_000,
   ) {}
+
+  /** `channel` must already be a plain identifier; called after the notifying transaction committed. */
+  notify(channel: string, payload: string): void {
+    if (this.closed) return;
+    this.deliver(channel, payload);
+    this.sendOnce(channel, payload);
+  }
 
   /** `channel` must already be a plain identifier. */
   async listen(channel: string, onNotify: Handler): Promise<() => Promise<void>> {
@@ -67,9 +79,7 @@ export class PgListener {
 
   private async connect(): Promise<pg.Client> {
     const client = new pg.Client(this.config);
-    client.on('notification', (n) => {
-      for (const handler of this.handlers.get(n.channel) ?? []) handler(n.payload ?? '');
-    });
+    client.on('notification', (n) => this.deliver(n.channel, n.payload ?? ''));
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     try {
@@ -81,6 +91,26 @@ export class PgListener {
     }
     this.current = client;
     return client;
+  }
+
+  private sendOnce(channel: string, payload: string): void {
+    const key = `${channel}\u0000${payload}`;
+    if (this.sending.has(key)) {
+      this.again.add(key);
+      return;
+    }
+    this.sending.add(key);
+    // A lost one only delays listeners elsewhere until their poll.
+    void this.send(channel, payload)
+      .catch(() => undefined)
+      .finally(() => {
+        this.sending.delete(key);
+        if (this.again.delete(key) && !this.closed) this.sendOnce(channel, payload);
+      });
+  }
+
+  private deliver(channel: string, payload: string): void {
+    for (const handler of this.handlers.get(channel) ?? []) handler(payload);
   }
 
   private lost(client: pg.Client): void {

@@ -36,6 +36,8 @@ async function createCluster(dataDir: string | undefined): Promise<PGlite> {
  */
 export class PgliteDb implements Db {
   readonly engine = 'pglite' as const;
+  /** By channel: one process owns the data directory, so notifications never leave it. */
+  private readonly listeners = new Map<string, Set<(payload: string) => void>>();
 
   private constructor(private readonly pg: PGlite) {}
 
@@ -58,9 +60,15 @@ export class PgliteDb implements Db {
     await this.pg.exec(sql);
   }
 
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.pg.transaction((tx) =>
+  notify(channel: string, payload: string): void {
+    for (const onNotify of this.listeners.get(assertIdentifier(channel)) ?? []) onNotify(payload);
+  }
+
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const pending: [string, string][] = [];
+    const result = await this.pg.transaction((tx) =>
       work({
+        notify: (channel, payload) => void pending.push([channel, payload]),
         async query<R>(sql: string, params: readonly unknown[] = []) {
           const result = await traceQuery(sql, () => tx.query<R>(sql, params as unknown[]));
           return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
@@ -70,6 +78,8 @@ export class PgliteDb implements Db {
         },
       }),
     );
+    for (const [channel, payload] of pending) this.notify(channel, payload);
+    return result;
   }
 
   async withAdvisoryLock<T>(_name: string, work: (db: Queryable) => Promise<T>): Promise<T> {
@@ -77,9 +87,15 @@ export class PgliteDb implements Db {
     return work(this);
   }
 
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
-    // One in-process session: its own notifications reach it, after the statement that committed them.
-    return this.pg.listen(assertIdentifier(channel), onNotify);
+  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    let listeners = this.listeners.get(assertIdentifier(channel));
+    if (!listeners) this.listeners.set(channel, (listeners = new Set()));
+    // Its own function, so the same callback listening twice is two subscriptions.
+    const listener = (payload: string) => onNotify(payload);
+    listeners.add(listener);
+    return async () => {
+      listeners.delete(listener);
+    };
   }
 
   close(): Promise<void> {

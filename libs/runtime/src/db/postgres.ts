@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Db, Queryable, QueryResult } from './db.js';
 import { assertIdentifier, traceQuery } from './db.js';
-import { PgListener } from './pg-listen.js';
+import { PgNotifications } from './pg-listen.js';
 
 const INT8_OID = 20;
 
@@ -17,7 +17,7 @@ export interface PostgresDbOptions {
 export class PostgresDb implements Db {
   readonly engine = 'postgres' as const;
   private readonly pool: pg.Pool;
-  private readonly listener: PgListener;
+  private readonly notifications: PgNotifications;
 
   constructor(options: PostgresDbOptions) {
     const schema = assertIdentifier(options.schema);
@@ -33,7 +33,9 @@ export class PostgresDb implements Db {
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
     // Named per schema, so an operator (or a test) can tell whose listening connection it is.
-    this.listener = new PgListener({ connectionString: options.url, application_name: `agenthub-listen:${schema}` });
+    this.notifications = new PgNotifications({ connectionString: options.url, application_name: `agenthub-listen:${schema}` }, (channel, payload) =>
+      this.pool.query('SELECT pg_notify($1, $2)', [channel, payload]),
+    );
   }
 
   async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
@@ -45,12 +47,18 @@ export class PostgresDb implements Db {
     await this.pool.query(sql);
   }
 
+  notify(channel: string, payload: string): void {
+    this.notifications.notify(assertIdentifier(channel), payload);
+  }
+
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      const result = await work(clientQueryable(client));
+      const pending: [string, string][] = [];
+      const result = await work(clientQueryable(client, (channel, payload) => void pending.push([assertIdentifier(channel), payload])));
       await client.query('COMMIT');
+      for (const [channel, payload] of pending) this.notifications.notify(channel, payload);
       return result;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -65,7 +73,7 @@ export class PostgresDb implements Db {
     try {
       await client.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
       try {
-        return await work(clientQueryable(client));
+        return await work(clientQueryable(client, (channel, payload) => this.notify(channel, payload)));
       } finally {
         await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
       }
@@ -75,17 +83,18 @@ export class PostgresDb implements Db {
   }
 
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
-    return this.listener.listen(assertIdentifier(channel), onNotify);
+    return this.notifications.listen(assertIdentifier(channel), onNotify);
   }
 
   async close(): Promise<void> {
-    await this.listener.close();
+    await this.notifications.close();
     await this.pool.end();
   }
 }
 
-function clientQueryable(client: pg.PoolClient): Queryable {
+function clientQueryable(client: pg.PoolClient, notify: Queryable['notify']): Queryable {
   return {
+    notify,
     async query<R>(sql: string, params: readonly unknown[] = []) {
       const result = await traceQuery(sql, () => client.query(sql, params as unknown[]));
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
