@@ -31,10 +31,9 @@ export interface Db extends Queryable {
   withAdvisoryLock<T>(name: string, work: (db: Queryable) => Promise<T>): Promise<T>;
   /**
    * Calls `onNotify` with the payload of every `notify` on `channel` (a plain lowercase
-   * identifier) from any handle of the database (on PostgreSQL, any process, and SQL NOTIFY too),
-   * until the returned function is called; one from this handle may be heard twice. Rejects when
-   * it cannot start listening. One sent while a lost listening connection is being re-established
-   * is missed: callers keep a fallback poll.
+   * identifier) from any handle of the database (on PostgreSQL, from any process), once each,
+   * until the returned function is called. Rejects when it cannot start listening. One sent while
+   * a lost listening connection is being re-established is missed: callers keep a fallback poll.
    */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;

@@ -8,7 +8,8 @@ type Handler = (payload: string) => void;
  * the server or the network drops it, it is opened again after `retryMs`, and again until that
  * works, with every channel listened to anew. Notifying reaches this handle's listeners at once
  * and other sessions' through `send` (a pg_notify on the pool, outside any transaction), at most
- * one at a time per channel and payload: repeats meanwhile go as one more after it.
+ * one at a time per channel and payload: repeats meanwhile go as one more after it. What comes
+ * back from the server of its own sending (`ownBackend`) is not delivered a second time.
  */
 export class PgNotifications {
   private readonly handlers = new Map<string, Set<Handler>>();
@@ -22,6 +23,7 @@ export class PgNotifications {
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly send: (channel: string, payload: string) => Promise<unknown>,
+    private readonly ownBackend: (pid: number) => boolean,
     private readonly retryMs = 1_000,
   ) {}
 
@@ -79,7 +81,9 @@ export class PgNotifications {
 
   private async connect(): Promise<pg.Client> {
     const client = new pg.Client(this.config);
-    client.on('notification', (n) => this.deliver(n.channel, n.payload ?? ''));
+    client.on('notification', (n) => {
+      if (!this.ownBackend(n.processId)) this.deliver(n.channel, n.payload ?? '');
+    });
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     try {

@@ -33,8 +33,15 @@ export class PostgresDb implements Db {
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
     // Named per schema, so an operator (or a test) can tell whose listening connection it is.
-    this.notifications = new PgNotifications({ connectionString: options.url, application_name: `agenthub-listen:${schema}` }, (channel, payload) =>
-      this.pool.query('SELECT pg_notify($1, $2)', [channel, payload]),
+    // The pool's backends, whose notifications this handle's listeners heard when they were sent.
+    const backends = new Set<number>();
+    const pid = (client: pg.PoolClient) => (client as unknown as { processID: number | null }).processID;
+    this.pool.on('connect', (client) => void backends.add(pid(client) ?? 0));
+    this.pool.on('remove', (client) => void backends.delete(pid(client) ?? 0));
+    this.notifications = new PgNotifications(
+      { connectionString: options.url, application_name: `agenthub-listen:${schema}` },
+      (channel, payload) => this.pool.query('SELECT pg_notify($1, $2)', [channel, payload]),
+      (backend) => backends.has(backend),
     );
   }
 
