@@ -40,7 +40,9 @@ export class PostgresDb implements Db {
     this.pool.on('remove', (client) => void backends.delete(pid(client) ?? 0));
     this.notifications = new PgNotifications(
       { connectionString: options.url, application_name: `agenthub-listen:${schema}` },
-      (channel, payload) => this.pool.query('SELECT pg_notify($1, $2)', [channel, payload]),
+      // Its own tiny transaction, which need not wait for its commit to reach the disk: nothing
+      // but the notification depends on it, and that is sent at commit either way.
+      (channel, payload) => this.pool.query("SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", [channel, payload]),
       (backend) => backends.has(backend),
     );
   }
