@@ -18,6 +18,8 @@ export default {
   },
   testMatch: ['<rootDir>/libs/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
   globalSetup: '<rootDir>/libs/testing/global-setup.js',
+  // Longest suites first, from committed durations when jest has no cache (CI on a fresh clone).
+  testSequencer: '<rootDir>/libs/testing/sequencer.js',
   // A hook that starts a whole embedded hub opens one PostgreSQL (PGlite) per service: about ten
   // seconds on an idle 2-core machine, several times that on a busy one.
   testTimeout: 180000,

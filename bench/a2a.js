@@ -19,6 +19,8 @@
 //   BENCH_PG_URL       PostgreSQL admin URL (default postgres://postgres@127.0.0.1:5432/postgres)
 //   BENCH_REDIS_URL    Redis URL (default redis://127.0.0.1:6379)
 //   BENCH_HUB_ENV      extra hub settings, "NAME=value NAME=value"
+//   BENCH_PATHS        which paths to measure, comma-separated: hub, push (default both; direct always runs)
+//   BENCH_PROFILE      1: the hub runs with --cpu-prof; read it with bench/profile-summary.js
 //
 // The hub, the connected agent and the direct server each run as their own node process (this
 // file in another role), so the load generator shares its event loop with neither side.
@@ -26,7 +28,8 @@
 // Exit status: 0 when both paths were measured without errors, whatever the ratio; 1 when an
 // exchange failed or setup failed; 2 when PostgreSQL or Redis is unreachable.
 
-import { dirname, resolve } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { envNumber, fmt, freshHubSettings, log, parseHubEnv, round, rpc, runBench, startHubProcess, startNodeProcess, UsageError } from './lib.js';
 
@@ -120,7 +123,16 @@ function settings() {
     hubEnv: parseHubEnv(),
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
+    paths: paths(),
+    profile: process.env.BENCH_PROFILE === '1',
   };
+}
+
+function paths() {
+  const named = (process.env.BENCH_PATHS || 'hub,push').split(',').map((p) => p.trim()).filter(Boolean);
+  const unknown = named.filter((p) => p !== 'hub' && p !== 'push');
+  if (unknown.length || !named.length) throw new UsageError(`BENCH_PATHS: expected hub and/or push, got "${process.env.BENCH_PATHS}"`);
+  return new Set(named);
 }
 
 /** An SDK client built the way a user would: from the card URL, with a fetch adding the key. */
@@ -196,8 +208,13 @@ async function run(cleanups) {
 
   const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
   // The push agent is the SDK server on loopback: the egress guard lets the hub reach it only so.
-  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, HUB_EGRESS_ALLOW_PRIVATE: 'true', ...opts.hubEnv });
+  const profileDir = join(HERE, 'results', 'profiles');
+  if (opts.profile) await mkdir(profileDir, { recursive: true });
+  const nodeArgs = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=a2a-hub-${id}.cpuprofile`] : [];
+  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, HUB_EGRESS_ALLOW_PRIVATE: 'true', ...opts.hubEnv }, nodeArgs);
+  if (opts.profile) log(`  CPU profile of the hub: bench/results/profiles/a2a-hub-${id}.cpuprofile (written when it exits; times below are ms since it started)`);
   cleanups.push(() => hub.stop());
+  const since = () => Math.round(performance.now() - hub.startedAt);
   const admin = async (method, params) => {
     const reply = await rpc(hub.url, '/admin', adminToken, method, params);
     if (reply.error) throw new UsageError(`${method}: ${JSON.stringify(reply.error)}`);
@@ -212,17 +229,24 @@ async function run(cleanups) {
   // The push shape: the hub forwards to the very server the direct path measures.
   const pushAgent = await admin('agents.create', { tenant_id: tenant, name: 'push echo', create_tenant: true, endpoint_url: `${direct.match[1]}/a2a` });
 
-  const viaHub = await measure('AgentHub', await sdkClient(`${hub.url}/agents/${echo.agent.id}/.well-known/agent-card.json`, sender.api_key), opts);
-  const viaPush = await measure('push', await sdkClient(`${hub.url}/agents/${pushAgent.agent.id}/.well-known/agent-card.json`, sender.api_key), opts);
+  const measured = async (name, cardUrl, apiKey) => {
+    const client = await sdkClient(cardUrl, apiKey);
+    const from = since();
+    const result = await measure(name, client, opts);
+    if (opts.profile) log(`           hub profile window (warm-up included): --from ${from} --to ${since()}`);
+    return result;
+  };
+  const viaHub = opts.paths.has('hub') ? await measured('AgentHub', `${hub.url}/agents/${echo.agent.id}/.well-known/agent-card.json`, sender.api_key) : undefined;
+  const viaPush = opts.paths.has('push') ? await measured('push', `${hub.url}/agents/${pushAgent.agent.id}/.well-known/agent-card.json`, sender.api_key) : undefined;
   const viaDirect = await measure('direct', await sdkClient(`${direct.match[1]}/.well-known/agent-card.json`), opts);
 
-  if (viaHub.errors || viaPush.errors || viaDirect.errors) {
+  if (viaHub?.errors || viaPush?.errors || viaDirect.errors) {
     log('  FAILED: exchanges failed; no throughput is claimed');
     return 1;
   }
   const verdict = (r) => `${round(r, 3)} of the direct throughput (target ≥ ${TARGET_RATIO}): ${r >= TARGET_RATIO ? 'PASS' : 'BELOW TARGET'}`;
-  log(`  ratio    hub → connected agent ${verdict(viaHub.throughput / viaDirect.throughput)}`);
-  log(`  ratio    hub → push agent (the direct server) ${verdict(viaPush.throughput / viaDirect.throughput)}`);
+  if (viaHub) log(`  ratio    hub → connected agent ${verdict(viaHub.throughput / viaDirect.throughput)}`);
+  if (viaPush) log(`  ratio    hub → push agent (the direct server) ${verdict(viaPush.throughput / viaDirect.throughput)}`);
   return 0;
 }
 

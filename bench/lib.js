@@ -1,6 +1,6 @@
 // Helpers shared by the benchmark scripts: backends, JSON-RPC calls and output.
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export class UsageError extends Error {}
 export class Unreachable extends Error {}
@@ -177,10 +177,12 @@ export async function freshHubSettings(cleanups, { pgUrl, redisUrl }) {
       HUB_METRICS: 'false',
       HUB_SHUTDOWN_GRACE_MS: '2000',
       // The benchmarks measure the hub's path, not its refusals: one key sends far past the
-      // per-key and per-tenant rates and the tasks-in-flight quota (0 turns each off).
+      // per-key and per-tenant rates and the tasks-in-flight and queued-deliveries quotas (0 turns
+      // each off).
       HUB_RATE_KEY_PER_SEC: '0',
       HUB_RATE_TENANT_PER_SEC: '0',
       HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: '0',
+      HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '0',
     },
   };
 }
@@ -305,6 +307,39 @@ export function processTicks(pid) {
 
 /** Linux's USER_HZ: 100 on every mainstream architecture. */
 export const TICKS_PER_SECOND = 100;
+
+/** The PostgreSQL backends serving database `dbName` (from /proc; none where there is no /proc). */
+export function postgresBackendPids(dbName) {
+  const pids = [];
+  let entries = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return pids;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (cmd.startsWith('postgres:') && cmd.includes(` ${dbName} `)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/**
+ * CPU time (ms) the hub and the database's PostgreSQL backends spend while `work` runs: on a
+ * loaded machine, per-operation CPU holds steadier than wall-clock latency.
+ */
+export async function cpuDuring(hubPid, dbName, work) {
+  const backends = postgresBackendPids(dbName);
+  const before = { hub: processTicks(hubPid), pg: backends.map(processTicks) };
+  const result = await work();
+  const pg = backends.reduce((sum, pid, i) => sum + Math.max(0, processTicks(pid) - before.pg[i]), 0);
+  return { result, hubMs: ((processTicks(hubPid) - before.hub) * 1000) / TICKS_PER_SECOND, pgMs: (pg * 1000) / TICKS_PER_SECOND };
+}
 
 /**
  * `node args…` as a child process (cwd the project root, `env` over ours); resolves with the first

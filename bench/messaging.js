@@ -6,9 +6,9 @@
 //      in-memory task store (bench/a2a.js direct-server), both under the same autocannon load;
 //   2. SendMessage, non-blocking, to an agent that is not connected (each send stores a task, its
 //      first event and a durable delivery): sends/s, p50, p99;
-//   3. SendMessage with blocking: true to a connected echo agent (long-polling x-hub/inbox.poll,
-//      completing each task with its message as an artifact, then acking): the round trip one at a
-//      time (p50, p99) and with BENCH_BLOCKING_CONCURRENCY senders (throughput).
+//   3. SendMessage with blocking: true to a connected echo agent (on the SSE inbox,
+//      x-hub/inbox.stream, completing each task with its message as an artifact): the round trip
+//      one at a time (p50, p99) and with BENCH_BLOCKING_CONCURRENCY senders (throughput).
 // Targets: non-blocking sends ≥ 1.0 of the durable-send floor (stretch: ≥ the SDK server), blocking
 // p50 < 10 ms (stretch < 5 ms).
 //
@@ -21,6 +21,10 @@
 //   BENCH_CONNECTIONS            autocannon connections (default 32)
 //   BENCH_BLOCKING_REQUESTS      blocking round trips measured one at a time (default 300)
 //   BENCH_BLOCKING_CONCURRENCY   concurrent blocking senders for the throughput run (default 16)
+//   BENCH_AGENT                  stream (default): the echo agent holds x-hub/inbox.stream (SSE);
+//                                poll: four x-hub/inbox.poll long-polls
+//   BENCH_ONLY                   blocking: skip the non-blocking sends (and their floor), for a
+//                                quick look at the blocking round trip
 //   BENCH_PG_URL / BENCH_REDIS_URL / BENCH_HUB_ENV   as in the other benchmarks
 //   BENCH_PROFILE                1: the hub runs with --cpu-prof; read it with bench/profile-summary.js
 //   BENCH_HUB_ROOT               run the hub of another built copy of the tree (A/B a change)
@@ -32,7 +36,7 @@ import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { envNumber, fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, startNodeProcess } from './lib.js';
+import { cpuDuring, envNumber, fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, startNodeProcess } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -48,6 +52,8 @@ function settings() {
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
     blockingRequests: Math.round(envNumber('BENCH_BLOCKING_REQUESTS', 300, 10)),
     blockingConcurrency: Math.round(envNumber('BENCH_BLOCKING_CONCURRENCY', 16, 1)),
+    agent: process.env.BENCH_AGENT === 'poll' ? 'poll' : 'stream',
+    only: process.env.BENCH_ONLY ?? '',
     hubEnv: parseHubEnv(),
     hubRoot: resolve(ROOT, process.env.BENCH_HUB_ROOT || '.'),
     profile: process.env.BENCH_PROFILE === '1',
@@ -95,6 +101,44 @@ function combine(slices) {
     p50: p50s[Math.floor(p50s.length / 2)],
     p99: Math.max(...slices.map((x) => x.p99)),
     slices: slices.map((x) => x.perSec),
+  };
+}
+
+/**
+ * A connected echo agent on the SSE inbox (`x-hub/inbox.stream`, as `@agenthub/client`'s serve()
+ * holds it): each delivery's task is completed with the delivered parts as an artifact (which
+ * removes the delivery: no ack), up to `concurrency` at once.
+ */
+async function startStreamingEchoAgent(hubUrl, apiKey, concurrency) {
+  const { HubClient } = await import('@agenthub/client');
+  const client = new HubClient({ url: hubUrl, apiKey });
+  const stop = new AbortController();
+  let failures = 0;
+  const running = new Set();
+  const loop = (async () => {
+    while (!stop.signal.aborted) {
+      try {
+        for await (const { result: d } of client.stream('x-hub/inbox.stream', { max: concurrency }, { signal: stop.signal })) {
+          const done = rpc(hubUrl, '/a2a', apiKey, 'x-hub/tasks.update', { task_id: d.task_id, state: 'completed', artifacts: [{ name: 'echo', parts: d.message.parts }] })
+            .then((r) => {
+              if (r.error) failures += 1;
+            })
+            .finally(() => running.delete(done));
+          running.add(done);
+          if (running.size >= concurrency) await Promise.race(running);
+        }
+      } catch {
+        if (!stop.signal.aborted) failures += 1;
+      }
+    }
+  })();
+  return {
+    failures: () => failures,
+    stop: async () => {
+      stop.abort();
+      await loop;
+      await Promise.all(running);
+    },
   };
 }
 
@@ -173,14 +217,16 @@ async function run(cleanups) {
     method: 'SendMessage',
     params: { message: { role: 'user', parts: [{ kind: 'text', text: 'benchmark message' }] }, configuration: { agentId: queue.agentId } },
   });
-  const floorProcess = await startNodeProcess(cleanups, ROOT, [join(HERE, 'floor.js')], { FLOOR_SHAPE: 'send', FLOOR_PG_URL: env.DATABASE_URL, FLOOR_KEYS: JSON.stringify({ [sender.apiKey]: sender.agentId }) }, /FLOOR listening on (\S+)/);
-  const sdkProcess = await startNodeProcess(cleanups, ROOT, [join(HERE, 'a2a.js'), 'direct-server'], {}, /listening on (\S+)/);
+  const doSends = opts.only !== 'blocking';
+  const doBlocking = opts.only !== 'sends';
+  const floorProcess = !doSends ? undefined : await startNodeProcess(cleanups, ROOT, [join(HERE, 'floor.js')], { FLOOR_SHAPE: 'send', FLOOR_PG_URL: env.DATABASE_URL, FLOOR_KEYS: JSON.stringify({ [sender.apiKey]: sender.agentId }) }, /FLOOR listening on (\S+)/);
+  const sdkProcess = !doSends ? undefined : await startNodeProcess(cleanups, ROOT, [join(HERE, 'a2a.js'), 'direct-server'], {}, /listening on (\S+)/);
   // The SDK server speaks A2A 1.0 only; its request is the same send in that dialect.
   const sdkBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'benchmark message' }] } } });
   // Interleaved: floor, hub, SDK server, so a change in the machine's load hits all three alike.
   // Interleaved in BENCH_ROUNDS slices (floor, hub, SDK server, floor, …), so a change in the
   // machine's load during the run hits all three alike; each figure sums its slices.
-  const targets = [
+  const targets = !doSends ? [] : [
     ['durable-send floor', floorProcess.match[1], { authorization: `Bearer ${sender.apiKey}` }, sendBody],
     ['SendMessage non-blocking', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, sendBody],
     ['@a2a-js/sdk server (in memory)', `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody],
@@ -192,62 +238,83 @@ async function run(cleanups) {
       slices[i].push(await measure(label, url, headers, body, { ...opts, warmup: round === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds }));
     }
   }
-  const [floor, sends, sdk] = slices.map(combine);
-  if (opts.profile) log(`  profile window of the non-blocking sends (all rounds, with the floor and SDK slices between): --from ${sendsFrom} --to ${Math.round(performance.now() - hub.startedAt)}`);
+  const [floor, sends, sdk] = doSends ? slices.map(combine) : [];
+  if (opts.profile && doSends) log(`  profile window of the non-blocking sends (all rounds, with the floor and SDK slices between): --from ${sendsFrom} --to ${Math.round(performance.now() - hub.startedAt)}`);
 
-  const echoAgent = startEchoAgent(hub.url, echoer.apiKey, 4);
-  cleanups.push(() => echoAgent.stop());
-  for (let i = 0; i < 20; i += 1) {
-    const warm = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `warm ${i}`);
-    if (!warm.ok) throw new Error('a blocking send to the echo agent did not come back completed with its echo');
-  }
-  log(`[blocking round trip] ${opts.blockingRequests} sends one at a time…`);
-  const latencies = [];
-  let blockingFailed = 0;
-  for (let i = 0; i < opts.blockingRequests; i += 1) {
-    const r = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `m${i}`);
-    if (r.ok) latencies.push(r.ms);
-    else blockingFailed += 1;
-  }
-  latencies.sort((a, b) => a - b);
-  const single = { valid: blockingFailed === 0, failed: blockingFailed, p50: round(percentile(latencies, 50), 2), p99: round(percentile(latencies, 99), 2) };
-  log(`[blocking round trip] p50 ${single.p50} ms, p99 ${single.p99} ms, ${blockingFailed} failed`);
-
-  log(`[blocking, ${opts.blockingConcurrency} senders] measuring ${opts.duration} s…`);
-  const until = Date.now() + opts.duration * 1000;
-  const concurrentLatencies = [];
-  let concurrentFailed = 0;
-  const startedAt = Date.now();
-  await Promise.all(
-    Array.from({ length: opts.blockingConcurrency }, async (_, s) => {
-      for (let i = 0; Date.now() < until; i += 1) {
-        const r = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `c${s}-${i}`);
-        if (r.ok) concurrentLatencies.push(r.ms);
-        else concurrentFailed += 1;
+  let single;
+  let concurrent;
+  let echoFailures = 0;
+  if (doBlocking) {
+    const blockingFrom = Math.round(performance.now() - hub.startedAt);
+    const echoAgent = opts.agent === 'poll' ? startEchoAgent(hub.url, echoer.apiKey, 4) : await startStreamingEchoAgent(hub.url, echoer.apiKey, 16);
+    cleanups.push(() => echoAgent.stop());
+    for (let i = 0; i < 20; i += 1) {
+      const warm = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `warm ${i}`);
+      if (!warm.ok) throw new Error('a blocking send to the echo agent did not come back completed with its echo');
+    }
+    log(`[blocking round trip] ${opts.blockingRequests} sends one at a time…`);
+    const latencies = [];
+    let blockingFailed = 0;
+    const cpu = await cpuDuring(hub.pid, new URL(env.DATABASE_URL).pathname.slice(1), async () => {
+      for (let i = 0; i < opts.blockingRequests; i += 1) {
+        const r = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `m${i}`);
+        if (r.ok) latencies.push(r.ms);
+        else blockingFailed += 1;
       }
-    }),
-  );
-  concurrentLatencies.sort((a, b) => a - b);
-  const concurrent = {
-    valid: concurrentFailed === 0,
-    failed: concurrentFailed,
-    perSec: round(concurrentLatencies.length / ((Date.now() - startedAt) / 1000), 0),
-    p50: round(percentile(concurrentLatencies, 50), 2),
-    p99: round(percentile(concurrentLatencies, 99), 2),
-  };
-  log(`[blocking, ${opts.blockingConcurrency} senders] ${fmt(concurrent.perSec)} round trips/s, p50 ${concurrent.p50} ms, p99 ${concurrent.p99} ms, ${concurrentFailed} failed`);
-  await echoAgent.stop();
-  if (echoAgent.failures()) log(`  the echo agent saw ${echoAgent.failures()} failed calls`);
+    });
+    latencies.sort((a, b) => a - b);
+    single = {
+      valid: blockingFailed === 0,
+      failed: blockingFailed,
+      p50: round(percentile(latencies, 50), 2),
+      p99: round(percentile(latencies, 99), 2),
+      hubCpuMs: round(cpu.hubMs / opts.blockingRequests, 2),
+      pgCpuMs: round(cpu.pgMs / opts.blockingRequests, 2),
+    };
+    log(`[blocking round trip] p50 ${single.p50} ms, p99 ${single.p99} ms, ${blockingFailed} failed; CPU per round trip: hub ${single.hubCpuMs} ms, PostgreSQL ${single.pgCpuMs} ms`);
 
-  const valid = floor.valid && sdk.valid && sends.valid && single.valid && concurrent.valid && echoAgent.failures() === 0;
+    log(`[blocking, ${opts.blockingConcurrency} senders] measuring ${opts.duration} s…`);
+    const until = Date.now() + opts.duration * 1000;
+    const concurrentLatencies = [];
+    let concurrentFailed = 0;
+    const startedAt = Date.now();
+    await Promise.all(
+      Array.from({ length: opts.blockingConcurrency }, async (_, s) => {
+        for (let i = 0; Date.now() < until; i += 1) {
+          const r = await blockingSend(hub.url, sender.apiKey, echoer.agentId, `c${s}-${i}`);
+          if (r.ok) concurrentLatencies.push(r.ms);
+          else concurrentFailed += 1;
+        }
+      }),
+    );
+    concurrentLatencies.sort((a, b) => a - b);
+    concurrent = {
+      valid: concurrentFailed === 0,
+      failed: concurrentFailed,
+      perSec: round(concurrentLatencies.length / ((Date.now() - startedAt) / 1000), 0),
+      p50: round(percentile(concurrentLatencies, 50), 2),
+      p99: round(percentile(concurrentLatencies, 99), 2),
+    };
+    log(`[blocking, ${opts.blockingConcurrency} senders] ${fmt(concurrent.perSec)} round trips/s, p50 ${concurrent.p50} ms, p99 ${concurrent.p99} ms, ${concurrentFailed} failed`);
+    await echoAgent.stop();
+    echoFailures = echoAgent.failures();
+    if (echoFailures) log(`  the echo agent saw ${echoFailures} failed calls`);
+    if (opts.profile) log(`  profile window of the blocking round trips: --from ${blockingFrom} --to ${Math.round(performance.now() - hub.startedAt)}`);
+  }
+
+  const valid = (!doSends || (floor.valid && sdk.valid && sends.valid)) && (!doBlocking || (single.valid && concurrent.valid && echoFailures === 0));
   const verdict = (ok) => (ok ? 'PASS' : 'BELOW TARGET');
   log('');
-  const sendRatio = sends.perSec / floor.perSec;
-  log(`durable-send floor            ${fmt(floor.perSec)} sends/s, p50 ${floor.p50} ms (slices ${floor.slices.join(', ')})`);
-  log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms (slices ${sdk.slices.join(', ')})`);
-  log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s, p50 ${sends.p50} ms (slices ${sends.slices.join(', ')}): ${sendRatio.toFixed(3)} of the floor (target ≥ ${TARGET_SEND_RATIO}) ${verdict(sendRatio >= TARGET_SEND_RATIO)}; ${(sends.perSec / sdk.perSec).toFixed(3)} of the SDK server (stretch ≥ 1) ${verdict(sends.perSec >= sdk.perSec)}`);
-  log(`blocking round trip (single)  p50 ${single.p50} ms, p99 ${single.p99} ms   target p50 < ${TARGET_BLOCKING_P50_MS} ms   ${verdict(single.p50 < TARGET_BLOCKING_P50_MS)}`);
-  log(`blocking round trips (${opts.blockingConcurrency})     ${fmt(concurrent.perSec)}/s, p50 ${concurrent.p50} ms, p99 ${concurrent.p99} ms`);
+  const sendRatio = doSends ? sends.perSec / floor.perSec : undefined;
+  if (doSends) {
+    log(`durable-send floor            ${fmt(floor.perSec)} sends/s, p50 ${floor.p50} ms (slices ${floor.slices.join(', ')})`);
+    log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms (slices ${sdk.slices.join(', ')})`);
+    log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s, p50 ${sends.p50} ms (slices ${sends.slices.join(', ')}): ${sendRatio.toFixed(3)} of the floor (target ≥ ${TARGET_SEND_RATIO}) ${verdict(sendRatio >= TARGET_SEND_RATIO)}; ${(sends.perSec / sdk.perSec).toFixed(3)} of the SDK server (stretch ≥ 1) ${verdict(sends.perSec >= sdk.perSec)}`);
+  }
+  if (doBlocking) {
+    log(`blocking round trip (single)  p50 ${single.p50} ms, p99 ${single.p99} ms   target p50 < ${TARGET_BLOCKING_P50_MS} ms   ${verdict(single.p50 < TARGET_BLOCKING_P50_MS)}   CPU/round trip: hub ${single.hubCpuMs} ms, PostgreSQL ${single.pgCpuMs} ms`);
+    log(`blocking round trips (${opts.blockingConcurrency})     ${fmt(concurrent.perSec)}/s, p50 ${concurrent.p50} ms, p99 ${concurrent.p99} ms`);
+  }
 
   const report = {
     benchmark: 'messaging',

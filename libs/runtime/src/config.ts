@@ -89,6 +89,8 @@ const schema = z.object({
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
   HUB_MAX_BATCH: positiveInt.default(50),
   HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),
+  // Gateway: SSE streams end cleanly after this long; the client reconnects with Last-Event-ID.
+  HUB_STREAM_MAX_MS: positiveInt.default(30 * 60_000),
   // Rate limits (token buckets, per second and burst; 0 a second turns one off) and the cap on
   // each agent's waiting calls. Operators override them per tenant (`agenthub tenants limits`).
   HUB_RATE_KEY_PER_SEC: z.coerce.number().min(0).default(300),
@@ -105,6 +107,11 @@ const schema = z.object({
   HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE: positiveInt.default(256 * 1024 * 1024),
   // 0 turns the quota off (as rate 0 turns a rate limit off).
   HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: z.coerce.number().int().min(0).default(1_000),
+  // Overridable per tenant (`agenthub tenants limits --quota`).
+  HUB_QUOTA_AGENTS_PER_TENANT: positiveInt.default(10_000),
+  HUB_QUOTA_MEMBERS_PER_WORKSPACE: positiveInt.default(1_000),
+  // 0 turns it off, as for tasks in flight (the other quota on the send path).
+  HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: z.coerce.number().int().min(0).default(10_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
   // Gateway: the public base URL the hub is reached at (`https://hub.example.com`), from which
@@ -144,6 +151,9 @@ const schema = z.object({
   MESSAGING_PUSH_TIMEOUT_MS: positiveInt.default(30_000),
   // Largest answer read from a push agent; a longer one fails the task (egress guard).
   MESSAGING_PUSH_MAX_RESPONSE_BYTES: positiveInt.default(4 * 1024 * 1024),
+  // Calls to push agents one messaging replica makes at once (a quarter of them per tenant), and to one agent.
+  MESSAGING_PUSH_CONCURRENCY: positiveInt.default(64),
+  MESSAGING_PUSH_CONCURRENCY_PER_AGENT: positiveInt.default(8),
   // Event log: Kafka when KAFKA_BROKERS (`host:port,host:port`) is set, else the embedded bus.
   KAFKA_BROKERS: z.string().min(1).optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('agenthub'),

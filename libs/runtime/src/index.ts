@@ -4,10 +4,14 @@
  */
 /** The one error type services throw: a Reason from the proto table and a caller-safe message; anything else becomes INTERNAL, its cause logged, never sent. */
 export { HubError, Reason } from './errors.js';
+/** Cancellation: the HubError a call stopped by its signal fails with (DEADLINE_EXCEEDED at the deadline, UNAVAILABLE when the caller left). */
+export { abortError, throwIfAborted, deadlineExceeded, detachedSignal, DETACHED_TIMEOUT_MS } from './abort.js';
 /** The gRPC bridge: servers that verify every call's signature, typed clients with deadlines, the in-process transport, status ↔ HubError both ways. */
 export * from './grpc/index.js';
 /** Configuration, parsed once at start: loadConfig throws one ConfigError naming every bad variable; nothing reads the environment elsewhere. */
 export { loadConfig, ConfigError, egressAllowPrivate, type HubConfig } from './config.js';
+/** Quotas the operator overrides per tenant, and the reader services check them with. */
+export { QuotaOverrides, TENANT_QUOTAS, type TenantQuota } from './quotas.js';
 /** pino loggers; REDACTED_PATHS keeps secrets, API keys and SQL parameters out of every line. */
 export { createLogger, REDACTED_PATHS, type Logger, type LoggerOptions } from './logger.js';
 /** LOG_FORMAT: JSON, or pretty lines on a terminal showing only what the JSON (already redacted) holds. */

@@ -84,6 +84,9 @@ export function startRelay(options: RelayOptions): Relay {
   const pruneIntervalMs = options.pruneIntervalMs ?? 10 * 60_000;
 
   let stopped = false;
+  // Stopping cancels the prune; a batch in flight finishes (bounded by publishTimeoutMs), so its
+  // published rows are marked instead of being published again by the next relay.
+  const stopping = new AbortController();
   let woken = false;
   let interrupt: (() => void) | undefined;
   let lastPrune = 0;
@@ -115,9 +118,11 @@ export function startRelay(options: RelayOptions): Relay {
   const prune = async () => {
     if (Date.now() - lastPrune < pruneIntervalMs) return;
     lastPrune = Date.now();
-    const { rowCount } = await db.query('DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1', [
-      Date.now() - retainPublishedMs,
-    ]);
+    const { rowCount } = await db.query(
+      'DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < $1',
+      [Date.now() - retainPublishedMs],
+      stopping.signal,
+    );
     if (rowCount > 0) log.debug({ rows: rowCount }, 'outbox pruned');
   };
 
@@ -167,6 +172,7 @@ export function startRelay(options: RelayOptions): Relay {
     wake,
     async stop() {
       stopped = true;
+      stopping.abort();
       interrupt?.();
       // A handle closed first (a failed start) has stopped listening already.
       await (await listening)?.().catch(() => undefined);

@@ -108,6 +108,33 @@ export function describeBusConformance(name: string, start: () => Promise<BusSub
       expect(reader.attempts.filter((m) => n(m) === 3)).toHaveLength(1);
     });
 
+    it('hands a refused message over again after the retry pause, not seconds later', async () => {
+      const bus = await connect();
+      const topic = unique('pause');
+      await bus.publish(topic, [message('ws', 1)]);
+      const attemptedAt: number[] = [];
+      const reader = await consume(bus, unique('group'), [topic], () => attemptedAt.push(Date.now()) === 1);
+      subscriptions.push(reader.subscription);
+      await eventually(() => reader.handled.length >= 1, 'the second attempt succeeded');
+
+      // Every subject pauses 50-100 ms; KafkaBus used to wait out its consumer's 5 s fetch as well.
+      expect(attemptedAt).toHaveLength(2);
+      expect(attemptedAt[1]! - attemptedAt[0]!).toBeLessThan(3_000);
+    });
+
+    it('stops an idle subscription promptly', async () => {
+      const bus = await connect();
+      const topic = unique('idle');
+      const reader = await consume(bus, unique('group'), [topic]);
+      await bus.publish(topic, [message('ws', 1)]);
+      await eventually(() => reader.handled.length >= 1, 'the message was handled');
+
+      // A service stops its subscriptions on shutdown; KafkaBus's used to take 5 s each.
+      const started = Date.now();
+      await reader.subscription.stop();
+      expect(Date.now() - started).toBeLessThan(3_000);
+    });
+
     it('continues a group after its last committed offset with a new client', async () => {
       const group = unique('group');
       const topic = unique('resume');

@@ -76,16 +76,20 @@ describe('gRPC bridge', () => {
   });
 
   it('gives every call a deadline and aborts the handler when it passes', async () => {
-    let aborted = false;
+    let aborted!: () => void;
+    const handlerAborted = new Promise<'aborted'>((resolve) => (aborted = () => resolve('aborted')));
     const { client } = await setup({
       getAgent: (_req, ctx) => new Promise((resolve) => {
-        ctx.signal.addEventListener('abort', () => { aborted = true; resolve({}); });
+        ctx.signal.addEventListener('abort', () => { aborted(); resolve({}); });
       }),
     }, { timeoutMs: 150 });
     const err = await failure(client.getAgent({ agentId: 'x' }));
     expect(err.reason).toBe(Reason.DEADLINE_EXCEEDED);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(aborted).toBe(true);
+    // The handler hears the abort (bounded: a handler never aborted would hold the test forever).
+    let timer: NodeJS.Timeout | undefined;
+    const never = new Promise<'not aborted'>((resolve) => (timer = setTimeout(() => resolve('not aborted'), 5_000)));
+    expect(await Promise.race([handlerAborted, never])).toBe('aborted');
+    clearTimeout(timer);
   });
 
   it('passes the caller’s remaining deadline and principal on to nested calls', async () => {
@@ -142,6 +146,54 @@ describe('gRPC bridge', () => {
     cleanup.push(() => client.close());
     const err = await failure(client.getAgent({}));
     expect([Reason.UNAVAILABLE, Reason.DEADLINE_EXCEEDED]).toContain(err.reason);
+  });
+
+  it('tries a call the proto declares free of side effects again on UNAVAILABLE, never one with effects', async () => {
+    const calls = { getAgent: 0, createAgent: 0, listAgents: 0 };
+    const { client } = await setup({
+      getAgent: async (req) => {
+        if (++calls.getAgent < 3) throw new HubError(Reason.UNAVAILABLE, 'replica going away');
+        return { agent: { id: req.agentId, name: 'n', createdAt: 1n } };
+      },
+      createAgent: async () => {
+        calls.createAgent++;
+        throw new HubError(Reason.UNAVAILABLE, 'replica going away');
+      },
+      listAgents: async () => {
+        calls.listAgents++;
+        throw new HubError(Reason.UNAVAILABLE, 'still down');
+      },
+    });
+    expect((await client.getAgent({ agentId: 'a1' })).agent?.id).toBe('a1');
+    expect(calls.getAgent).toBe(3);
+    expect((await failure(client.createAgent({ tenantId: 't', name: 'n' }))).reason).toBe(Reason.UNAVAILABLE);
+    expect(calls.createAgent).toBe(1);
+    const exhausted = await failure(client.listAgents({}));
+    expect({ reason: exhausted.reason, message: exhausted.message }).toEqual({ reason: Reason.UNAVAILABLE, message: 'still down' });
+    expect(calls.listAgents).toBe(4);
+  });
+
+  it('loses no read while both replicas age out their connections', async () => {
+    const replicas = await Promise.all([0, 1].map(async () => {
+      const server = new GrpcServer({ log: testLogger(), metrics: new Metrics(), internalKey, maxConnectionAgeMs: 100 });
+      server.add(identityv1.IdentityService, new Proxy({}, { get: () => async (req: { agentId: string }) => ({ agent: { id: req.agentId, name: 'n', createdAt: 1n } }) }) as never);
+      const port = await server.listen('127.0.0.1:0');
+      cleanup.push(() => server.shutdown(100));
+      return `127.0.0.1:${port}`;
+    }));
+    const client = createClient(identityv1.IdentityService, replicas.join(','), { defaultTimeoutMs: 5000, internalKey });
+    cleanup.push(() => client.close());
+    const failures: string[] = [];
+    let answered = 0;
+    const until = Date.now() + 2000;
+    await Promise.all(Array.from({ length: 4 }, async () => {
+      while (Date.now() < until) {
+        await client.getAgent({ agentId: 'a1' }).then(() => answered++, (err: HubError) => failures.push(err.message));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }));
+    expect(failures).toEqual([]);
+    expect(answered).toBeGreaterThan(100);
   });
 
   it('refuses a server that misses a handler', () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { MemoryKv, RedisKv, type Kv } from '@agenthub/runtime';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { HubError, MemoryKv, Reason, RedisKv, type Kv } from '@agenthub/runtime';
 
 /** One conformance suite for every Kv adapter: what callers rely on, whichever backs it. */
 const adapters: [string, () => Promise<Kv>][] = [['MemoryKv', async () => new MemoryKv()]];
@@ -7,7 +8,23 @@ if (process.env.AGENTHUB_TEST_REDIS_URL) {
   adapters.push(['RedisKv', () => RedisKv.connect({ url: process.env.AGENTHUB_TEST_REDIS_URL!, prefix: `kvtest:${randomBytes(4).toString('hex')}:` })]);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Polls `check` every 10 ms until it holds; fails after `boundMs`. Resolves with the time it took. */
+async function within(boundMs: number, what: string, check: () => Promise<boolean>): Promise<number> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > boundMs) throw new Error(`Not within ${boundMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return Date.now() - started;
+}
+
+/** The next message `kv` delivers on `channel`, to a subscriber of its own. */
+async function nextMessage(kv: Kv, channel: string): Promise<{ message: Promise<string>; unsubscribe: () => Promise<void> }> {
+  let heard!: (message: string) => void;
+  const message = new Promise<string>((resolve) => (heard = resolve));
+  const unsubscribe = await kv.subscribe(channel, (m) => heard(m));
+  return { message, unsubscribe };
+}
 
 describe.each(adapters)('Kv conformance: %s', (_name, open) => {
   let kv: Kv;
@@ -24,9 +41,10 @@ describe.each(adapters)('Kv conformance: %s', (_name, open) => {
 
   it('expires values after their ttl', async () => {
     await kv.set('short', 'x', 50);
+    await kv.set('long', 'y', 60_000);
     expect(await kv.get('short')).toBe('x');
-    await sleep(120);
-    expect(await kv.get('short')).toBeUndefined();
+    await within(2_000, 'short expired', async () => (await kv.get('short')) === undefined);
+    expect(await kv.get('long')).toBe('y');
   });
 
   it('sets only absent keys with setIfAbsent', async () => {
@@ -38,13 +56,20 @@ describe.each(adapters)('Kv conformance: %s', (_name, open) => {
   it('delivers published messages to subscribers until they unsubscribe', async () => {
     const got: string[] = [];
     const unsubscribe = await kv.subscribe('ch', (m) => got.push(m));
-    await kv.publish('ch', 'one');
+    // Messages arrive in the order they were published: had 'ignored' reached this subscriber,
+    // it would be there before 'one'.
+    const first = await nextMessage(kv, 'ch');
     await kv.publish('other', 'ignored');
-    for (let i = 0; i < 50 && got.length < 1; i++) await sleep(10);
+    await kv.publish('ch', 'one');
+    expect(await first.message).toBe('one');
+    await first.unsubscribe();
     expect(got).toEqual(['one']);
     await unsubscribe();
+    // Another subscriber hearing 'two' is the signal that it was delivered to whoever listened.
+    const second = await nextMessage(kv, 'ch');
     await kv.publish('ch', 'two');
-    await sleep(50);
+    expect(await second.message).toBe('two');
+    await second.unsubscribe();
     expect(got).toEqual(['one']);
   });
 
@@ -63,14 +88,48 @@ describe.each(adapters)('Kv conformance: %s', (_name, open) => {
 
   it('refills a bucket over time', async () => {
     expect((await kv.take('refill', 2, 20, 2)).allowed).toBe(true);
-    expect((await kv.take('refill', 2, 20, 1)).allowed).toBe(false);
-    await sleep(120);
-    expect((await kv.take('refill', 2, 20, 1)).allowed).toBe(true);
+    const refused = await kv.take('refill', 2, 20, 1);
+    expect(refused.allowed).toBe(false);
+    // One token at 20 a second: back within 50 ms, and a refused take does not spend it.
+    expect(refused.retryAfterMs).toBeGreaterThan(0);
+    expect(refused.retryAfterMs).toBeLessThanOrEqual(50);
+    await within(2_000, 'a token refilled', async () => (await kv.take('refill', 2, 20, 1)).allowed);
   });
 
   it('takes atomically under concurrent callers', async () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => kv.take('race', 10, 0.001, 1)));
     expect(results.filter((r) => r.allowed)).toHaveLength(10);
+  });
+
+  it('holds at most max slots, all of an acquisition or none, until released', async () => {
+    expect(await kv.acquireSlots('sem', ['a', 'b'], 3, 10_000)).toBe(true);
+    expect(await kv.acquireSlots('sem', ['c', 'd'], 3, 10_000)).toBe(false);
+    expect(await kv.acquireSlots('sem', ['c'], 3, 10_000)).toBe(true);
+    expect(await kv.acquireSlots('sem', ['d'], 3, 10_000)).toBe(false);
+    expect(await kv.acquireSlots('other-sem', ['d'], 3, 10_000)).toBe(true);
+    await kv.releaseSlots('sem', ['a', 'b']);
+    expect(await kv.acquireSlots('sem', ['d', 'e'], 3, 10_000)).toBe(true);
+    expect(await kv.acquireSlots('sem', ['f'], 0, 10_000)).toBe(false);
+  });
+
+  it('frees the slots of a holder that stopped renewing them, keeps the renewed ones', async () => {
+    expect(await kv.acquireSlots('lease', ['kept', 'lost'], 2, 150)).toBe(true);
+    // `kept` is renewed at every look; a slot is free once `lost` ran out.
+    await within(2_000, 'the unrenewed lease ran out', async () => {
+      await kv.renewSlots('lease', ['kept'], 150);
+      if (!(await kv.acquireSlots('lease', ['probe'], 2, 150))) return false;
+      await kv.releaseSlots('lease', ['probe']);
+      return true;
+    });
+    // A renewal does not bring back `lost`.
+    await kv.renewSlots('lease', ['kept', 'lost'], 150);
+    expect(await kv.acquireSlots('lease', ['new'], 2, 150)).toBe(true);
+    expect(await kv.acquireSlots('lease', ['more'], 2, 150)).toBe(false);
+  });
+
+  it('acquires slots atomically under concurrent callers', async () => {
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => kv.acquireSlots('sem-race', [`id${i}`], 5, 10_000)));
+    expect(results.filter(Boolean)).toHaveLength(5);
   });
 
   it('answers ping', async () => {
@@ -90,5 +149,65 @@ describe('RedisKv isolation', () => {
       await a.close();
       await b.close();
     }
+  });
+});
+
+/**
+ * Redis going away must not leave callers waiting: a command fails within a bound (UNAVAILABLE)
+ * instead of queueing until the connection comes back, and one whose caller's signal aborts first
+ * stops with the caller. Redis is reached through a TCP relay this test can cut.
+ */
+describe('RedisKv while Redis is unreachable', () => {
+  const url = process.env.AGENTHUB_TEST_REDIS_URL;
+  let relay: Server;
+  const sockets = new Set<Socket>();
+  let kv: RedisKv;
+
+  beforeAll(async () => {
+    if (!url) return;
+    const target = new URL(url);
+    relay = createServer((client) => {
+      const upstream = connect(Number(target.port || 6379), target.hostname);
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('error', () => undefined);
+        socket.on('close', () => sockets.delete(socket));
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const port = (relay.address() as { port: number }).port;
+    kv = await RedisKv.connect({ url: `redis://127.0.0.1:${port}`, prefix: `kvdown:${randomBytes(4).toString('hex')}:`, offlineWaitMs: 300 });
+  });
+  afterAll(async () => {
+    await kv?.close();
+    relay?.close();
+  });
+
+  const timed = async (work: Promise<unknown>) => {
+    const started = performance.now();
+    const err = await work.then(() => undefined, (e: unknown) => e);
+    return { err, ms: performance.now() - started };
+  };
+
+  (url ? it : it.skip)('fails a command within a bound, then stops a waiting one when its signal aborts', async () => {
+    await kv.set('k', 'v');
+    expect(await kv.get('k')).toBe('v');
+
+    // Redis is gone: the relay refuses new connections and drops the open one.
+    relay.close();
+    for (const socket of sockets) socket.destroy();
+
+    const down = await timed(kv.get('k'));
+    expect(down.err).toBeInstanceOf(HubError);
+    expect((down.err as HubError).reason).toBe(Reason.UNAVAILABLE);
+    expect(down.ms).toBeLessThan(2_000);
+
+    // The caller's deadline comes before the bounded wait for the connection ends.
+    const left = await timed(kv.set('k', 'w', undefined, AbortSignal.timeout(50)));
+    expect((left.err as HubError).reason).toBe(Reason.DEADLINE_EXCEEDED);
+    expect(left.ms).toBeLessThan(250);
   });
 });

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { createLogger, HubError, InternalKey, Metrics, openDb, openKv, type Db, type Kv, type Logger, type Reason, type RunningService } from '@agenthub/runtime';
+import { createLogger, HubError, InternalKey, Metrics, openDb, openKv, useEmptyClusterTemplate, type Db, type Kv, type Logger, type Reason, type RunningService } from '@agenthub/runtime';
 
 /**
  * Where a suite's data lives. Every suite runs on the embedded backends (PGlite in memory,
@@ -25,9 +25,22 @@ export interface ProvisionedBackend {
   dispose(): Promise<void>;
 }
 
+let clusterTemplate: Promise<void> | undefined;
+
+/**
+ * The empty PGlite cluster that jest's global setup dumped (AGENTHUB_TEST_PGLITE_TEMPLATE), made
+ * this test file's template: every file would otherwise pay one initdb (seconds of CPU) itself.
+ */
+function useSharedClusterTemplate(): Promise<void> {
+  const path = process.env.AGENTHUB_TEST_PGLITE_TEMPLATE;
+  if (!path) return Promise.resolve();
+  return (clusterTemplate ??= readFile(path).then((bytes) => useEmptyClusterTemplate(new Blob([bytes]))));
+}
+
 const embedded: Backend = {
   name: 'embedded',
   async provision() {
+    await useSharedClusterTemplate();
     return { databaseUrl: undefined, redisUrl: undefined, redisPrefix: 'agenthub:', dispose: async () => undefined };
   },
 };
@@ -41,6 +54,10 @@ function real(adminUrl: string, redisUrl: string): Backend {
       await admin.connect();
       try {
         await admin.query(`CREATE DATABASE ${name}`);
+        // A test database need not survive a crash of the PostgreSQL server, so its commits do not
+        // wait for the WAL flush (5 to 8 ms each on this machine's disk); what a commit makes
+        // visible, and what survives a killed hub process, is the same.
+        await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
       } finally {
         await admin.end();
       }
@@ -69,6 +86,21 @@ export function backends(): Backend[] {
   const pgUrl = process.env.AGENTHUB_TEST_PG_URL;
   const redisUrl = process.env.AGENTHUB_TEST_REDIS_URL;
   return pgUrl && redisUrl ? [embedded, real(pgUrl, redisUrl)] : [embedded];
+}
+
+/** The brokers of the real Kafka that jest's global setup found (KAFKA_TEST_BROKERS), if any. */
+export function kafkaTestBrokers(): string[] | undefined {
+  const brokers = process.env.KAFKA_TEST_BROKERS?.split(',').map((b) => b.trim()).filter(Boolean);
+  return brokers?.length ? brokers : undefined;
+}
+
+/**
+ * Why a suite whose real backend is missing skips; under AGENTHUB_TEST_REQUIRE_REAL=1 (CI) it
+ * throws instead, so that the suite fails as the PostgreSQL and Redis ones do.
+ */
+export function skipUnlessRequired(reason: string): string {
+  if (process.env.AGENTHUB_TEST_REQUIRE_REAL === '1') throw new Error(`AGENTHUB_TEST_REQUIRE_REAL=1 but ${reason}`);
+  return reason;
 }
 
 /** A logger for tests: silent unless AGENTHUB_TEST_LOG names a level. */

@@ -5,15 +5,31 @@ const FIRST = 20_000;
 const LAST = 32_000;
 
 /**
+ * Jest workers draw from disjoint slices of the range, and a process never hands out a port twice:
+ * a split stack picks its sixteen ports seconds before its processes bind them, and another
+ * worker's stack starting meanwhile must not pick one of them (a collision failed a suite once).
+ */
+const SLICES = 8;
+const slice = (Number(process.env.JEST_WORKER_ID ?? '1') - 1) % SLICES;
+const SLICE_SIZE = Math.floor((LAST - FIRST) / SLICES);
+const handedOut = new Set<number>();
+
+/**
  * A loopback port nobody listens on now, for a process a test starts (and may kill and start
  * again on the same port). It is chosen below the ephemeral range: a port the kernel picked with
  * `listen(0)` can be handed to any outgoing connection while its process is down, so a restart on
  * it fails now and then on a busy machine; one outside that range stays free.
  */
 export async function freePort(): Promise<number> {
+  // A file's ports are long closed once it has used half its slice; start the record afresh.
+  if (handedOut.size > SLICE_SIZE / 2) handedOut.clear();
   for (;;) {
-    const port = FIRST + Math.floor(Math.random() * (LAST - FIRST));
-    if (await canListen(port)) return port;
+    const port = FIRST + slice * SLICE_SIZE + Math.floor(Math.random() * SLICE_SIZE);
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
+      handedOut.add(port);
+      return port;
+    }
   }
 }
 

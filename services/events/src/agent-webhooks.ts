@@ -12,8 +12,9 @@ import type { EventsEnv } from './env.js';
 export async function matchAgentWebhooks(
   env: EventsEnv,
   event: { workspaceId: string; eventId: string; type: string; payload: string; occurredAt: number | undefined },
+  signal: AbortSignal,
 ): Promise<string[]> {
-  const hooks = await env.store.agentWebhooks(event.type, event.occurredAt);
+  const hooks = await env.webhooks.agentWebhooks(signal, event.type, event.occurredAt);
   if (hooks.length === 0) return [];
   const data = (JSON.parse(event.payload) as { data?: Record<string, unknown> }).data ?? {};
   const admins = new Map<string, boolean>();
@@ -23,17 +24,17 @@ export async function matchAgentWebhooks(
     if (event.type === 'workspace.created') takes = data.owner_agent_id === hook.agentId;
     else if (event.type === 'workspace.deleted') takes = data.deleted_by === hook.agentId;
     else {
-      if (!admins.has(hook.agentId)) admins.set(hook.agentId, await isAdmin(env, event.workspaceId, hook));
+      if (!admins.has(hook.agentId)) admins.set(hook.agentId, await isAdmin(env, event.workspaceId, hook, signal));
       takes = admins.get(hook.agentId)!;
     }
     if (takes) matched.push(hook.id);
   }
-  return env.store.intakeFor(matched, event, env.clock());
+  return env.deliveries.intakeFor(signal, matched, event, env.clock());
 }
 
-async function isAdmin(env: EventsEnv, workspaceId: string, agent: { agentId: string; tenantId: string }): Promise<boolean> {
+async function isAdmin(env: EventsEnv, workspaceId: string, agent: { agentId: string; tenantId: string }, signal: AbortSignal): Promise<boolean> {
   try {
-    const access = await env.workspace.resolveAccess({ workspaceId }, { principal: { kind: 'agent', agentId: agent.agentId, tenantId: agent.tenantId } });
+    const access = await env.workspace.resolveAccess({ workspaceId }, { principal: { kind: 'agent', agentId: agent.agentId, tenantId: agent.tenantId }, signal });
     return access.role >= workspacev1.Role.ADMIN;
   } catch (err) {
     // No longer a member, or the workspace went since: nothing to deliver. Anything else (the

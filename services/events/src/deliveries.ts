@@ -1,16 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { eventsv1 } from '@agenthub/proto';
-import { contextOf, currentTraceparent, HubError, SpanKind, TRACEPARENT, withSpan, type CallContext } from '@agenthub/runtime';
+import { contextOf, currentTraceparent, detachedSignal, HubError, SpanKind, TRACEPARENT, withSpan, type CallContext } from '@agenthub/runtime';
 import { matchAgentWebhooks } from './agent-webhooks.js';
 import { intakeTaskEvent, isTaskScope } from './task-push.js';
 import type { EventsEnv } from './env.js';
 import { retryAfterMs, type AttemptResult } from './send.js';
 import { webhookHeaders } from './signing.js';
-import type { DeliveryStatusText, DueDelivery, Outcome } from './store.js';
+import type { DeliveryStatusText, DueDelivery, Outcome } from './delivery-store.js';
 import * as validate from './validate.js';
 import { adminWebhook } from './webhooks.js';
 
 const { DeliveryStatus } = eventsv1;
+
+/** Bound on taking in one event: past it the intake fails and the event comes again. */
+const INTAKE_TIMEOUT_MS = 30_000;
 
 /** A message as the bus hands it over (structurally the runtime's ConsumedMessage). */
 export interface EventMessage {
@@ -29,10 +32,10 @@ export interface EventMessage {
 export function intakeEvent(env: EventsEnv, message: EventMessage): Promise<void> {
   // A consumer span in the trace of the call that wrote the event; its deliveries continue from it.
   const span = { kind: SpanKind.CONSUMER, parent: contextOf(message.headers[TRACEPARENT]), attributes: { 'event.id': message.headers['event-id'] ?? '' } };
-  return withSpan('event intake', span, () => intake(env, message));
+  return withSpan('event intake', span, () => intake(env, message, AbortSignal.timeout(INTAKE_TIMEOUT_MS)));
 }
 
-async function intake(env: EventsEnv, message: EventMessage): Promise<void> {
+async function intake(env: EventsEnv, message: EventMessage, signal: AbortSignal): Promise<void> {
   const eventId = message.headers['event-id'];
   let type: unknown;
   let workspaceId: unknown;
@@ -53,8 +56,8 @@ async function intake(env: EventsEnv, message: EventMessage): Promise<void> {
   const traceparent = currentTraceparent() ?? message.headers[TRACEPARENT];
   const event = { workspaceId, eventId, type, payload: message.value, occurredAt, traceparent };
   const webhookIds = type.startsWith('messaging.')
-    ? await intakeTaskEvent(env, event)
-    : [...(await env.store.intake(event, env.clock())), ...(await matchAgentWebhooks(env, event))];
+    ? await intakeTaskEvent(env, event, signal)
+    : [...(await env.deliveries.intake(signal, event, env.clock())), ...(await matchAgentWebhooks(env, event, signal))];
   if (webhookIds.length > 0) {
     env.log.debug({ event_id: eventId, event: type, workspace_id: workspaceId, deliveries: webhookIds.length }, 'event queued for webhooks');
     env.wake(webhookIds);
@@ -118,7 +121,7 @@ async function creatorMaySend(env: EventsEnv, delivery: DueDelivery, signal: Abo
   }
   if (admin) return true;
   const attempt = { at: env.clock(), statusCode: 0, latencyMs: 0, error: CREATOR_ACCESS_ERROR };
-  const outcome = await env.store.recordFailure(delivery, attempt, () => ({ kind: 'disable', reason: 'creator_access' }));
+  const outcome = await env.deliveries.recordFailure(detachedSignal(), delivery, attempt, () => ({ kind: 'disable', reason: 'creator_access' }));
   if (outcome) {
     env.metrics.deliveries.inc({ outcome: 'disabled' });
     env.log.warn(fields, 'webhook disabled: its creator no longer has admin access to the workspace');
@@ -141,19 +144,21 @@ async function deliverOne(
   const { at, result } = await attempt(env, delivery, signal);
   // Cut short by shutdown: not the endpoint's fault, so no attempt is recorded; the delivery is
   // given back for the next worker (had this failed, the lease would lapse instead).
+  // Recorded under a signal of its own, not the worker's stop: an attempt made must be recorded.
+  const recording = detachedSignal();
   if (signal.aborted) {
-    await env.store.releaseLease(delivery.seq);
+    await env.deliveries.releaseLease(recording, delivery.seq);
     return { delivered: false, next: undefined };
   }
   const record = { at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error };
   const fields = { webhook_id: delivery.webhookId, event_id: delivery.eventId, status_code: result.statusCode, latency_ms: result.latencyMs };
   if (!result.error) {
-    const recorded = await env.store.recordDelivered(delivery, record, chain && { now: env.clock(), leaseMs: chain.leaseMs });
+    const recorded = await env.deliveries.recordDelivered(recording, delivery, record, chain && { now: env.clock(), leaseMs: chain.leaseMs });
     if (!recorded) return { delivered: false, next: undefined };
     env.metrics.deliveries.inc({ outcome: 'delivered' });
     return { delivered: true, next: recorded.next };
   }
-  const outcome = await env.store.recordFailure(delivery, record, (failingSince) => decide(env, result, delivery.failures, failingSince, env.clock()));
+  const outcome = await env.deliveries.recordFailure(recording, delivery, record, (failingSince) => decide(env, result, delivery.failures, failingSince, env.clock()));
   if (!outcome) return { delivered: false, next: undefined };
   env.metrics.deliveries.inc({ outcome: outcome.kind === 'disable' ? 'disabled' : outcome.kind });
   if (outcome.kind === 'disable') env.log.warn({ ...fields, error: result.error, reason: outcome.reason }, 'webhook endpoint disabled');
@@ -229,7 +234,7 @@ export class DeliveryWorker {
     let attempts = 0;
     for (;;) {
       if (this.stopping.signal.aborted) return attempts;
-      const { claimed } = await this.env.store.claimDue(this.env.clock(), this.options.batchSize, this.options.leaseMs);
+      const { claimed } = await this.env.deliveries.claimDue(this.stopping.signal, this.env.clock(), this.options.batchSize, this.options.leaseMs);
       if (claimed.length === 0) {
         await this.housekeeping();
         return attempts;
@@ -240,8 +245,8 @@ export class DeliveryWorker {
 
   /** Retired webhooks and finished deliveries past their history go (a batch at a time). */
   private async housekeeping(): Promise<void> {
-    await this.env.store.sweepRetired();
-    await this.env.store.pruneFinished(this.env.clock() - this.env.limits.historyMs);
+    await this.env.webhooks.sweepRetired(this.stopping.signal);
+    await this.env.deliveries.pruneFinished(this.stopping.signal, this.env.clock() - this.env.limits.historyMs);
   }
 
   private rouse(): void {
@@ -307,10 +312,10 @@ export class DeliveryWorker {
           const limit = Math.min(free, this.options.batchSize);
           const max = this.options.maxSlotsPerWorkspace;
           const busy = [...this.held].filter(([, count]) => count >= max).map(([workspaceId]) => workspaceId);
-          const { claimed, nextDue } = await this.env.store.claimDue(this.env.clock(), limit, this.options.leaseMs, busy);
+          const { claimed, nextDue } = await this.env.deliveries.claimDue(this.stopping.signal, this.env.clock(), limit, this.options.leaseMs, busy);
           for (const head of claimed) {
             // One claim may bring more heads of a workspace than its share: the rest go back.
-            if ((this.held.get(head.workspaceId) ?? 0) >= max) await this.env.store.releaseLease(head.seq);
+            if ((this.held.get(head.workspaceId) ?? 0) >= max) await this.env.deliveries.releaseLease(this.stopping.signal, head.seq);
             else this.occupy(head);
           }
           // More may be due: claim again, or, with every slot taken, wait below for one to free.
@@ -355,9 +360,9 @@ export async function testWebhook(env: EventsEnv, ctx: CallContext, request: eve
     timestamp: new Date(env.clock()).toISOString(),
     data: { workspace_id: webhook.workspaceId, webhook_id: webhook.id },
   });
-  const secrets = await env.store.signingSecrets(webhook.id, env.clock());
+  const secrets = await env.webhooks.signingSecrets(ctx.signal, webhook.id, env.clock());
   const { at, result } = await attempt(env, { url: webhook.url, secrets, eventId, payload }, ctx.signal);
-  await env.store.recordTest({
+  await env.deliveries.recordTest(ctx.signal, {
     webhookId: webhook.id,
     eventId,
     type: 'webhook.test',
@@ -386,7 +391,7 @@ export async function listDeliveries(env: EventsEnv, ctx: CallContext, request: 
   const limit = validate.limit(request.limit);
   const status = STATUS_TEXT[request.status];
   const webhook = await adminWebhook(env, ctx, request);
-  const deliveries = await env.store.listDeliveries(webhook.id, limit, status);
+  const deliveries = await env.deliveries.listDeliveries(ctx.signal, webhook.id, limit, status);
   return {
     deliveries: deliveries.map((d) => ({
       eventId: d.eventId,
@@ -404,7 +409,8 @@ export async function replayDeliveries(env: EventsEnv, ctx: CallContext, request
   if (target.case === undefined) throw HubError.invalidParams('event_id', 'or since is required');
   if (target.case === 'eventId' && target.value.length === 0) throw HubError.invalidParams('event_id', 'is required');
   const webhook = await adminWebhook(env, ctx, request);
-  const replayed = await env.store.replay(
+  const replayed = await env.deliveries.replay(
+    ctx.signal,
     webhook.id,
     target.case === 'eventId' ? { eventId: target.value } : { since: Number(target.value) },
     env.clock(),

@@ -1,8 +1,9 @@
 import { Counter, Histogram } from 'prom-client';
-import type { EgressPolicy, Logger, Metrics } from '@agenthub/runtime';
+import type { Db, EgressPolicy, Logger, Metrics } from '@agenthub/runtime';
 import type { CreatorAccess, WorkspaceClient } from './access.js';
 import type { WebhookSender } from './send.js';
-import type { EventsStore } from './store.js';
+import type { DeliveryStore } from './delivery-store.js';
+import type { WebhookStore } from './webhook-store.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -72,7 +73,10 @@ export class WebhookMetrics {
 
 /** What the domain modules work with. */
 export interface EventsEnv {
-  store: EventsStore;
+  webhooks: WebhookStore;
+  deliveries: DeliveryStore;
+  /** The service's database, for the task push configs' statements (task-push.ts). */
+  db: Db;
   workspace: WorkspaceClient;
   /** Whether a webhook's creator may still have its deliveries sent. */
   creatorAccess: CreatorAccess;

@@ -12,7 +12,8 @@ import { DeliveryWorker, intakeEvent } from './deliveries.js';
 import { DEFAULT_LIMITS, WebhookMetrics, type Clock, type EventsEnv, type EventsLimits } from './env.js';
 import { WebhookSender } from './send.js';
 import { createEventsHandlers } from './server.js';
-import { EventsStore } from './store.js';
+import { DeliveryStore } from './delivery-store.js';
+import { WebhookStore } from './webhook-store.js';
 
 /** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
 export { eventsOptions } from './options.js';
@@ -80,7 +81,9 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
   const clock = deps.clock ?? Date.now;
   const env: EventsEnv = {
-    store: new EventsStore(deps.db),
+    webhooks: new WebhookStore(deps.db),
+    deliveries: new DeliveryStore(deps.db),
+    db: deps.db,
     workspace,
     creatorAccess: new CreatorAccess(workspace, limits.creatorAccessCacheMs, clock),
     sender,
@@ -126,9 +129,9 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
       deliverDue: () => worker.deliverDue(),
       async stop(graceMs) {
         stopBacklog();
-        await subscription.stop();
-        await worker.stop();
-        await service.stop(graceMs);
+        // The gRPC server stops taking calls at once, as readiness already says: the event being
+        // taken in and the deliveries in flight finish alongside the calls, not before them.
+        await Promise.all([service.stop(graceMs), subscription.stop().then(() => worker.stop())]);
         closeAll();
       },
     };

@@ -1,5 +1,5 @@
 import type { eventsv1 } from '@agenthub/proto';
-import type { ServiceHandlers } from '@agenthub/runtime';
+import { HubError, Reason, type ServiceHandlers } from '@agenthub/runtime';
 import { listDeliveries, replayDeliveries, testWebhook } from './deliveries.js';
 import type { EventsEnv } from './env.js';
 import { createTaskPushConfig, deleteTaskPushConfig, getTaskPushConfig, listTaskPushConfigs } from './task-push.js';
@@ -20,5 +20,17 @@ export function createEventsHandlers(env: EventsEnv): ServiceHandlers<typeof eve
     getTaskPushConfig: async (request, ctx) => getTaskPushConfig(env, ctx, request),
     listTaskPushConfigs: async (request, ctx) => listTaskPushConfigs(env, ctx, request),
     deleteTaskPushConfig: async (request, ctx) => deleteTaskPushConfig(env, ctx, request),
+    getUsage: async (request, ctx) => {
+      if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
+      const counts = await env.webhooks.webhookCounts(ctx.signal, request.workspaceIds, request.agentIds);
+      const limit = BigInt(env.limits.maxWebhooksPerWorkspace);
+      const row = (quota: string, scope: string, key: string) => ({ quota, scope, used: BigInt(counts.get(key) ?? 0), limit });
+      return {
+        usage: [
+          ...request.workspaceIds.map((id) => row('webhooks_per_workspace', id, id)),
+          ...request.agentIds.map((id) => row('webhooks_per_agent', id, `agent:${id}`)),
+        ],
+      };
+    },
   };
 }

@@ -68,7 +68,7 @@ export async function createTaskPushConfig(env: EventsEnv, ctx: CallContext, req
   const url = await checkTargetUrl(c.url, 'url', env.policy);
   const secret = newSigningSecret();
   const now = env.clock();
-  const config = await env.store.db.transaction(async (tx) => {
+  const config = await env.db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`push:${caller.agentId}:${taskId}`]);
     const { rows: counted } = await tx.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM webhooks WHERE workspace_id = $1 AND created_by = $2 AND push_config_id <> $3',
@@ -90,22 +90,23 @@ export async function createTaskPushConfig(env: EventsEnv, ctx: CallContext, req
       [newId('wh'), scopeOf(taskId), url, [TASK_EVENT], secret, now, caller.agentId, caller.tenantId, id, token || null, scheme || null, credentials || null],
     );
     return toConfig(rows[0]!);
-  });
+  }, ctx.signal);
   ctx.log.info({ task_id: taskId }, 'task push notification config created');
   return { config, signingSecret: secret };
 }
 
-async function find(env: EventsEnv, agentId: string, taskId: string, id: string): Promise<eventsv1.TaskPushConfig | undefined> {
-  const { rows } = await env.store.db.query<ConfigRow>(
+async function find(env: EventsEnv, signal: AbortSignal, agentId: string, taskId: string, id: string): Promise<eventsv1.TaskPushConfig | undefined> {
+  const { rows } = await env.db.query<ConfigRow>(
     `SELECT ${COLUMNS} FROM webhooks WHERE workspace_id = $1 AND created_by = $2 AND push_config_id = $3`,
     [scopeOf(taskId), agentId, id],
+    signal,
   );
   return rows[0] && toConfig(rows[0]);
 }
 
 export async function getTaskPushConfig(env: EventsEnv, ctx: CallContext, request: eventsv1.GetTaskPushConfigRequest) {
   const caller = callerOf(ctx);
-  const config = await find(env, caller.agentId, bounded(request.taskId, 'taskId', 128, true), bounded(request.id, 'id', 128, true));
+  const config = await find(env, ctx.signal, caller.agentId, bounded(request.taskId, 'taskId', 128, true), bounded(request.id, 'id', 128, true));
   if (!config) throw notFound();
   return { config };
 }
@@ -113,9 +114,10 @@ export async function getTaskPushConfig(env: EventsEnv, ctx: CallContext, reques
 export async function listTaskPushConfigs(env: EventsEnv, ctx: CallContext, request: eventsv1.ListTaskPushConfigsRequest) {
   const caller = callerOf(ctx);
   const taskId = bounded(request.taskId, 'taskId', 128, true);
-  const { rows } = await env.store.db.query<ConfigRow>(
+  const { rows } = await env.db.query<ConfigRow>(
     `SELECT ${COLUMNS} FROM webhooks WHERE workspace_id = $1 AND created_by = $2 AND push_config_id IS NOT NULL ORDER BY seq`,
     [scopeOf(taskId), caller.agentId],
+    ctx.signal,
   );
   return { configs: rows.map(toConfig) };
 }
@@ -124,11 +126,11 @@ export async function deleteTaskPushConfig(env: EventsEnv, ctx: CallContext, req
   const caller = callerOf(ctx);
   const taskId = bounded(request.taskId, 'taskId', 128, true);
   const id = bounded(request.id, 'id', 128, true);
-  const { rowCount } = await env.store.db.query('DELETE FROM webhooks WHERE workspace_id = $1 AND created_by = $2 AND push_config_id = $3', [
-    scopeOf(taskId),
-    caller.agentId,
-    id,
-  ]);
+  const { rowCount } = await env.db.query(
+    'DELETE FROM webhooks WHERE workspace_id = $1 AND created_by = $2 AND push_config_id = $3',
+    [scopeOf(taskId), caller.agentId, id],
+    ctx.signal,
+  );
   if (rowCount === 0) throw notFound();
   return {};
 }
@@ -137,13 +139,18 @@ export async function deleteTaskPushConfig(env: EventsEnv, ctx: CallContext, req
  * Queues a task transition for the task's push configs, as the A2A StreamResponse a push
  * notification carries; idempotent like every intake.
  */
-export async function intakeTaskEvent(env: EventsEnv, event: { eventId: string; type: string; payload: string; occurredAt: number | undefined }): Promise<string[]> {
+export async function intakeTaskEvent(
+  env: EventsEnv,
+  event: { eventId: string; type: string; payload: string; occurredAt: number | undefined },
+  signal: AbortSignal,
+): Promise<string[]> {
   if (event.type !== TASK_EVENT) return [];
   const { timestamp, data } = JSON.parse(event.payload) as { timestamp?: string; data?: { task_id?: string; context_id?: string; state?: string } };
   if (!data?.task_id) return [];
-  const { rows } = await env.store.db.query<{ id: string }>(
+  const { rows } = await env.db.query<{ id: string }>(
     `SELECT id FROM webhooks WHERE workspace_id = $1 AND enabled AND ($2::bigint IS NULL OR created_at <= $2::bigint) ORDER BY seq`,
     [scopeOf(data.task_id), event.occurredAt ?? null],
+    signal,
   );
   if (rows.length === 0) return [];
   const state = stateOfWord(data.state ?? '');
@@ -154,5 +161,5 @@ export async function intakeTaskEvent(env: EventsEnv, event: { eventId: string; 
       status: { state: state === undefined ? 'TASK_STATE_UNSPECIFIED' : a2aNameOf(state), ...(timestamp ? { timestamp } : {}) },
     },
   });
-  return env.store.intakeFor(rows.map((r) => r.id), { eventId: event.eventId, type: event.type, payload }, env.clock());
+  return env.deliveries.intakeFor(signal, rows.map((r) => r.id), { eventId: event.eventId, type: event.type, payload }, env.clock());
 }

@@ -3,7 +3,7 @@ import { callerOf, checkTargetUrl, HubError, newId, type CallContext } from '@ag
 import { requireAdmin } from './access.js';
 import type { EventsEnv } from './env.js';
 import { newSigningSecret } from './signing.js';
-import type { WebhookRecord } from './store.js';
+import type { WebhookRecord } from './webhook-store.js';
 import * as validate from './validate.js';
 
 /** The wire shape of a webhook; never its secret. */
@@ -39,7 +39,7 @@ export async function adminWebhook(env: EventsEnv, ctx: CallContext, request: { 
   if (request.workspaceId !== '') validate.workspaceId(request.workspaceId);
   const webhookId = validate.webhookId(request.webhookId);
   const workspaceId = await scope(env, ctx, request.workspaceId);
-  const webhook = await env.store.getWebhook(workspaceId, webhookId, caller.agentId);
+  const webhook = await env.webhooks.getWebhook(ctx.signal, workspaceId, webhookId, caller.agentId);
   if (!webhook) throw HubError.notFound('Webhook not found');
   return webhook;
 }
@@ -55,7 +55,7 @@ export async function createWebhook(env: EventsEnv, ctx: CallContext, request: e
   const url = env.policy.allowPrivate ? syntaxOnly : await checkTargetUrl(request.url, 'url', env.policy);
   const secret = newSigningSecret();
   const max = env.limits.maxWebhooksPerWorkspace;
-  const webhook = await env.store.createWebhook({
+  const webhook = await env.webhooks.createWebhook(ctx.signal, {
     id: newId('wh'),
     workspaceId,
     url,
@@ -80,7 +80,7 @@ export async function listWebhooks(env: EventsEnv, ctx: CallContext, request: ev
   const caller = callerOf(ctx);
   if (request.workspaceId !== '') validate.workspaceId(request.workspaceId);
   const workspaceId = await scope(env, ctx, request.workspaceId);
-  return { webhooks: (await env.store.listWebhooks(workspaceId, caller.agentId)).map(webhookInfo) };
+  return { webhooks: (await env.webhooks.listWebhooks(ctx.signal, workspaceId, caller.agentId)).map(webhookInfo) };
 }
 
 export async function getWebhook(env: EventsEnv, ctx: CallContext, request: eventsv1.GetWebhookRequest) {
@@ -89,7 +89,7 @@ export async function getWebhook(env: EventsEnv, ctx: CallContext, request: even
 
 export async function deleteWebhook(env: EventsEnv, ctx: CallContext, request: eventsv1.DeleteWebhookRequest) {
   const webhook = await adminWebhook(env, ctx, request);
-  if (!(await env.store.deleteWebhook(webhook.workspaceId, webhook.id))) throw HubError.notFound('Webhook not found');
+  if (!(await env.webhooks.deleteWebhook(ctx.signal, webhook.workspaceId, webhook.id))) throw HubError.notFound('Webhook not found');
   ctx.log.info({ workspace_id: webhook.workspaceId, webhook_id: webhook.id }, 'webhook deleted');
   return { webhookId: webhook.id };
 }
@@ -98,7 +98,7 @@ export async function rotateWebhookSecret(env: EventsEnv, ctx: CallContext, requ
   const webhook = await adminWebhook(env, ctx, request);
   const secret = newSigningSecret();
   const previousUntil = env.clock() + env.limits.secretRotationWindowMs;
-  const rotated = await env.store.rotateSecret(webhook.workspaceId, webhook.id, secret, previousUntil);
+  const rotated = await env.webhooks.rotateSecret(ctx.signal, webhook.workspaceId, webhook.id, secret, previousUntil);
   if (!rotated) throw HubError.notFound('Webhook not found');
   ctx.log.info({ workspace_id: webhook.workspaceId, webhook_id: webhook.id }, 'webhook secret rotated');
   return { webhook: webhookInfo(rotated), secret, previousSecretExpiresAt: BigInt(previousUntil) };

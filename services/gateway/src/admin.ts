@@ -1,13 +1,52 @@
 import { z } from 'zod';
-import { identityv1, secretsv1, workspacev1 } from '@agenthub/proto';
+import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
 import { route, type Clients, type Route } from './route.js';
-import { field } from './params.js';
+import { field, parseParams } from './params.js';
 import { agentView, keyView, tenantView } from './views.js';
 
 /** An agent as the operator sees it, with what its A2A Agent Card advertises. */
 function agentWithCard(a: identityv1.Agent | undefined) {
   const view = agentView(a);
   return view && a ? { ...view, description: a.description, skills: a.skills.map((s) => ({ id: s.id, name: s.name, description: s.description, tags: s.tags })) } : view;
+}
+
+type UsageRow = { quota: string; scope: string; used: bigint; limit: bigint };
+
+/**
+ * Every quota of a tenant, each asked of the service owning it: identity (its agents, whose ids
+ * the others need), workspace (its workspaces, their memories and members), then secrets, events
+ * and messaging for those workspaces and agents, which they cannot list by tenant themselves.
+ */
+function tenantUsage(clients: Clients): Route {
+  const params = z.object({ tenant_id: z.string().min(1).max(63) });
+  const client = (service: { typeName: string }) => {
+    const found = clients.get(service.typeName);
+    if (!found) throw new Error(`No client for ${service.typeName}`);
+    return found;
+  };
+  return {
+    service: workspacev1.WorkspaceService as unknown as Route['service'],
+    rpc: 'getTenantUsage',
+    params,
+    async invoke(raw, ctx) {
+      const tenantId = parseParams(params, raw).tenant_id;
+      const options = { principal: ctx.principal, signal: ctx.signal };
+      const ask = async (service: { typeName: string }, rpc: string, request: unknown) =>
+        ((await client(service)[rpc]!(request, options)) as { usage: UsageRow[] }).usage;
+      const agents = await ask(identityv1.IdentityService, 'getTenantUsage', { tenantId });
+      const { agents: list } = (await client(identityv1.IdentityService).listAgents!({ tenantId }, options)) as { agents: { id: string }[] };
+      const workspaces = await ask(workspacev1.WorkspaceService, 'getTenantUsage', { tenantId });
+      const agentIds = list.map((a) => a.id);
+      const workspaceIds = [...new Set(workspaces.filter((u) => u.scope).map((u) => u.scope))];
+      const rest = await Promise.all([
+        ask(secretsv1.SecretsService, 'getWorkspacesUsage', { workspaceIds }),
+        ask(eventsv1.EventsService, 'getUsage', { workspaceIds, agentIds }),
+        ask(messagingv1.MessagingService, 'getAgentsUsage', { agentIds, tenantId }),
+      ]);
+      const usage = [...agents, ...workspaces, ...rest.flat()];
+      return { usage: usage.map((u) => ({ quota: u.quota, scope: u.scope, used: Number(u.used), limit: Number(u.limit) })) };
+    },
+  };
 }
 
 /**
@@ -102,11 +141,7 @@ export function adminMethods(clients: Clients): Map<string, Route> {
       result: (r) => ({ workspace_id: r.workspaceId, generation: r.generation, resealed: r.resealed }),
     })],
     // A tenant's use of its quotas (`agenthub tenants usage`).
-    ['tenants.usage', route(clients, workspacev1.WorkspaceService, 'getTenantUsage', {
-      params: z.object({ tenant_id: z.string().min(1).max(63) }),
-      request: (p) => ({ tenantId: p.tenant_id }),
-      result: (r) => ({ usage: r.usage.map((u) => ({ quota: u.quota, scope: u.scope, used: Number(u.used), limit: Number(u.limit) })) }),
-    })],
+    ['tenants.usage', tenantUsage(clients)],
     // Memories: move a workspace to the configured embedding model. Each call works until its
     // deadline nears and reports what remains; `agenthub memories reembed` calls until none does.
     ['memories.reembed', route(clients, workspacev1.WorkspaceService, 'reembedWorkspace', {

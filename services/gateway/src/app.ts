@@ -130,7 +130,7 @@ export function createApp(options: GatewayAppOptions): Koa {
         return;
       }
       const agentId = cardPath ? pathSegment(cardPath[1]!) : undefined;
-      const card = cardPath ? agentId != null && (await options.agentCard(agentId, origin.baseUrl)) : hubCard(origin.baseUrl);
+      const card = cardPath ? agentId != null && (await options.agentCard(agentId, origin.baseUrl, clientGone(ctx))) : hubCard(origin.baseUrl);
       if (!card) {
         ctx.status = 404;
         ctx.body = { error: 'Agent not found' };
@@ -151,6 +151,8 @@ export function createApp(options: GatewayAppOptions): Koa {
     }
 
     if (options.limits && !options.limits.preAuth(ctx)) return;
+    // Created before authentication, whose lookups (Kv cache, identity) stop when the client leaves.
+    const signal = clientGone(ctx);
     let raw: Buffer;
     try {
       raw = await readBody(ctx.req, options.maxBodyBytes);
@@ -181,7 +183,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       principal = { kind: 'operator' };
     } else {
       try {
-        principal = await options.authenticator.agent(authorization);
+        principal = await options.authenticator.agent(authorization, signal);
       } catch (err) {
         const hubError = HubError.from(err);
         if (hubError.reason === Reason.UNAUTHENTICATED) {
@@ -200,17 +202,11 @@ export function createApp(options: GatewayAppOptions): Koa {
       ctx.body = handler.parseError();
       return;
     }
-    // The request's own 'close' has fired once its body was read; the response's fires when the
-    // client hangs up, and then the calls made for it stop waiting (and claim nothing).
-    const abort = new AbortController();
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableEnded) abort.abort();
-    });
     const rpcContext: RpcContext = {
       principal,
       targetAgentId: targetAgentId ?? undefined,
       a2aVersion: ctx.get('A2A-Version') || undefined,
-      signal: abort.signal,
+      signal,
       lastEventId: ctx.get('Last-Event-ID') || undefined,
       baseUrl: `${ctx.protocol}://${ctx.host}`,
     };
@@ -221,7 +217,7 @@ export function createApp(options: GatewayAppOptions): Koa {
         ctx.respond = false;
         ctx.status = 200;
         const opening = process.hrtime.bigint();
-        await writeSse(ctx.res, opened, abort.signal, options.log);
+        await writeSse(ctx.res, opened, signal, options.log);
         // A stream lasts as long as the task or the client: timed apart from ordinary calls.
         const label = `${strictPath ? 'a2a:' : ''}${ctx.state.rpc as string}`;
         options.metrics.rpcWaitDuration.observe({ method: label }, Number(process.hrtime.bigint() - opening) / 1e9);
@@ -251,12 +247,26 @@ async function admitMcp(ctx: Koa.Context, limits: Limits, authenticator: Authent
   const authorization = ctx.get('Authorization') || undefined;
   let principal: Principal;
   try {
-    principal = await authenticator.agent(authorization);
+    principal = await authenticator.agent(authorization, clientGone(ctx));
   } catch (err) {
     if (HubError.from(err).reason === Reason.UNAUTHENTICATED) return !(await limits.authFailed(ctx, undefined));
     return true;
   }
   return limits.admit(ctx, principal, authorization, undefined, false);
+}
+
+/**
+ * Aborted when the client hangs up before its answer is written: the request's own 'close' has
+ * fired once its body was read, the response's fires when the connection goes. Every call made
+ * for the request (authentication, the RPC, its waits) stops then and claims nothing. Each of
+ * those calls carries its own deadline besides.
+ */
+function clientGone(ctx: Koa.Context): AbortSignal {
+  const abort = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableEnded) abort.abort();
+  });
+  return abort.signal;
 }
 
 function unauthorized(ctx: Koa.Context, id: RpcId, message: string): void {

@@ -15,7 +15,7 @@ export function bearerToken(header: string | undefined): string | undefined {
 /**
  * Resolves `Authorization: Bearer <API key>` to an agent principal: from this gateway's memory
  * (`memory`, when given) or the shared Kv cache when the key was seen within HUB_AUTH_CACHE_MS,
- * else from the identity service.
+ * else from the identity service. `signal` is the request's: every lookup stops when it aborts.
  */
 export class Authenticator {
   constructor(
@@ -40,7 +40,7 @@ export class Authenticator {
   private async lookUp(key: string, keyHash: string, signal?: AbortSignal): Promise<Principal> {
     const cacheKey = authCacheKey(keyHash);
     if (this.cacheMs > 0) {
-      const cached = await this.kv.get(cacheKey);
+      const cached = await this.kv.get(cacheKey, signal);
       if (cached === REVOKED_KEY_TOMBSTONE) throw HubError.unauthenticated();
       if (cached) {
         const { agentId, tenantId } = JSON.parse(cached) as { agentId: string; tenantId: string };
@@ -51,7 +51,7 @@ export class Authenticator {
     if (!principal) throw HubError.unauthenticated();
     if (this.cacheMs > 0) {
       // Only fill an empty entry: a revocation's tombstone written meanwhile must win.
-      await this.kv.setIfAbsent(cacheKey, JSON.stringify({ agentId: principal.agentId, tenantId: principal.tenantId }), this.cacheMs);
+      await this.kv.setIfAbsent(cacheKey, JSON.stringify({ agentId: principal.agentId, tenantId: principal.tenantId }), this.cacheMs, signal);
     }
     return { kind: 'agent', agentId: principal.agentId, tenantId: principal.tenantId };
   }

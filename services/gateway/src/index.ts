@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import type Koa from 'koa';
@@ -15,7 +15,7 @@ import { JsonRpcHandler, type RpcContext, type RpcMethod } from './jsonrpc.js';
 import { Limits, type LimitsConfig } from './limits/index.js';
 import { mcpEndpoint } from './mcp/index.js';
 import { agentMethods } from './methods/index.js';
-import { originOf } from './origin.js';
+import { originOf, type ProxyTrust } from './origin.js';
 import type { Clients } from './route.js';
 import { UPSTREAMS, type UpstreamAddresses, type UpstreamName } from './upstreams.js';
 import { a2aWaits, hubWaits } from './waits.js';
@@ -58,10 +58,15 @@ export interface GatewayDeps {
   maxJsonDepth?: number;
   /** HUB_PUBLIC_URL: the base of the links Agent Cards hand out. */
   publicUrl?: string;
-  /** HUB_TRUSTED_PROXIES: peers whose X-Forwarded-Proto/Host are believed when there is no publicUrl. */
-  trustedProxies?: readonly string[];
+  /**
+   * HUB_TRUSTED_PROXIES: peers whose forwarded headers are believed: X-Forwarded-For for the
+   * per-address limits, X-Forwarded-Proto/Host for Agent Card links when there is no publicUrl.
+   */
+  trustedProxies?: ProxyTrust;
   authCacheMs: number;
   grpcTimeoutMs: number;
+  /** HUB_STREAM_MAX_MS: streams end cleanly after this long (the client resumes); 30 minutes when absent. */
+  streamMaxMs?: number;
   /** Signs every call to the services. */
   internalKey: InternalKey;
   /** Mutual TLS to the services (split deployments that enable it). */
@@ -127,13 +132,16 @@ export async function createGateway(deps: Omit<GatewayDeps, 'host' | 'port'>): P
           supported: [...SUPPORTED_A2A_VERSIONS],
         });
 
-  const limits = deps.limits ? new Limits({ kv: deps.kv, identity, config: deps.limits, metrics: deps.metrics, log: deps.log }) : undefined;
+  if (deps.trustedProxies === 'any-peer') {
+    deps.log.warn('HUB_RATE_TRUST_FORWARDED_FOR is deprecated: every peer is taken for a proxy; set HUB_TRUSTED_PROXIES to the proxies\' addresses instead');
+  }
+  const limits = deps.limits ? new Limits({ kv: deps.kv, identity, config: deps.limits, trustedProxies: deps.trustedProxies, metrics: deps.metrics, log: deps.log }) : undefined;
   // Keys in this process's memory too, revoked through Kv pub/sub (auth-memory.ts).
   const authMemory = deps.authCacheMs > 0 ? new AuthMemory(deps.kv, deps.authCacheMs) : undefined;
   // Without the subscription the memory is never trusted and the Kv answers, as before.
   await authMemory?.start().catch((err) => deps.log.warn({ err }, 'API keys are not kept in memory: could not subscribe to revocations'));
   const common = { maxBatch: deps.maxBatch, maxDepth: deps.maxJsonDepth, log: deps.log, metrics: deps.metrics };
-  const methods = agentMethods(clients);
+  const methods = agentMethods(clients, { streamMaxMs: deps.streamMaxMs });
   const agentRpc = new JsonRpcHandler({ ...common, methods, precheck: checkVersion, waits: hubWaits });
   const authenticator = new Authenticator(identity, deps.kv, deps.authCacheMs, authMemory);
   const app = createApp({
@@ -141,7 +149,7 @@ export async function createGateway(deps: Omit<GatewayDeps, 'host' | 'port'>): P
     adminRpc: new JsonRpcHandler({ ...common, methods: new Map<string, RpcMethod>([...adminMethods(clients), ...(limits?.adminMethods() ?? [])]) }),
     a2aRpc: new JsonRpcHandler({
       ...common,
-      methods: a2aMethods(clients),
+      methods: a2aMethods(clients, { streamMaxMs: deps.streamMaxMs }),
       maxBatch: 0,
       precheck: checkA2aVersion,
       errors: A2A_ERRORS,
@@ -177,6 +185,15 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  let stopping = false;
+  // While stopping, a connection is closed once its call is answered: kept alive, it would hold
+  // server.close(), and so the process, until the grace ran out with nothing left in flight.
+  server.on('request', (_req, res: ServerResponse) => {
+    if (stopping) res.shouldKeepAlive = false;
+    res.once('finish', () => {
+      if (stopping) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(listenFailure(err, deps.host, deps.port, { host: 'HUB_HOST', port: 'HUB_PORT' })));
     server.listen(deps.port, deps.host, () => resolve());
@@ -198,6 +215,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     port,
     metricsUrl: metricsServer?.url,
     async stop(graceMs = 5_000) {
+      stopping = true;
       await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);

@@ -1,6 +1,7 @@
 import type { HubConfig } from '@agenthub/runtime';
 import { requestLogLevel, type GatewayDeps } from './index.js';
 import { limitsConfig } from './limits/index.js';
+import type { ProxyTrust } from './origin.js';
 
 /**
  * The gateway's settings from configuration (HUB_*, rate limits included): the one mapping, used by its `main.ts` and
@@ -14,7 +15,7 @@ import { limitsConfig } from './limits/index.js';
 export function gatewayOptions(
   config: HubConfig,
   mode: { oneProcess: boolean },
-): Pick<GatewayDeps, 'host' | 'port' | 'maxBodyBytes' | 'maxBatch' | 'maxJsonDepth' | 'publicUrl' | 'trustedProxies' | 'authCacheMs' | 'grpcTimeoutMs' | 'metricsListen' | 'requestLogLevel' | 'limits'> {
+): Pick<GatewayDeps, 'host' | 'port' | 'maxBodyBytes' | 'maxBatch' | 'maxJsonDepth' | 'publicUrl' | 'trustedProxies' | 'authCacheMs' | 'grpcTimeoutMs' | 'streamMaxMs' | 'metricsListen' | 'requestLogLevel' | 'limits'> {
   return {
     host: config.HUB_HOST,
     port: config.HUB_PORT,
@@ -22,11 +23,21 @@ export function gatewayOptions(
     maxBatch: config.HUB_MAX_BATCH,
     maxJsonDepth: config.HUB_MAX_JSON_DEPTH,
     publicUrl: config.HUB_PUBLIC_URL,
-    trustedProxies: config.HUB_TRUSTED_PROXIES,
+    trustedProxies: proxyTrust(config),
     authCacheMs: mode.oneProcess || config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
+    streamMaxMs: config.HUB_STREAM_MAX_MS,
     ...(mode.oneProcess ? {} : { metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT } }),
     requestLogLevel: requestLogLevel(config.NODE_ENV),
     limits: limitsConfig(config),
   };
+}
+
+/**
+ * HUB_TRUSTED_PROXIES decides whose forwarded headers are believed. Without it, the deprecated
+ * HUB_RATE_TRUST_FORWARDED_FOR=true keeps its old meaning: every peer is a proxy that appended
+ * the client to X-Forwarded-For (now for Agent Card links too, as one setting decides both).
+ */
+export function proxyTrust(config: Pick<HubConfig, 'HUB_TRUSTED_PROXIES' | 'HUB_RATE_TRUST_FORWARDED_FOR'>): ProxyTrust | undefined {
+  return config.HUB_TRUSTED_PROXIES ?? (config.HUB_RATE_TRUST_FORWARDED_FOR ? 'any-peer' : undefined);
 }

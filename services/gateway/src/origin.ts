@@ -20,10 +20,16 @@ export interface OriginRequest {
   header(name: string): string | undefined;
 }
 
+/**
+ * Proxies whose forwarded headers (`X-Forwarded-For`, `-Proto`, `-Host`) are believed: addresses
+ * and CIDR ranges (HUB_TRUSTED_PROXIES), or `any-peer` (the deprecated HUB_RATE_TRUST_FORWARDED_FOR):
+ * whatever peer connects is a proxy, but no hop it forwards is.
+ */
+export type ProxyTrust = readonly string[] | 'any-peer';
+
 export interface OriginOptions {
   publicUrl?: string;
-  /** Addresses and CIDR ranges of proxies whose forwarded headers are believed. */
-  trustedProxies?: readonly string[];
+  trustedProxies?: ProxyTrust;
 }
 
 /** undefined when the request names no usable host (a malformed Host header). */
@@ -36,9 +42,9 @@ export function originOf(options: OriginOptions): OriginOf {
     const fixed: Origin = { baseUrl: options.publicUrl, vary: [] };
     return () => fixed;
   }
-  const trusted = trustList(options.trustedProxies ?? []);
+  const trust = proxyTrust(options.trustedProxies);
   return (request) => {
-    const viaProxy = trusted !== undefined && request.remoteAddress !== undefined && isTrusted(trusted, request.remoteAddress);
+    const viaProxy = trust.peer(request.remoteAddress);
     const forwardedProto = viaProxy ? first(request.header('x-forwarded-proto'))?.toLowerCase() : undefined;
     const forwardedHost = viaProxy ? first(request.header('x-forwarded-host')) : undefined;
     // TLS on either hop makes the link https: a card must never send a key back over plain http.
@@ -54,6 +60,30 @@ export function originOf(options: OriginOptions): OriginOf {
 function first(value: string | undefined): string | undefined {
   const head = value?.split(',')[0]?.trim();
   return head || undefined;
+}
+
+/**
+ * The client's address for per-address limits: behind a trusted proxy, `X-Forwarded-For` walked
+ * from its last hop (the one the proxy appended) back past further trusted proxies; otherwise the
+ * peer's own address, since anyone else could write the header.
+ */
+export function clientAddressOf(trusted: ProxyTrust | undefined): (peer: string, forwardedFor: string | undefined) => string {
+  const trust = proxyTrust(trusted);
+  return (peer, forwardedFor) => {
+    if (!trust.peer(peer) || !forwardedFor) return peer;
+    const hops = forwardedFor.split(',').map((hop) => hop.trim()).filter(Boolean);
+    for (let i = hops.length - 1; i >= 0; i--) {
+      if (i === 0 || !trust.hop(hops[i]!)) return hops[i]!;
+    }
+    return peer;
+  };
+}
+
+function proxyTrust(trusted: ProxyTrust | undefined): { peer: (address: string | undefined) => boolean; hop: (address: string) => boolean } {
+  if (trusted === 'any-peer') return { peer: (address) => address !== undefined, hop: () => false };
+  const list = trustList(trusted ?? []);
+  const check = (address: string | undefined) => list !== undefined && address !== undefined && isTrusted(list, address);
+  return { peer: check, hop: check };
 }
 
 function trustList(entries: readonly string[]): BlockList | undefined {

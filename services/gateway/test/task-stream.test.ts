@@ -67,3 +67,58 @@ describe('SendStreamingMessage to a recipient that finishes before the stream op
     ]);
   });
 });
+
+/**
+ * A task that never finishes and an inbox that stays empty: watchTask sends the task, then waits,
+ * and pollInbox waits, each until the caller lets go (as the service's calls do on cancellation).
+ */
+function neverEnding(): Clients {
+  const task = create(messagingv1.TaskSchema, { id: 'task_1', contextId: 'ctx_1', version: 1n, state: TaskState.WORKING });
+  const released = (signal: AbortSignal) =>
+    new Promise<never>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true }));
+  const messaging = {
+    sendMessage: async () => create(messagingv1.SendMessageResponseSchema, { task }),
+    watchTask: async function* (request: { afterVersion?: bigint }, options: { signal: AbortSignal }) {
+      // Resuming after the sent task's version: nothing new to send.
+      if (request.afterVersion === undefined) yield create(messagingv1.WatchTaskResponseSchema, { event: { case: 'task', value: task } });
+      await released(options.signal);
+    },
+    pollInbox: async (_request: unknown, options: { signal: AbortSignal }) => released(options.signal),
+  };
+  return new Map([[messagingv1.MessagingService.typeName, messaging as never]]);
+}
+
+describe('the stream cap (HUB_STREAM_MAX_MS, README "Streams")', () => {
+  const streamMaxMs = 300;
+  const ended = async (open: Promise<AsyncIterable<{ result: unknown }>>) => {
+    const started = Date.now();
+    const events = await collect(await open);
+    return { events, openMs: Date.now() - started };
+  };
+
+  it('ends the interface endpoint\'s SendStreamingMessage, SubscribeToTask and x-hub/inbox.stream cleanly after it', async () => {
+    const methods = agentMethods(neverEnding(), { streamMaxMs });
+    const message = { role: 'user', parts: [{ kind: 'text', text: 'hi' }] };
+    const [sent, subscribed, inbox] = await Promise.all([
+      ended(methods.get('SendStreamingMessage')!.stream!({ message }, ctx)),
+      ended(methods.get('SubscribeToTask')!.stream!({ id: 'task_1' }, ctx)),
+      ended(methods.get('x-hub/inbox.stream')!.stream!({}, ctx)),
+    ]);
+    expect([sent, subscribed].map((s) => (s.events as { kind: string }[]).map((e) => e.kind))).toEqual([['task'], ['task']]);
+    expect(inbox.events).toEqual([]);
+    for (const s of [sent, subscribed, inbox]) expect(s.openMs).toBeGreaterThanOrEqual(streamMaxMs - 5);
+  });
+
+  it('ends the strict A2A endpoint\'s SendStreamingMessage and SubscribeToTask cleanly after it', async () => {
+    const methods = a2aMethods(neverEnding(), { streamMaxMs });
+    const message = { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] };
+    const [sent, subscribed] = await Promise.all([
+      ended(methods.get('SendStreamingMessage')!.stream!({ message }, ctx)),
+      ended(methods.get('SubscribeToTask')!.stream!({ id: 'task_1' }, ctx)),
+    ]);
+    for (const s of [sent, subscribed]) {
+      expect((s.events as Record<string, unknown>[]).map((e) => Object.keys(e)[0])).toEqual(['task']);
+      expect(s.openMs).toBeGreaterThanOrEqual(streamMaxMs - 5);
+    }
+  });
+});

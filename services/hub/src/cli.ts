@@ -62,19 +62,22 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
   },
   'tenants limits': async ({ admin, values, arg, print }) => {
     type Rate = { per_sec: number; burst: number };
-    type Limits = { key: Rate; tenant: Rate; max_waiting_per_agent: number };
+    type Limits = { key: Rate; tenant: Rate; max_waiting_per_agent: number; quotas: Record<string, number> };
     type View = { tenant_id: string; limits: Limits; overrides: Partial<Limits> };
     const tenantId = need(arg, 'tenant id');
     const changes = {
       ...(values.key !== undefined ? { key: rateFlag(values.key, '--key') } : {}),
       ...(values['tenant-rate'] !== undefined ? { tenant: rateFlag(values['tenant-rate'], '--tenant-rate') } : {}),
       ...(values['max-waiting'] !== undefined ? { max_waiting_per_agent: Number(values['max-waiting']) } : {}),
+      ...(Array.isArray(values.quota) ? { quotas: Object.fromEntries(values.quota.map(quotaFlag)) } : {}),
     };
     let result: View;
     if (values.reset) result = await admin.call<View>('tenants.set_limits', { tenant_id: tenantId, limits: changes });
     else if (Object.keys(changes).length) {
       const current = await admin.call<View>('tenants.get_limits', { tenant_id: tenantId });
-      result = await admin.call<View>('tenants.set_limits', { tenant_id: tenantId, limits: { ...current.overrides, ...changes } });
+      const quotas = { ...current.overrides.quotas, ...changes.quotas };
+      const merged = { ...current.overrides, ...changes, ...(Object.keys(quotas).length ? { quotas } : {}) };
+      result = await admin.call<View>('tenants.set_limits', { tenant_id: tenantId, limits: merged });
     } else result = await admin.call<View>('tenants.get_limits', { tenant_id: tenantId });
     const l = result.limits;
     const mark = (name: keyof Limits) => (name in result.overrides ? ' (override)' : '');
@@ -85,6 +88,7 @@ const commands: Record<string, (ctx: CommandContext) => Promise<void>> = {
         `per key:     ${l.key.per_sec}/s, burst ${l.key.burst}${mark('key')}`,
         `per tenant:  ${l.tenant.per_sec}/s, burst ${l.tenant.burst}${mark('tenant')}`,
         `waiting calls per agent: ${l.max_waiting_per_agent}${mark('max_waiting_per_agent')}`,
+        ...Object.entries(l.quotas).map(([name, n]) => `quota ${name}: ${n}${result.overrides.quotas?.[name] !== undefined ? ' (override)' : ''}`),
       ].join('\n'),
     );
   },
@@ -227,6 +231,7 @@ async function run(argv: string[]): Promise<void> {
       key: { type: 'string' },
       'tenant-rate': { type: 'string' },
       'max-waiting': { type: 'string' },
+      quota: { type: 'string', multiple: true },
       reset: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
@@ -268,6 +273,13 @@ function skillFlag(value: string): { id: string; name: string; description: stri
 }
 
 /** `<per-sec>/<burst>`, e.g. `50/100`; the hub checks the numbers. */
+/** `--quota <name>=<n>`: one quota override. */
+function quotaFlag(value: string): [string, number] {
+  const match = /^([a-z_]+)=(\d+)$/.exec(value);
+  if (!match) throw new UsageError(`--quota must be <name>=<n>, e.g. members_per_workspace=50 (got ${value})`);
+  return [match[1]!, Number(match[2])];
+}
+
 function rateFlag(value: Flags[string], flag: string): { per_sec: number; burst: number } {
   const match = typeof value === 'string' ? /^([0-9.]+)\/([0-9]+)$/.exec(value.trim()) : null;
   if (!match) throw new UsageError(`${flag} ${String(value)}: expected <per-sec>/<burst>, e.g. 50/100`);

@@ -18,14 +18,15 @@ cannot be bound (the message names the variable).`,
   },
   'tenants create': { usage: 'agenthub tenants create <tenant-id> [--name <name>]', summary: 'create a tenant (1–63 lowercase letters, digits, hyphens)' },
   'tenants list': { usage: 'agenthub tenants list', summary: 'list tenants' },
-  'tenants usage': { usage: 'agenthub tenants usage <tenant-id>', summary: "a tenant's workspaces and memories against their quotas" },
+  'tenants usage': { usage: 'agenthub tenants usage <tenant-id>', summary: "a tenant's use of every quota (agents, workspaces, members, memories, secrets, webhooks, tasks, queued deliveries)" },
   'tenants limits': {
     usage: `agenthub tenants limits <tenant-id> [--key <per-sec>/<burst>] [--tenant-rate <per-sec>/<burst>]
-                        [--max-waiting <n>] [--reset]`,
-    summary: "show a tenant's rate limits, or override some",
-    details: `Without options it shows the limits in force, marking overrides. --key, --tenant-rate and
---max-waiting override those limits (the others keep theirs); --reset first drops every override,
-so alone it goes back to the hub's defaults.`,
+                        [--max-waiting <n>] [--quota <name>=<n>]... [--reset]`,
+    summary: "show a tenant's rate limits and quotas, or override some",
+    details: `Without options it shows the limits in force, marking overrides. --key, --tenant-rate,
+--max-waiting and --quota (agents_per_tenant, members_per_workspace, queued_deliveries_per_agent)
+override those limits (the others keep theirs); --reset first drops every override, so alone it
+goes back to the hub's defaults.`,
   },
   'agents create': {
     usage: `agenthub agents create --tenant <tenant-id> --name <name> [--id <agent-id>] [--endpoint <url>]

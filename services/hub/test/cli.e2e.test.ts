@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agenthub, COMMAND_TIMEOUT_MS, freePort, HOOK_TIMEOUT_MS, serve, stop, stopAll, STOP_TIMEOUT_MS, type Served } from './bin.js';
@@ -128,6 +131,18 @@ describe('agenthub command', () => {
       expect(set.stdout).toContain('waiting calls per agent: 7 (override)');
       const shown = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--tenant-rate', '500/900', '--json'], env)).stdout);
       expect(shown.overrides).toEqual({ key: { per_sec: 50, burst: 100 }, tenant: { per_sec: 500, burst: 900 }, max_waiting_per_agent: 7 });
+      const quotas = await agenthub(['tenants', 'limits', 'acme', '--quota', 'members_per_workspace=50', '--quota', 'agents_per_tenant=20'], env);
+      expect(quotas.code).toBe(0);
+      expect(quotas.stdout).toContain('quota members_per_workspace: 50 (override)');
+      expect(quotas.stdout).toContain('quota queued_deliveries_per_agent: 10000\n');
+      // A later --quota keeps the earlier ones and the other overrides.
+      const more = JSON.parse((await agenthub(['tenants', 'limits', 'acme', '--quota', 'agents_per_tenant=30', '--json'], env)).stdout);
+      expect(more.overrides).toMatchObject({ max_waiting_per_agent: 7, quotas: { members_per_workspace: 50, agents_per_tenant: 30 } });
+      const badQuota = await agenthub(['tenants', 'limits', 'acme', '--quota', 'members'], env);
+      expect(badQuota.code).toBe(2);
+      expect(badQuota.stderr).toContain('--quota must be <name>=<n>');
+      const unknownQuota = await agenthub(['tenants', 'limits', 'acme', '--quota', 'bananas=3'], env);
+      expect(unknownQuota.code).toBe(1);
       const bad = await agenthub(['tenants', 'limits', 'acme', '--key', 'fast'], env);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toBe('agenthub: --key fast: expected <per-sec>/<burst>, e.g. 50/100. See agenthub tenants limits --help.\n');
@@ -140,6 +155,10 @@ describe('agenthub command', () => {
       const usage = await agenthub(['tenants', 'usage', 'acme'], env);
       expect(usage.code).toBe(0);
       expect(usage.stdout.split('\n')).toContain('workspaces_per_tenant\t1 / 1000');
+      expect(usage.stdout).toMatch(new RegExp(`^tasks_in_flight_per_sender ${alice.agent_id}\t\\d+ / 1000$`, 'm'));
+      for (const quota of ['agents_per_tenant', 'members_per_workspace', 'secrets_per_workspace', 'webhooks_per_workspace', 'webhooks_per_agent', 'queued_deliveries_per_agent']) {
+        expect(usage.stdout).toContain(quota);
+      }
     }, COMMAND_TIMEOUT_MS);
 
     it('agents list and agents get show the agent', async () => {
@@ -315,12 +334,16 @@ describe('agenthub command', () => {
       expect(rotated.code).toBe(0);
       expect(rotated.stdout).toMatch(new RegExp(`^Workspace ${workspaceId}: data key generation \\d+, 1 secret\\(s\\) re-sealed\n$`));
       expect((await rpc(alice.api_key, 'x-hub/workspace.secrets.get', { workspace_id: workspaceId, key: 'ROTATED' })).body.result.value).toBe('still-readable');
-      const [missing, unreachable] = await Promise.all([
+      const [missing, unreachable, unknown] = await Promise.all([
         agenthub(['secrets', 'rotate-key'], env),
         agenthub(['secrets', 'rotate-key', '--workspace', workspaceId], { ...env, HUB_PORT: String(await freePort()) }),
+        agenthub(['secrets', 'rotate-key', '--workspace', 'ws_doesnotexist'], env),
       ]);
       expect(missing).toMatchObject({ code: 2, stderr: 'agenthub: Missing --workspace. See agenthub secrets rotate-key --help.\n' });
       expect(unreachable.code).toBe(1);
+      // A workspace that does not exist is a refusal, not "no secrets to rotate".
+      expect(unknown).toMatchObject({ code: 1, stdout: '' });
+      expect(unknown.stderr).toContain('Workspace not found');
     }, 4 * COMMAND_TIMEOUT_MS);
 
     it('memories reembed exits 2 without --workspace and 1 for another model or an unknown workspace (README exit codes)', async () => {
@@ -337,6 +360,56 @@ describe('agenthub command', () => {
       const listed = await rpc(alice.api_key, 'x-hub/workspace.memories', { workspace_id: workspaceId });
       expect(listed.body.result.memories.map((m: { content: string }) => m.content)).toEqual(expect.arrayContaining(['The sky is blue', 'Grass is green']));
     }, 4 * COMMAND_TIMEOUT_MS);
+  });
+
+  // README: `memories reembed` "Exits 1 if memories remain". A hub leaves memories only when a
+  // call makes no progress (its deadline came first), which a real hub does not do on cue; a stub
+  // of POST /admin answers as such a hub would, call after call.
+  describe('memories reembed with memories left', () => {
+    const reembedAgainst = async (answers: Record<string, unknown>[]) => {
+      const calls: unknown[] = [];
+      const stub = createServer((request, response) => {
+        let body = '';
+        request.on('data', (chunk: Buffer) => (body += chunk));
+        request.on('end', () => {
+          const { id, method, params } = JSON.parse(body) as { id: number; method: string; params: unknown };
+          calls.push({ method, params });
+          const result = { workspace_id: 'ws_stub', model: 'm2', dimensions: 3, dropped_models: [], ...answers[calls.length - 1] };
+          response.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, result }));
+        });
+      });
+      await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port: stubPort } = stub.address() as AddressInfo;
+        const result = await agenthub(['memories', 'reembed', '--workspace', 'ws_stub', '--url', `http://127.0.0.1:${stubPort}`], { HUB_ADMIN_TOKEN: 'stub-operator-token' });
+        return { ...result, calls };
+      } finally {
+        stub.close();
+      }
+    };
+
+    it('carries on while calls make progress, and exits 1 when one makes none with memories left', async () => {
+      const result = await reembedAgainst([
+        { reembedded: 2, remaining: 1 },
+        { reembedded: 0, remaining: 1 },
+      ]);
+      expect(result.calls).toEqual([
+        { method: 'memories.reembed', params: { workspace_id: 'ws_stub' } },
+        { method: 'memories.reembed', params: { workspace_id: 'ws_stub' } },
+      ]);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('Workspace ws_stub: 2 memories embedded with m2, 1 left (no progress); run again\n');
+    }, COMMAND_TIMEOUT_MS);
+
+    it('exits 0 once none remain, counting every call\'s memories', async () => {
+      const result = await reembedAgainst([
+        { reembedded: 2, remaining: 1 },
+        { reembedded: 1, remaining: 0, dropped_models: ['m1'] },
+      ]);
+      expect(result.calls).toHaveLength(2);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe('Workspace ws_stub: 3 memories embedded with m2 (3 dimensions); dropped the vectors of m1\n');
+    }, COMMAND_TIMEOUT_MS);
   });
 
   describe('restart', () => {
@@ -365,6 +438,21 @@ describe('agenthub command', () => {
       expect(tenants.code).toBe(0);
       expect(tenants.stdout).toContain('acme');
     }, HOOK_TIMEOUT_MS);
+  });
+
+  describe('a data key no configured KEK unwraps', () => {
+    // README: `secrets rotate-kek` "Exits 1 if a key could not be unwrapped". The hub restarts
+    // with a new v2 and a v1 that is not the one the workspace's data key was wrapped with.
+    it('secrets rotate-kek reports the key it left as it was and exits 1', async () => {
+      expect(await stop(hub)).toEqual({ code: 0, signal: null });
+      const kek = () => randomBytes(32).toString('base64');
+      hub = await serve({ ...env, HUB_KEKS: `v2:${kek()},v1:${kek()}` }, url);
+      const [human, json] = [await agenthub(['secrets', 'rotate-kek'], env), await agenthub(['secrets', 'rotate-kek', '--json'], env)];
+      expect(human.code).toBe(1);
+      expect(human.stdout).toMatch(/^Rewrapped 0 data key\(s\) under KEK v2; 1 in all\n1 data key\(s\) could not be unwrapped and were left as they were; see the secrets service's log\n$/);
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stdout)).toEqual({ kek_version: 'v2', rewrapped: 0, failed: 1, total: 1 });
+    }, HOOK_TIMEOUT_MS + 2 * COMMAND_TIMEOUT_MS);
   });
 
   describe('configuration errors', () => {

@@ -1,22 +1,54 @@
+import pg from 'pg';
 import { backends } from '@agenthub/testing';
-import { startTestHub, type TestHub } from './harness.js';
-import { splitMode, type SplitStack } from './split-hub.js';
+import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { splitMode, type SplitProcessName, type SplitStack } from './split-hub.js';
 
 /**
- * README "Shutdown": SIGTERM drains in-flight calls for up to HUB_SHUTDOWN_GRACE_MS. A gateway
- * replica stopped while a blocking SendMessage waits on it answers that call with the task's end
- * (not an error), turns /readyz 503 meanwhile, and exits 0. (Messaging replicas: split.e2e.test.ts.)
+ * README "Shutdown": SIGTERM drains in-flight calls for up to HUB_SHUTDOWN_GRACE_MS. A process
+ * stopped while a call runs on it answers that call (not an error), turns /readyz 503 at once,
+ * takes no new call (another replica serves it, or the caller is told the service is unavailable),
+ * and exits 0 as soon as nothing is in flight. The gateway, then each gRPC service kind:
+ * secrets, events, workspace and identity, on one split stack. (Messaging: split.e2e.test.ts.)
  */
+
+/** Long, so that a process waiting out its grace instead of exiting once idle is told apart. */
+const GRACE_MS = 15_000;
+/** How soon after its last call is answered a stopping process must be gone. */
+const EXIT_AFTER_IDLE_MS = 5_000;
+/** Bound of every wait for something the test caused (a query reaching its lock, readiness turning). */
+const SIGNAL_MS = 20_000;
+
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + SIGNAL_MS;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Not within ${SIGNAL_MS} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A stop, with when SIGTERM was sent and when the process was gone. */
+function stopTimed(hub: SplitStack, name: SplitProcessName) {
+  const signalledAt = Date.now();
+  return hub.processes[name].stop('SIGTERM').then((exit) => ({ exit, signalledAt, exitedAt: Date.now() }));
+}
+
 const real = backends().find((b) => b.name === 'postgres+redis');
-(real ? describe : describe.skip)('a gateway replica drains on SIGTERM (split)', () => {
+(real ? describe : describe.skip)('processes drain on SIGTERM (split)', () => {
   let hub: TestHub & SplitStack;
+  /** Sees which process's query waits for a lock (split-hub.ts names sessions agenthub-<process>). */
+  let observer: pg.Client;
 
   beforeAll(async () => {
-    hub = await startTestHub(splitMode(real!), { HUB_SHUTDOWN_GRACE_MS: '8000' });
+    hub = await startTestHub(splitMode(real!), { HUB_SHUTDOWN_GRACE_MS: String(GRACE_MS) });
+    observer = new pg.Client({ connectionString: hub.databaseUrl });
+    await observer.connect();
   }, 240_000);
-  afterAll(() => hub?.stop(), 120_000);
+  afterAll(async () => {
+    await observer?.end();
+    await hub?.stop();
+  }, 120_000);
 
-  it('a blocking send in flight on the stopping gateway completes; the process exits 0', async () => {
+  it('a gateway replica: a blocking send in flight completes; the process exits 0 once it is answered', async () => {
     const sender = await hub.agent('acme', 'drain-gw-sender');
     const recipient = await hub.agent('acme', 'drain-gw-recipient');
     const replica = await hub.addGateway();
@@ -29,7 +61,7 @@ const real = backends().find((b) => b.name === 'postgres+redis');
         method: 'SendMessage',
         params: { message: { role: 'user', parts: [{ kind: 'text', text: 'wait for me' }] }, configuration: { agentId: recipient.agent_id, blocking: true } },
       }),
-    }).then(async (r) => ({ status: r.status, body: (await r.json()) as { result?: any; error?: unknown } }));
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as { result?: any; error?: unknown }, answeredAt: Date.now() }));
     // The delivery in the recipient's inbox is the signal that the send reached messaging and now waits.
     let taskId: string | undefined;
     for (let i = 0; i < 30 && !taskId; i += 1) {
@@ -37,7 +69,8 @@ const real = backends().find((b) => b.name === 'postgres+redis');
       taskId = deliveries[0]?.task_id;
     }
     expect(taskId).toEqual(expect.any(String));
-    const exited = replica.process.stop('SIGTERM');
+    const signalledAt = Date.now();
+    const exited = replica.process.stop('SIGTERM').then((exit) => ({ exit, exitedAt: Date.now() }));
     // Readiness turns 503 at once, so a load balancer stops sending it new calls while it drains.
     for (let status = 200; status === 200; ) status = (await fetch(`${replica.url}/readyz`).catch(() => ({ status: 0 }))).status;
     await hub.ok(recipient.api_key, 'x-hub/tasks.update', { task_id: taskId, state: 'completed' });
@@ -45,6 +78,104 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     expect(reply.status).toBe(200);
     expect(reply.body.error).toBeUndefined();
     expect(reply.body.result).toMatchObject({ id: taskId, status: { state: 'completed' } });
-    expect(await exited).toEqual({ code: 0, signal: null });
+    const { exit, exitedAt } = await exited;
+    expect(exit).toEqual({ code: 0, signal: null });
+    // Once the send is answered nothing is in flight: the kept-alive connection it came on does
+    // not hold the process for the rest of the grace (it did, until the grace ran out).
+    expect(exitedAt - reply.answeredAt).toBeLessThan(EXIT_AFTER_IDLE_MS);
+    expect(exitedAt - signalledAt).toBeLessThan(GRACE_MS);
   }, 120_000);
+
+  describe('gRPC services', () => {
+    let owner: Agent;
+    let workspaceId: string;
+
+    beforeAll(async () => {
+      owner = await hub.agent('acme', 'drain-owner');
+      workspaceId = (await hub.ok(owner.api_key, 'x-hub/workspace.create', { name: 'drained' })).workspace.id;
+      await hub.ok(owner.api_key, 'x-hub/workspace.secrets.set', { workspace_id: workspaceId, key: 'K', value: 'v' });
+    }, 60_000);
+
+    /**
+     * Each case: a call that reads `table` in the service's database with a query like `query`
+     * (other sessions read those tables too: the events delivery worker every second, the
+     * gateway's tenant limit look-ups), and what a new call gets while the process drains.
+     * Ordered so that each service still has what it calls (workspace for secrets and events;
+     * identity last, the gateway's API key cache covering the rest).
+     */
+    const cases: { process: SplitProcessName; table: string; query: string; call: () => Promise<RpcReply>; whileDraining: 'refused' | 'served' }[] = [
+      {
+        process: 'secrets',
+        table: 'secrets.secrets',
+        query: '%FROM secrets WHERE workspace_id%',
+        call: () => hub.call(owner.api_key, 'x-hub/workspace.secrets.list', { workspace_id: workspaceId }),
+        whileDraining: 'refused',
+      },
+      {
+        process: 'events',
+        table: 'events.webhooks',
+        query: '%FROM webhooks%workspace_deleted_at IS NULL AND%',
+        call: () => hub.call(owner.api_key, 'x-hub/webhooks.list', { workspace_id: workspaceId }),
+        whileDraining: 'refused',
+      },
+      // Two replicas: the other one serves what the stopping one no longer takes.
+      { process: 'workspace-a', table: 'workspace.workspaces', query: '%FROM members m JOIN workspaces w%', call: () => hub.call(owner.api_key, 'x-hub/workspace.list'), whileDraining: 'served' },
+      { process: 'identity', table: 'identity.tenants', query: '%FROM tenants ORDER BY id%', call: () => hub.call(hub.adminToken, 'tenants.list', {}, { path: '/admin' }), whileDraining: 'refused' },
+    ];
+
+    it.each(cases.map((c) => [c.process, c] as const))('%s: a call in flight completes, new calls go elsewhere, the process exits 0 once idle', async (name, c) => {
+      // The table held locked keeps a call that reads it waiting inside the service: in flight,
+      // and seen there (its session waits for the lock), with no sleep standing for it.
+      const locker = new pg.Client({ connectionString: hub.databaseUrl });
+      await locker.connect();
+      let locked = false;
+      try {
+        await locker.query('BEGIN');
+        await locker.query(`LOCK TABLE ${c.table} IN ACCESS EXCLUSIVE MODE`);
+        locked = true;
+        /** Sessions of the processes named by `pattern` (LIKE) waiting for a lock in the case's query. */
+        const lockWaits = async (pattern: string) =>
+          (
+            await observer.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1 AND wait_event_type = 'Lock' AND query LIKE $2",
+              [pattern, c.query],
+            )
+          ).rows[0]!.n;
+        const answered = (call: Promise<RpcReply>) => call.then((reply) => ({ reply, answeredAt: Date.now() }));
+        const before = await lockWaits('agenthub-%');
+        // Round-robin over replicas: calls until one waits in this process.
+        const inFlight: ReturnType<typeof answered>[] = [];
+        do {
+          inFlight.push(answered(c.call()));
+          await until(`${inFlight.length} call(s) waiting on ${c.table}`, async () => (await lockWaits('agenthub-%')) >= before + inFlight.length);
+        } while ((await lockWaits(`agenthub-${name}`)) === 0 && inFlight.length < 4);
+        expect(await lockWaits(`agenthub-${name}`)).toBeGreaterThan(0);
+
+        const stopped = stopTimed(hub, name);
+        await until(`${name} /readyz 503`, async () => (await fetch(`${hub.processes[name].opsUrl}/readyz`).catch(() => ({ status: 0 }))).status === 503);
+        const late = answered(c.call());
+        if (c.whileDraining === 'refused') {
+          // The only replica takes no new call: the caller hears the service is unavailable, at once.
+          const { reply } = await late;
+          expect(reply.body.error).toMatchObject({ code: -32603, data: { reason: 'unavailable' } });
+        }
+        await locker.query('COMMIT');
+        locked = false;
+        const replies = await Promise.all([...inFlight, ...(c.whileDraining === 'served' ? [late] : [])]);
+        for (const { reply } of replies) {
+          expect(reply.status).toBe(200);
+          expect(reply.body.error).toBeUndefined();
+          expect(reply.body.result).toEqual(expect.any(Object));
+        }
+        const { exit, signalledAt, exitedAt } = await stopped;
+        expect(exit).toEqual({ code: 0, signal: null });
+        expect(exitedAt - signalledAt).toBeLessThan(GRACE_MS);
+        const lastAnswer = Math.max(...replies.map((r) => r.answeredAt));
+        expect(exitedAt - lastAnswer).toBeLessThan(EXIT_AFTER_IDLE_MS);
+      } finally {
+        if (locked) await locker.query('ROLLBACK');
+        await locker.end();
+      }
+    }, 90_000);
+  });
 });

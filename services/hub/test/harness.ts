@@ -25,6 +25,9 @@ export interface TestHub extends RunningHub {
   metricsUrl: string;
   /** The hub's PostgreSQL database, on the real backend (undefined on PGlite). */
   databaseUrl: string | undefined;
+  /** Its Redis and the prefix of every key and channel there (undefined on the in-process Kv). */
+  redisUrl: string | undefined;
+  redisPrefix: string;
   /** One JSON-RPC call as an agent (`key`) on `path` (default `/a2a`). */
   call(key: string | undefined, method: string, params?: unknown, options?: { path?: string; headers?: Record<string, string> }): Promise<RpcReply>;
   /** Like `call` but fails the test unless the call succeeded; returns the result. */
@@ -112,6 +115,8 @@ async function startOn(provisioned: ProvisionedBackend, dataDir: string, env: Re
     dataDir,
     metricsUrl: (hub as Partial<SplitStack>).gatewayOpsUrl ?? hub.url,
     databaseUrl: provisioned.databaseUrl,
+    redisUrl: provisioned.redisUrl,
+    redisPrefix: provisioned.redisPrefix,
     call,
     admin,
     async ok(key, method, params) {

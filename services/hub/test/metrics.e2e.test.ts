@@ -81,7 +81,14 @@ describe.each(backends().map((backend) => [backend.name, backend] as const))('me
     const samples = await eventually(hub, (s) => (s.get(`agenthub_webhook_deliveries_pending{webhook_id="${webhookId}"}`) ?? 0) >= 1);
     expect(samples.get(`agenthub_webhook_deliveries_pending{webhook_id="${webhookId}"}`)).toBeGreaterThanOrEqual(1);
     expect(samples.get(`agenthub_webhook_deliveries_pending_oldest_age_seconds{webhook_id="${webhookId}"}`)).toBeGreaterThanOrEqual(0);
-    const settled = await eventually(hub, (s) => s.get('agenthub_outbox_pending{service="secrets"}') === 0 && s.get('agenthub_event_log_consumer_lag{group="agenthub-events",topic="agenthub.workspace.events"}') === 0);
+    // Every service's outbox, not only the one just written to: the others may still be relaying
+    // the setup's events (workspace, webhook, sends) on a loaded machine.
+    const settled = await eventually(
+      hub,
+      (s) =>
+        ['workspace', 'secrets', 'messaging'].every((service) => s.get(`agenthub_outbox_pending{service="${service}"}`) === 0) &&
+        s.get('agenthub_event_log_consumer_lag{group="agenthub-events",topic="agenthub.workspace.events"}') === 0,
+    );
     for (const service of ['workspace', 'secrets', 'messaging']) {
       expect(settled.get(`agenthub_outbox_pending{service="${service}"}`)).toBe(0);
       expect(settled.get(`agenthub_outbox_pending_oldest_age_seconds{service="${service}"}`)).toBe(0);

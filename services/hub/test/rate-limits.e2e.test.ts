@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { backends } from '@agenthub/testing';
 import { startTestHub, type TestHub } from './harness.js';
-import { splitCredentials, splitMode, spawnProcess, type SplitProcess } from './split-hub.js';
+import { splitMode, type SplitStack } from './split-hub.js';
 
 /** A token every 100 s, so no bucket refills while a test runs. */
 const LIMITS = {
@@ -12,12 +10,18 @@ const LIMITS = {
   HUB_RATE_TENANT_BURST: '2000',
   HUB_RATE_ADDRESS_PER_SEC: '0.01',
   HUB_RATE_ADDRESS_BURST: '3',
-  HUB_RATE_TRUST_FORWARDED_FOR: 'true',
+  // The test client is the proxy that names each request's client in X-Forwarded-For.
+  HUB_TRUSTED_PROXIES: '127.0.0.1,::1',
   HUB_MAX_WAITING_PER_AGENT: '2',
   HUB_QUOTA_WORKSPACES_PER_TENANT: '2',
   HUB_QUOTA_MEMORIES_PER_WORKSPACE: '2',
   HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE: '1000',
   HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: '2',
+  HUB_QUOTA_AGENTS_PER_TENANT: '5',
+  HUB_QUOTA_MEMBERS_PER_WORKSPACE: '5',
+  HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '5',
+  // Webhook URLs are taken without a DNS look-up.
+  HUB_EGRESS_ALLOW_PRIVATE: 'true',
 };
 
 let nextId = 1;
@@ -44,6 +48,65 @@ function expectLimited(reply: { status: number; headers: Headers; body: any }, s
     if (scope === 'waiting') expect(error.message.startsWith('Too many waiting calls: an agent may hold at most 2 ')).toBe(true);
     else if (scope) expect(error.message).toBe(`Rate limit exceeded (${scope}); retry after ${reply.headers.get('Retry-After')} s`);
   }
+}
+
+/**
+ * The quotas of agents, members and queued deliveries, overridden for one tenant, and the usage
+ * of every quota; run on each backend and in split mode, where each is checked by its own service.
+ */
+async function tenantQuotas(hub: TestHub) {
+  const owner = await hub.agent('rl-q2', 'owner');
+  const set = await hub.admin('tenants.set_limits', {
+    tenant_id: 'rl-q2',
+    limits: { key: { per_sec: 0.01, burst: 100 }, quotas: { agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 } },
+  });
+  expect(set.limits.quotas).toEqual({ agents_per_tenant: 3, members_per_workspace: 2, queued_deliveries_per_agent: 1 });
+  const admin = { path: '/admin', headers: { Authorization: `Bearer ${hub.adminToken}` } };
+  const unknown = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-q2', limits: { quotas: { workspaces_per_tenant: 3 } } }, admin);
+  expect(unknown.body.error).toMatchObject({ code: -32602, data: { field: expect.stringMatching(/^limits\.quotas/) } });
+  const zero = await hub.call(undefined, 'tenants.set_limits', { tenant_id: 'rl-q2', limits: { quotas: { agents_per_tenant: 0 } } }, admin);
+  expect(zero.body.error).toMatchObject({ code: -32602, data: { field: 'limits.quotas.agents_per_tenant' } });
+  const second = await hub.agent('rl-q2', 'second');
+  const third = await hub.agent('rl-q2', 'third');
+  const fourth = await hub.call(undefined, 'agents.create', { tenant_id: 'rl-q2', name: 'fourth' }, admin);
+  expect(fourth.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a tenant has at most 3 agents', data: { reason: 'quota_exceeded', field: 'agents_per_tenant' } });
+  // Another tenant keeps the default (HUB_QUOTA_AGENTS_PER_TENANT).
+  await hub.admin('tenants.create', { tenant_id: 'rl-q2-default' });
+  expect((await hub.admin('tenants.get_limits', { tenant_id: 'rl-q2-default' })).limits.quotas.agents_per_tenant).toBe(5);
+
+  const ws = (await post(hub.url, owner.api_key, call('x-hub/workspace.create', { name: 'members' }), '10.0.0.8')).body.result.workspace.id;
+  const add = (agentId: string, role = 'read') => post(hub.url, owner.api_key, call('x-hub/workspace.members.add', { workspace_id: ws, agent_id: agentId, role }), '10.0.0.8');
+  expect((await add(second.agent_id)).body.result).toBeDefined();
+  const full = await add(third.agent_id);
+  expect(full.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a workspace has at most 2 members; remove one first', data: { field: 'members_per_workspace' } });
+  // A member's role change needs no room.
+  expect((await add(second.agent_id, 'write')).body.result).toBeDefined();
+
+  const send = () => post(hub.url, owner.api_key, call('SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] }, configuration: { agentId: third.agent_id } }), '10.0.0.8');
+  expect((await send()).body.result.status.state).toBe('submitted');
+  const queued = await send();
+  expect(queued.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'queued_deliveries_per_agent' } });
+  expect(queued.body.error.message.startsWith('Quota exceeded: the recipient has 1 deliveries waiting')).toBe(true);
+
+  const rpc = async (method: string, params: unknown) => {
+    const reply = await post(hub.url, owner.api_key, call(method, params), '10.0.0.8');
+    expect(reply.body.error).toBeUndefined();
+  };
+  await rpc('x-hub/workspace.secrets.set', { workspace_id: ws, key: 'TOKEN', value: 's3cret' });
+  await rpc('x-hub/webhooks.create', { workspace_id: ws, url: 'https://hooks.example.com/a' });
+  await rpc('x-hub/webhooks.create', { scope: 'agent', url: 'https://hooks.example.com/b' });
+  await rpc('x-hub/webhooks.create', { scope: 'agent', url: 'https://hooks.example.com/c' });
+
+  const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-q2' });
+  expect(usage).toContainEqual({ quota: 'agents_per_tenant', scope: '', used: 3, limit: 3 });
+  expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 1, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'members_per_workspace', scope: ws, used: 2, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'secrets_per_workspace', scope: ws, used: 1, limit: 1000 });
+  expect(usage).toContainEqual({ quota: 'webhooks_per_workspace', scope: ws, used: 1, limit: 20 });
+  expect(usage).toContainEqual({ quota: 'webhooks_per_agent', scope: owner.agent_id, used: 2, limit: 20 });
+  expect(usage).toContainEqual({ quota: 'webhooks_per_agent', scope: second.agent_id, used: 0, limit: 20 });
+  expect(usage).toContainEqual({ quota: 'tasks_in_flight_per_sender', scope: owner.agent_id, used: 1, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'queued_deliveries_per_agent', scope: third.agent_id, used: 1, limit: 1 });
 }
 
 describe.each(backends())('Rate limits and caps on $name', (backend) => {
@@ -193,6 +256,8 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(refused.body.error).toMatchObject({ code: -32029, data: { reason: 'quota_exceeded', field: 'tasks_in_flight_per_sender' } });
   });
 
+  it('refuses agents, members and queued deliveries past the tenant’s quotas (overridden per tenant), and shows every quota’s usage', () => tenantQuotas(hub));
+
   it('counts refusals by reason and tenant in /metrics', async () => {
     const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="key",tenant="rl-key"\} [1-9]/);
@@ -201,6 +266,10 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="waiting",tenant="rl-wait"\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="workspaces_per_tenant",tenant="rl-quota"\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="memories_per_workspace",tenant="rl-quota"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="members_per_workspace",tenant="rl-q2"\} 1/);
+    // The operator creates agents: the refusal has no caller tenant.
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="agents_per_tenant",tenant=""\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="queued_deliveries_per_agent",tenant="rl-q2"\} 1/);
   });
 
   it('keeps a tenant’s overrides across a restart', async () => {
@@ -211,58 +280,16 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
   });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 const real = backends().find((b) => b.name === 'postgres+redis');
 (real ? describe : describe.skip)('Rate limits across two gateway replicas (split mode)', () => {
-  let hub: TestHub;
-  let second: SplitProcess | undefined;
+  let hub: TestHub & SplitStack;
   let secondUrl: string;
-  const credentials = splitCredentials();
-  const prefix = `limits-${randomBytes(4).toString('hex')}:`;
 
   beforeAll(async () => {
-    hub = await startTestHub(splitMode(real!), { ...LIMITS, ...credentials, REDIS_PREFIX: prefix });
-    const [port, ops] = [await freePort(), await freePort()];
-    secondUrl = `http://127.0.0.1:${port}`;
-    const [identity, workspace, secrets, messaging, events] = Object.values(hub.services);
-    second = spawnProcess('gateway-b', 'gateway', {
-      ...LIMITS,
-      ...credentials,
-      REDIS_URL: process.env.AGENTHUB_TEST_REDIS_URL!,
-      REDIS_PREFIX: prefix,
-      IDENTITY_ADDR: identity!,
-      WORKSPACE_ADDR: workspace!,
-      SECRETS_ADDR: secrets!,
-      MESSAGING_ADDR: messaging!,
-      EVENTS_ADDR: events!,
-      HUB_HOST: '127.0.0.1',
-      HUB_PORT: String(port),
-      OPS_PORT: String(ops),
-      HUB_METRICS: 'false',
-      LOG_LEVEL: 'warn',
-    }, secondUrl);
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      const ready = await fetch(`${secondUrl}/readyz`).then((r) => r.status === 200, () => false);
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error(`gateway-b was not ready:\n${second.output()}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  });
-  afterAll(async () => {
-    await second?.stop();
-    await hub?.stop();
-  });
+    hub = await startTestHub(splitMode(real!), LIMITS);
+    secondUrl = (await hub.addGateway()).url;
+  }, 240_000);
+  afterAll(() => hub?.stop(), 120_000);
 
   it('holds a key’s limit across replicas', async () => {
     const agent = await hub.agent('rl-split', 'a');
@@ -279,4 +306,22 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     expect((await post(hub.url, badKey, list(), '10.1.0.2')).status).toBe(401);
     expectLimited(await post(secondUrl, badKey, list(), '10.1.0.2'), 'address');
   });
+
+  it('refuses agents, members and queued deliveries past the tenant’s quotas, each service reading the tenant’s overrides', () => tenantQuotas(hub), 60_000);
+
+  it('holds an agent’s waiting-call cap across replicas, and frees it when the calls end', async () => {
+    const agent = await hub.agent('rl-split-wait', 'a');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-split-wait', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const poll = (waitMs: number) => call('x-hub/inbox.poll', { wait_ms: waitMs });
+    // Two polls held open through the first replica: the second one refuses a third.
+    const holding = post(hub.url, agent.api_key, [poll(3_000), poll(3_000)], '10.1.0.3');
+    let third: Awaited<ReturnType<typeof post>> | undefined;
+    for (let i = 0; i < 20; i++) {
+      third = await post(secondUrl, agent.api_key, poll(100), '10.1.0.3');
+      if (third.status === 429) break;
+    }
+    expectLimited(third!, 'waiting');
+    expect((await holding).status).toBe(200);
+    expect((await post(secondUrl, agent.api_key, [poll(10), poll(10)], '10.1.0.3')).status).toBe(200);
+  }, 60_000);
 });

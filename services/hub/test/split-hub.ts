@@ -96,7 +96,9 @@ function childEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
 
 /** `agenthub serve <service>` from the built code, with only `env`'s hub settings; `opsUrl` is where waitReady looks. */
 export function spawnProcess(name: string, service: string, env: Record<string, string>, opsUrl: string): SplitProcess {
-  const child = spawn(process.execPath, [BIN, 'serve', service], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  // PGAPPNAME names the process's database sessions (pg_stat_activity.application_name), so a
+  // test can see which process a query waits in.
+  const child = spawn(process.execPath, [BIN, 'serve', service], { cwd: ROOT, env: childEnv({ PGAPPNAME: `agenthub-${name}`, ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let output = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -189,7 +191,8 @@ export async function startSplitStack(provisioned: ProvisionedBackend, env: Reco
     EMBEDDINGS_THREADS: '1',
     GRPC_HOST: '127.0.0.1',
     // Servers recycle connections every few seconds (production default: 5 minutes), so every
-    // suite run in split mode also shows that connection ageing cuts no call and no stream.
+    // suite run in split mode also shows that connection ageing cuts no read and no stream
+    // (docs/operations.md: a refused write is sent again once by grpc-js).
     GRPC_MAX_CONNECTION_AGE_MS: '3000',
     IDENTITY_ADDR: addrs.identity,
     WORKSPACE_ADDR: addrs.workspace,

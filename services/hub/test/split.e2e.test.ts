@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { createClient } from 'redis';
 import { backends } from '@agenthub/testing';
 import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 import { splitMode, type SplitProcess, type SplitStack } from './split-hub.js';
@@ -64,16 +65,36 @@ class SseReader {
 
 describeSplit('split mode: one process per service, two workspace and two messaging replicas', () => {
   let hub: TestHub & SplitStack;
+  /** Sees who listens on which channel (PUBSUB NUMSUB). */
+  let redis: ReturnType<typeof createClient>;
   let nextId = 1;
   const proc = (name: keyof SplitStack['processes']) => hub.processes[name];
+
+  /**
+   * Resolves once `listening` says whether a messaging replica listens for `agentId`'s inbox
+   * wake-ups (a long-poll of its waits there; the last one's has let go).
+   */
+  async function inboxListened(agentId: string, listening = true): Promise<void> {
+    const channel = `${hub.redisPrefix}messaging:inbox:${agentId}`;
+    const deadline = Date.now() + 20_000;
+    while (Number((await redis.pubSubNumSub(channel))[channel] ?? 0) > 0 !== listening) {
+      if (Date.now() > deadline) throw new Error(`${channel} ${listening ? 'had no listener' : 'kept its listener'} for 20 s`);
+      await sleep(20);
+    }
+  }
 
   beforeAll(async () => {
     // Connections are not recycled during this suite (the e2e suites run with a short age), so
     // the gateway's round-robin strictly alternates between the two messaging replicas: two
     // consecutive messaging calls land one on each, which the SIGTERM test relies on.
     hub = await startTestHub(splitMode(real!), { GRPC_MAX_CONNECTION_AGE_MS: '3600000' });
+    redis = createClient({ url: hub.redisUrl });
+    await redis.connect();
   });
-  afterAll(() => hub?.stop());
+  afterAll(async () => {
+    await redis?.close();
+    await hub?.stop();
+  });
 
   const rpc = (who: Agent, method: string, params: unknown = {}): Promise<RpcReply> => hub.call(who.api_key, method, params, { headers: { 'A2A-Version': '1.0' } });
   const ok = (who: Agent, method: string, params: unknown = {}) => hub.ok(who.api_key, method, params);
@@ -149,8 +170,9 @@ describeSplit('split mode: one process per service, two workspace and two messag
     for (let i = 0; i < 4; i++) {
       // The recipient waits first (on one replica); the send (on the other) must wake it, well
       // before the poll's own 8 s are up.
+      await inboxListened(recipient.agent_id, false);
       const polled = rpc(recipient, 'x-hub/inbox.poll', { wait_ms: 8000 });
-      await sleep(150);
+      await inboxListened(recipient.agent_id);
       const started = Date.now();
       const sent = await rpc(sender, 'SendMessage', { message: { role: 'user', parts: [text(`hello ${i}`)] }, configuration: { agentId: recipient.agent_id } });
       expect(sent.body.error).toBeUndefined();

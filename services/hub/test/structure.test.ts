@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
  * that workspace's own package.json (hoisting in node_modules would otherwise hide a missing one).
  * The all-in-one hub (`services/hub`) is the one place that starts every service, so it may import them;
  * it takes each service's settings from the same `<service>Options(config, …)` as the service's main.ts.
+ * Every store method (a public method of a class or object in a `services/<service>/src/*store*.ts`)
+ * takes the caller's signal, so no statement outlives the call it serves.
  */
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const SERVICES = readdirSync(join(ROOT, 'services')).filter((name) => statSync(join(ROOT, 'services', name)).isDirectory());
@@ -66,6 +68,51 @@ function sourcesOf(workspace: string): Import[] {
 
 const where = (imp: Import) => `${relative(ROOT, imp.file)}: ${imp.specifier}`;
 
+interface StoreMethod {
+  owner: string;
+  name: string;
+  params: string;
+}
+
+/**
+ * The public methods of the classes and exported object literals of one store module, with their
+ * parameter lists. Members are read at the formatter's two-space indentation of a top-level
+ * class or object; private, protected and #-named members and constructors are not store methods.
+ */
+function storeMethods(text: string): StoreMethod[] {
+  const lines = text.split('\n');
+  const methods: StoreMethod[] = [];
+  let owner: string | undefined;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const opened = /^(?:export )?(?:default )?(?:abstract )?class (\w+)|^export const (\w+)\s*(?::[^=]+)?=\s*\{\s*$/.exec(line);
+    if (opened) {
+      owner = opened[1] ?? opened[2];
+      continue;
+    }
+    if (line.startsWith('}')) owner = undefined;
+    const member = owner && /^ {2}((?:(?:public|private|protected|static|readonly|override|async)\s+)*)(#?\w+)\s*(?:<[^(]*>)?\(/.exec(line);
+    if (!member || member[2] === 'constructor' || member[2]!.startsWith('#') || /\b(private|protected)\b/.test(member[1]!)) continue;
+    // The parameter list, to its closing parenthesis, over as many lines as it takes.
+    const rest = lines.slice(i).join('\n');
+    const open = rest.indexOf('(');
+    let depth = 0;
+    let close = open;
+    for (; close < rest.length; close++) {
+      if ('([{'.includes(rest[close]!)) depth++;
+      else if (')]}'.includes(rest[close]!) && --depth === 0) break;
+    }
+    methods.push({ owner: owner!, name: member[2]!, params: rest.slice(open + 1, close) });
+  }
+  return methods;
+}
+
+const takesSignal = (method: StoreMethod) => /(^|[\s,(])signal\??:\s*AbortSignal\b/.test(method.params);
+
+const STORE_FILES = SERVICES.flatMap((service) =>
+  sourceFiles(join(ROOT, 'services', service, 'src')).filter((file) => dirname(file) === join(ROOT, 'services', service, 'src') && /store[^/]*\.ts$/.test(file)),
+);
+
 describe('workspace structure', () => {
   it('finds the workspaces and their sources', () => {
     expect(SERVICES).toEqual(expect.arrayContaining(['gateway', 'identity', 'workspace', 'secrets', 'messaging', 'events', 'hub']));
@@ -112,5 +159,45 @@ describe('workspace structure', () => {
       return pkg !== name && !deps.has(pkg);
     });
     expect(bad.map(where)).toEqual([]);
+  });
+
+  it('reads store methods and their parameters, and tells one without a signal', () => {
+    const methods = storeMethods(
+      [
+        'export class ThingStore {',
+        '  constructor(private readonly db: Db) {}',
+        '  async get(signal: AbortSignal, id: string): Promise<Thing> {',
+        '    return this.db.query(`SELECT ${COLUMNS}`, [id], signal);',
+        '  }',
+        '  async list(',
+        '    tenantId: string,',
+        '    page: { limit: number },',
+        '  ): Promise<Thing[]> {',
+        '    return [];',
+        '  }',
+        '  private async row(id: string) {}',
+        '}',
+        'export const thingSql = {',
+        '  async count(q: Queryable, workspaceId: string): Promise<number> {',
+        '    return 0;',
+        '  },',
+        '};',
+      ].join('\n'),
+    );
+    expect(methods.map((m) => [`${m.owner}.${m.name}`, takesSignal(m)])).toEqual([
+      ['ThingStore.get', true],
+      ['ThingStore.list', false],
+      ['thingSql.count', false],
+    ]);
+  });
+
+  it('every store method takes the caller\'s signal', () => {
+    const methods = STORE_FILES.flatMap((file) => storeMethods(readFileSync(file, 'utf8')).map((method) => ({ file, method })));
+    // The stores of every service with a database are read (a rename must not empty the check).
+    for (const service of ['identity', 'workspace', 'secrets', 'messaging', 'events']) {
+      expect(methods.filter(({ file }) => file.includes(`${sep}services${sep}${service}${sep}`)).length).toBeGreaterThan(3);
+    }
+    const bad = methods.filter(({ method }) => !takesSignal(method)).map(({ file, method }) => `${relative(ROOT, file)}: ${method.owner}.${method.name}`);
+    expect(bad).toEqual([]);
   });
 });

@@ -22,28 +22,28 @@ const involves = (grant: GrantRecord, agentId: string) =>
  * settles concurrent requests. A pair whose grant was revoked has that row reused for the new
  * request (a new id), so request/revoke loops do not grow the table.
  */
-export async function requestGrant(store: IdentityStore, caller: Caller, targetId: string): Promise<{ grant: GrantRecord; created: boolean }> {
-  const target = await store.agent(targetId);
+export async function requestGrant(store: IdentityStore, signal: AbortSignal, caller: Caller, targetId: string): Promise<{ grant: GrantRecord; created: boolean }> {
+  const target = await store.agent(signal, targetId);
   if (!target) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
   if (target.tenantId === caller.tenantId) {
     throw HubError.invalidOperation('Agents of the same tenant need no access grant');
   }
   // A lost insert race whose winner is revoked before we read it sends us round again.
   for (;;) {
-    const live = await store.liveGrantBetween(caller.agentId, targetId);
+    const live = await store.liveGrantBetween(signal, caller.agentId, targetId);
     if (live) return { grant: live, created: false };
     const fresh = { id: newId('grt'), requesterAgentId: caller.agentId, targetAgentId: targetId, at: Date.now() };
-    const reopened = await store.reopenRevokedGrant(fresh);
+    const reopened = await store.reopenRevokedGrant(signal, fresh);
     if (reopened) return { grant: reopened, created: true };
-    const grant = await store.insertPendingGrant(fresh);
+    const grant = await store.insertPendingGrant(signal, fresh);
     if (grant) return { grant, created: true };
   }
 }
 
 /** Only the target approves; approving an approved grant returns it unchanged. */
-export function approveGrant(store: IdentityStore, callerId: string, grantId: string): Promise<GrantRecord> {
-  return store.transaction(async (tx) => {
-    const grant = await tx.grantForUpdate(grantId);
+export function approveGrant(store: IdentityStore, signal: AbortSignal, callerId: string, grantId: string): Promise<GrantRecord> {
+  return store.transaction(signal, async (tx) => {
+    const grant = await tx.grantForUpdate(signal, grantId);
     if (!grant || !involves(grant, callerId)) throw grantNotFound();
     if (grant.targetAgentId !== callerId) {
       throw HubError.invalidOperation('Only the requested agent can approve this grant');
@@ -54,18 +54,18 @@ export function approveGrant(store: IdentityStore, callerId: string, grantId: st
       case GrantStatus.REVOKED:
         throw HubError.invalidOperation('Grant was revoked; request a new one');
       default:
-        return tx.setGrantStatus(grantId, GrantStatus.APPROVED, Date.now());
+        return tx.setGrantStatus(signal, grantId, GrantStatus.APPROVED, Date.now());
     }
   });
 }
 
 /** Either party revokes, whatever the status; revoking a revoked grant returns it unchanged. */
-export function revokeGrant(store: IdentityStore, callerId: string, grantId: string): Promise<GrantRecord> {
-  return store.transaction(async (tx) => {
-    const grant = await tx.grantForUpdate(grantId);
+export function revokeGrant(store: IdentityStore, signal: AbortSignal, callerId: string, grantId: string): Promise<GrantRecord> {
+  return store.transaction(signal, async (tx) => {
+    const grant = await tx.grantForUpdate(signal, grantId);
     if (!grant || !involves(grant, callerId)) throw grantNotFound();
     if (grant.status === GrantStatus.REVOKED) return grant;
-    return tx.setGrantStatus(grantId, GrantStatus.REVOKED, Date.now());
+    return tx.setGrantStatus(signal, grantId, GrantStatus.REVOKED, Date.now());
   });
 }
 
@@ -75,12 +75,13 @@ const MAX_PAGE = 100;
 /** The caller's grants, newest first, one page at a time. */
 export async function listGrants(
   store: IdentityStore,
+  signal: AbortSignal,
   callerId: string,
   request: { status: StoredGrantStatus | undefined; pageSize: number; pageToken: string },
 ): Promise<{ grants: GrantRecord[]; nextPageToken: string }> {
   if (request.pageSize < 0 || request.pageSize > MAX_PAGE) throw HubError.invalidParams('page_size', `must be between 1 and ${MAX_PAGE}`);
   const size = request.pageSize || DEFAULT_PAGE;
-  const rows = await store.grantsOf(callerId, request.status, {
+  const rows = await store.grantsOf(signal, callerId, request.status, {
     limit: size + 1,
     after: request.pageToken ? grantCursor(request.pageToken) : undefined,
   });
@@ -107,7 +108,7 @@ function grantCursor(token: string): GrantCursor {
 }
 
 /** Reads the database on every call: a revocation must deny the very next request. */
-export async function checkGrant(store: IdentityStore, agentId: string, otherAgentId: string): Promise<{ approved: boolean; grantId: string }> {
-  const grant = await store.approvedGrantBetween(agentId, otherAgentId);
+export async function checkGrant(store: IdentityStore, signal: AbortSignal, agentId: string, otherAgentId: string): Promise<{ approved: boolean; grantId: string }> {
+  const grant = await store.approvedGrantBetween(signal, agentId, otherAgentId);
   return { approved: grant !== undefined, grantId: grant?.id ?? '' };
 }

@@ -4,7 +4,7 @@
  */
 import { identityv1 } from '@agenthub/proto';
 import { egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
-import { createIdentityHandlers } from './server.js';
+import { createIdentityHandlers, type IdentityQuotas } from './server.js';
 
 /** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
 export { identityOptions } from './options.js';
@@ -17,6 +17,8 @@ export interface IdentityDeps extends ServiceDeps {
    * HUB_EGRESS_ALLOW_PRIVATE (default false: global unicast addresses only) and the resolver.
    */
   egress?: { allowPrivate: boolean; resolve?: Resolver };
+  /** HUB_QUOTA_AGENTS_PER_TENANT; absent, the default. */
+  quotas?: IdentityQuotas;
 }
 
 /** Migrates the `identity` schema, then serves IdentityService on `deps.listen`. */
@@ -26,6 +28,6 @@ export function startIdentity(deps: IdentityDeps): Promise<RunningService> {
     'identity',
     deps,
     { schema: 'identity', migrations: new URL('../migrations/', import.meta.url) },
-    (server) => server.add(identityv1.IdentityService, createIdentityHandlers({ db: deps.db, kv: deps.kv, egress })),
+    (server) => server.add(identityv1.IdentityService, createIdentityHandlers({ db: deps.db, kv: deps.kv, egress, quotas: deps.quotas })),
   );
 }

@@ -14,9 +14,9 @@ export interface IssuedKey {
 }
 
 /** Issues a key for an existing agent; undefined when the agent does not exist. */
-export async function issueKey(store: IdentityStore, agentId: string): Promise<IssuedKey | undefined> {
+export async function issueKey(store: IdentityStore, signal: AbortSignal, agentId: string): Promise<IssuedKey | undefined> {
   const apiKey = newSecret(KEY_PREFIX);
-  const key = await store.insertKey({
+  const key = await store.insertKey(signal, {
     id: newId('key'),
     agentId,
     keyHash: sha256Hex(apiKey),
@@ -26,8 +26,8 @@ export async function issueKey(store: IdentityStore, agentId: string): Promise<I
   return key && { key, apiKey };
 }
 
-export async function createApiKey(store: IdentityStore, agentId: string): Promise<IssuedKey> {
-  const issued = await issueKey(store, agentId);
+export async function createApiKey(store: IdentityStore, signal: AbortSignal, agentId: string): Promise<IssuedKey> {
+  const issued = await issueKey(store, signal, agentId);
   if (!issued) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
   return issued;
 }
@@ -38,8 +38,8 @@ export async function createApiKey(store: IdentityStore, agentId: string): Promi
  * on the very next request (see auth-cache.ts). The tombstone is written on every call, so retrying a revocation whose cache
  * write failed completes it.
  */
-export async function revokeApiKey(store: IdentityStore, kv: Kv, keyId: string): Promise<ApiKeyRecord> {
-  const revoked = await store.revokeKey(keyId, Date.now());
+export async function revokeApiKey(store: IdentityStore, signal: AbortSignal, kv: Kv, keyId: string): Promise<ApiKeyRecord> {
+  const revoked = await store.revokeKey(signal, keyId, Date.now());
   if (!revoked) throw new HubError(Reason.NOT_FOUND, 'API key not found');
   await kv.set(authCacheKey(revoked.keyHash), REVOKED_KEY_TOMBSTONE, TOMBSTONE_TTL_MS);
   // Gateways' in-memory entries: published, then one lease, after which every gateway that still
@@ -49,14 +49,14 @@ export async function revokeApiKey(store: IdentityStore, kv: Kv, keyId: string):
   return revoked.key;
 }
 
-export async function listApiKeys(store: IdentityStore, agentId: string): Promise<ApiKeyRecord[]> {
-  if (!(await store.agent(agentId))) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
-  return store.keys(agentId);
+export async function listApiKeys(store: IdentityStore, signal: AbortSignal, agentId: string): Promise<ApiKeyRecord[]> {
+  if (!(await store.agent(signal, agentId))) throw new HubError(Reason.NOT_FOUND, 'Agent not found');
+  return store.keys(signal, agentId);
 }
 
 /** The agent an active key belongs to. One answer for every failure, so callers learn nothing. */
-export async function authenticate(store: IdentityStore, apiKey: string): Promise<KeyOwner> {
-  const owner = KEY_SHAPE.test(apiKey) ? await store.ownerOfKey(sha256Hex(apiKey)) : undefined;
+export async function authenticate(store: IdentityStore, signal: AbortSignal, apiKey: string): Promise<KeyOwner> {
+  const owner = KEY_SHAPE.test(apiKey) ? await store.ownerOfKey(signal, sha256Hex(apiKey)) : undefined;
   if (!owner) throw HubError.unauthenticated();
   return owner;
 }

@@ -69,6 +69,35 @@ describe.each(backends().map((b) => [b.name, b] as const))('identity tenants and
       });
       expect(await failure(h.client.getTenantLimits({ tenantId: unique('none') }, operator))).toMatchObject({ reason: Reason.NOT_FOUND });
     });
+
+    it('keeps quota overrides by name, refusing unknown quotas and limits under 1', async () => {
+      const tenantId = unique('quota');
+      await h.client.createTenant({ tenantId }, operator);
+      const set = await h.client.setTenantLimits({ tenantId, limits: { quotas: { members_per_workspace: 50n } } }, operator);
+      expect(set.limits?.quotas).toEqual({ members_per_workspace: 50n });
+      expect((await h.client.getTenantLimits({ tenantId }, operator)).limits?.quotas).toEqual({ members_per_workspace: 50n });
+      expect(await failure(h.client.setTenantLimits({ tenantId, limits: { quotas: { bananas: 3n } } }, operator))).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'limits.quotas.bananas' });
+      expect(await failure(h.client.setTenantLimits({ tenantId, limits: { quotas: { agents_per_tenant: 0n } } }, operator))).toMatchObject({
+        reason: Reason.INVALID_PARAMS,
+        field: 'limits.quotas.agents_per_tenant',
+      });
+    });
+  });
+
+  describe('agents_per_tenant', () => {
+    it('refuses agents past the tenant’s quota even when created concurrently, and reports the usage', async () => {
+      const tenantId = unique('many');
+      await h.client.createTenant({ tenantId }, operator);
+      await h.client.setTenantLimits({ tenantId, limits: { quotas: { agents_per_tenant: 3n } } }, operator);
+      const results = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => h.client.createAgent({ tenantId, name: `a${i}` }, operator)));
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+      for (const r of results.filter((r) => r.status === 'rejected')) {
+        expect(r.reason).toMatchObject({ reason: Reason.QUOTA_EXCEEDED, field: 'agents_per_tenant', message: 'Quota exceeded: a tenant has at most 3 agents' });
+      }
+      const { usage } = await h.client.getTenantUsage({ tenantId }, operator);
+      expect(usage.map((u) => [u.quota, u.scope, u.used, u.limit])).toEqual([['agents_per_tenant', '', 3n, 3n]]);
+      expect(await failure(h.client.getTenantUsage({ tenantId }, asAgent({ id: 'agent-x', tenantId })))).toMatchObject({ reason: Reason.ACCESS_DENIED });
+    });
   });
 
   describe('CreateAgent', () => {

@@ -1,10 +1,9 @@
 import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, waitSignal, type CallContext, type Caller, type Logger } from '@agenthub/runtime';
+import { detachedSignal, HubError, waitSignal, type CallContext, type Caller, type Logger } from '@agenthub/runtime';
+import type { DeliveryRecord } from './delivery-store.js';
 import { inboxChannel, onlineKey, type MessagingEnv } from './env.js';
 import { announce } from './lifecycle.js';
-import { SendKeys } from './send-keys.js';
-import type { DeliveryRecord } from './store.js';
 import { listen } from './wake.js';
 
 const DEFAULT_MAX = 10;
@@ -32,15 +31,16 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
   if (request.max < 0 || request.max > MAX_MAX) throw HubError.invalidParams('max', `must be between 1 and ${MAX_MAX}`);
   const max = request.max || DEFAULT_MAX;
   const waitMs = Math.min(request.waitMs, env.limits.maxPollWaitMs);
+  // Not the caller's signal: a poll whose caller left still answers (with nothing claimed).
   await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs + waitMs);
   // A call whose caller is gone claims nothing, and what it claimed while the caller left is
   // released at once: the next poll gets it now, not after the claim window as attempt 2.
   const claim = async () => {
     if (ctx.signal.aborted) return [];
     const now = env.now();
-    const claimed = await env.store.claimDeliveries(caller.agentId, now, now + env.limits.claimMs, max);
+    const claimed = await env.deliveries.claimDeliveries(ctx.signal, caller.agentId, now, now + env.limits.claimMs, max);
     if (ctx.signal.aborted && claimed.length) {
-      await env.store.releaseClaims(caller.agentId, claimed.map((d) => d.id));
+      await env.deliveries.releaseClaims(detachedSignal(), caller.agentId, claimed.map((d) => d.id));
       return [];
     }
     return claimed;
@@ -65,42 +65,50 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
   return { deliveries: deliveries.map(deliveryView) };
 }
 
-export async function ackDelivery(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.AckDeliveryRequest) {
+export async function ackDelivery(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.AckDeliveryRequest) {
   if (!request.deliveryId) throw HubError.invalidParams('delivery_id', 'is required');
-  return { acked: await env.store.ackDelivery(caller.agentId, request.deliveryId) };
+  return { acked: await env.deliveries.ackDelivery(ctx.signal, caller.agentId, request.deliveryId) };
 }
 
 /**
  * Fails the still-submitted tasks whose deliveries expired (x-ttl) and drops expired deliveries
- * of tasks that moved on. Returns how many tasks it failed.
+ * of tasks that moved on. Returns how many tasks it failed. `signal` is the sweeper's stop
+ * (without one, as in tests, the pass is not cut short).
  */
-export async function sweepExpired(env: MessagingEnv, log: Logger, batch = 100): Promise<number> {
+export async function sweepExpired(env: MessagingEnv, log: Logger, batch = 100, signal: AbortSignal = new AbortController().signal): Promise<number> {
   const now = env.now();
   let failed = 0;
-  for (const taskId of await env.store.expiredTaskIds(now, batch)) {
-    const moved = await env.store.transition(taskId, (t) =>
+  for (const taskId of await env.deliveries.expiredTaskIds(signal, now, batch)) {
+    const moved = await env.tasks.transition(signal, taskId, (t) =>
       t.state === 'submitted' ? { next: { state: 'failed', updatedAt: now }, purge: true } : { next: t },
     );
     if (moved?.after.state === 'failed' && moved.before.state === 'submitted') {
       failed += 1;
       await announce(env, moved.after, { log });
     } else {
-      await env.store.deleteExpired(taskId, now);
+      await env.deliveries.deleteExpired(signal, taskId, now);
     }
   }
-  await new SendKeys(env.store.db).prune(now - env.limits.idempotencyWindowMs, batch);
+  await env.sendKeys.prune(signal, now - env.limits.idempotencyWindowMs, batch);
   return failed;
 }
 
 /** Runs the sweeper every `intervalMs` until stopped. */
 export function startSweeper(env: MessagingEnv, log: Logger, intervalMs: number): () => Promise<void> {
   let running: Promise<unknown> = Promise.resolve();
+  const stopping = new AbortController();
   const timer = setInterval(() => {
-    running = running.then(() => sweepExpired(env, log)).catch((err) => log.error({ err }, 'sweeping expired deliveries failed'));
+    running = running
+      .then(() => sweepExpired(env, log, undefined, stopping.signal))
+      .catch((err) => {
+        // A sweep cut short by stopping is not a failure: the next process sweeps again.
+        if (!stopping.signal.aborted) log.error({ err }, 'sweeping expired deliveries failed');
+      });
   }, intervalMs);
   timer.unref();
   return async () => {
     clearInterval(timer);
+    stopping.abort();
     await running;
   };
 }

@@ -15,16 +15,26 @@ import { createMessagingHandlers } from './server.js';
 export { messagingOptions } from './options.js';
 /** The MessagingService handlers. */
 export { createMessagingHandlers } from './server.js';
-/** The environment the handlers, the sweeper and the push worker share: store, identity, Kv, limits, clock. */
+/** The environment the handlers, the sweeper and the push worker share: stores, identity, Kv, limits, quota overrides, clock. */
 export { messagingEnv } from './env.js';
 /** x-ttl expiry: fails still-submitted tasks whose deliveries expired and drops expired deliveries of tasks that moved on. */
 export { sweepExpired, startSweeper } from './inbox.js';
 /** Blocking, online and claim windows: a polled delivery not acknowledged within claimMs is handed out again (at least once, stable delivery id). */
 export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './env.js';
-/** All of the service's SQL, in its own schema; task events keyed by task id so each task's transitions stay in order. */
-export { MessagingStore, MESSAGING_EVENTS_TOPIC } from './store.js';
-/** Deliveries to agents with an A2A endpoint, through the egress guard with backoff; stopping aborts calls in flight and leaves their deliveries queued. */
-export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions, type PushCredentials } from './push.js';
+/** The service's SQL, in its own schema, every method under the caller's signal. Tasks: task events keyed by task id so each task's transitions stay in order. */
+export { TaskStore, MESSAGING_EVENTS_TOPIC } from './task-store.js';
+/** Recipients' queues: a claimed delivery is hidden until its claim window ends, then handed out again (at least once). */
+export { DeliveryStore } from './delivery-store.js';
+/** Push agents (one worker at a time per agent, by lease; claimed in fair shares between tenants) and the agents' tasks behind hub tasks. */
+export { PushStore } from './push-store.js';
+/**
+ * Deliveries to agents with an A2A endpoint, through the egress guard with backoff, several per
+ * agent at once (a task's one at a time, in order) in slots shared fairly between tenants;
+ * stopping aborts calls in flight and leaves their deliveries queued.
+ */
+export { startPushWorker, DEFAULT_PUSH_OPTIONS, type PushOptions } from './push.js';
+/** The push secret of an agent, looked up for every delivery so a rotation applies to the next one. */
+export type { PushCredentials } from './push-calls.js';
 
 export interface MessagingDeps extends ServiceDeps {
   /** `host:port` of the identity service (recipients, output modes, grants). */

@@ -1,10 +1,156 @@
 /**
- * What one call of the push worker to a push agent came to: its metrics, and the verdict on a
+ * One call of the push worker to a push agent: the A2A 1.0 JSON-RPC client of `@a2a-js/sdk` over
+ * the egress guard, the agent's push secret, the deadline, metrics, presence, and the verdict on a
  * failure (retry later, or the task fails) with the hub's fixed text for the sender.
  */
+import { AgentCard } from '@a2a-js/sdk';
+import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOptions } from '@a2a-js/sdk/client';
 import { isJsonRpcError } from '@a2a-js/sdk/errors';
 import { Counter, Histogram } from 'prom-client';
-import { EgressError, type Metrics } from '@agenthub/runtime';
+import { EgressClient, EgressError, type EgressPolicy, type Kv, type Logger, type Metrics } from '@agenthub/runtime';
+import { onlineKey } from './env.js';
+
+/** The push secret of an agent (empty: it has none, so no credential is sent). */
+export type PushCredentials = (agentId: string, signal: AbortSignal) => Promise<string>;
+
+export type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'unavailable' } | { kind: 'refused'; text: string; a2a: boolean };
+
+/** Whom a call goes to. */
+export interface CallTarget {
+  agentId: string;
+  endpointUrl: string;
+}
+
+/**
+ * How long an answering agent's presence stands before the next answer writes it again: at
+ * hundreds of calls a second to one agent, one Kv write per call would be most of the worker's
+ * Kv traffic; an agent that stops answering is marked offline at once.
+ */
+const PRESENCE_REFRESH_MS = 1_000;
+
+export interface CallerOptions {
+  policy: EgressPolicy;
+  timeoutMs: number;
+  maxResponseBytes: number;
+  /** Kept-alive connections per agent endpoint: as many as calls to one agent at once. */
+  maxSockets: number;
+  /** A2A online window (MESSAGING_ONLINE_MS). */
+  onlineMs: number;
+}
+
+/**
+ * Makes the worker's calls. The secret is looked up in the identity service for every delivery
+ * (once for its calls), so a rotation applies to the next one.
+ */
+export class PushCaller {
+  private readonly egress: EgressClient;
+  private readonly clients = new Map<string, Promise<Client>>();
+  /** When each agent's presence was last written (wall clock). */
+  private readonly present = new Map<string, number>();
+
+  constructor(
+    private readonly options: CallerOptions,
+    private readonly kv: Kv,
+    private readonly credentials: PushCredentials,
+    private readonly metrics: PushMetrics,
+    private readonly stopping: AbortSignal,
+    private readonly log: Logger,
+  ) {
+    this.egress = new EgressClient({
+      policy: options.policy,
+      timeoutMs: options.timeoutMs,
+      maxResponseBytes: options.maxResponseBytes,
+      userAgent: 'AgentHub-Push/1',
+      maxSockets: options.maxSockets,
+    });
+  }
+
+  close(): void {
+    this.egress.close();
+  }
+
+  /** The agent's push secret for the calls of one delivery or follow-up; a failed lookup fails those calls as unavailable. */
+  secret(agentId: string): Promise<string> {
+    const looked = this.credentials(agentId, AbortSignal.any([this.stopping, AbortSignal.timeout(this.options.timeoutMs)]));
+    // Awaited by the calls that use it; this only keeps a failure from being unhandled meanwhile.
+    looked.catch(() => undefined);
+    return looked;
+  }
+
+  private client(endpointUrl: string): Promise<Client> {
+    let client = this.clients.get(endpointUrl);
+    if (!client) {
+      // The registered URL is the agent's JSON-RPC endpoint, so a card naming it is all the
+      // factory needs: no discovery round trip.
+      const card = AgentCard.fromJSON({
+        name: endpointUrl,
+        supportedInterfaces: [{ url: endpointUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      });
+      client = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: this.egress.fetch })] }).createFromAgentCard(card);
+      client.catch(() => this.clients.delete(endpointUrl));
+      this.clients.set(endpointUrl, client);
+    }
+    return client;
+  }
+
+  /** One A2A call with the secret, the deadline, metrics, presence and the unavailable/refused verdict. */
+  async call<T>(
+    method: string,
+    target: CallTarget,
+    secret: Promise<string>,
+    log: Logger,
+    send: (client: Client, options: RequestOptions) => Promise<T>,
+  ): Promise<Outcome<T>> {
+    const end = this.metrics.seconds.startTimer({ method });
+    const signal = AbortSignal.any([this.stopping, AbortSignal.timeout(this.options.timeoutMs)]);
+    let outcome: Outcome<T>;
+    try {
+      let bearer: string;
+      try {
+        bearer = await secret;
+      } catch (err) {
+        // The identity service, not the agent, is unavailable: retried like an agent that is down.
+        log.warn({ method, err }, 'could not look up the push secret');
+        throw new EgressError('unreachable', 'The push secret could not be looked up');
+      }
+      const options: RequestOptions = { signal, ...(bearer ? { serviceParameters: { authorization: `Bearer ${bearer}` } } : {}) };
+      outcome = { kind: 'ok', value: await send(await this.client(target.endpointUrl), options) };
+    } catch (err) {
+      const judged = verdict(err);
+      if (judged.kind === 'unavailable') {
+        outcome = { kind: 'unavailable' };
+        log.warn({ method, reason: judged.text }, 'push agent unavailable');
+      } else {
+        outcome = judged;
+        log.info({ method, error: judged.text }, 'push agent refused');
+      }
+    } finally {
+      end();
+    }
+    this.metrics.calls.inc({ method, outcome: outcome.kind });
+    await this.presence(target.agentId, outcome.kind !== 'unavailable');
+    return outcome;
+  }
+
+  /** A push agent counts online (for `x-ttl: 0`) while its endpoint answers. */
+  private async presence(agentId: string, online: boolean): Promise<void> {
+    const now = Date.now();
+    if (online && now - (this.present.get(agentId) ?? -Infinity) < PRESENCE_REFRESH_MS) return;
+    try {
+      if (online) {
+        if (this.present.size >= 10_000) this.present.clear();
+        this.present.set(agentId, now);
+        await this.kv.set(onlineKey(agentId), '1', this.options.onlineMs);
+      } else {
+        this.present.delete(agentId);
+        await this.kv.del(onlineKey(agentId));
+      }
+    } catch (err) {
+      this.present.delete(agentId);
+      this.log.warn({ err, agent_id: agentId }, "could not record a push agent's presence");
+    }
+  }
+}
 
 /** Calls to push agents, registered in the process's registry. */
 export class PushMetrics {

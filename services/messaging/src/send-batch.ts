@@ -1,5 +1,5 @@
 import { OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
-import type { TaskRecord } from './store.js';
+import type { TaskRecord } from './task-store.js';
 import type { SerializedItem } from './task-items.js';
 
 /**
@@ -13,11 +13,16 @@ export interface NewTaskRows {
   delivery?: { id: string; message: unknown; expiresAt: number };
   /** The send's trace (W3C traceparent), taken when the send was made: rows are written later, in a batch. */
   traceparent?: string | null;
+  /**
+   * Tasks its sender may have submitted or working, this one included (the tasks-in-flight quota);
+   * absent or Infinity: none. Checked in the statement that writes the rows.
+   */
+  quota?: number;
 }
 
 interface Pending {
   rows: NewTaskRows;
-  resolve: () => void;
+  resolve: (accepted: boolean) => void;
   reject: (err: unknown) => void;
 }
 
@@ -28,8 +33,9 @@ export const TASK_INSERT_COLUMNS =
  * Group commit for new tasks: sends that arrive while `maxInFlight` statements are running wait
  * and are written together, up to `maxBatch` per statement, in one round trip and one commit
  * (what lets a durable queue keep up with in-memory servers). Alone, a send is written at once.
- * Each caller's promise settles after its own rows are committed; when a batch fails, its sends
- * are retried one by one, so one bad send does not fail the others.
+ * Each caller's promise settles after its own rows are committed, with whether they were (false:
+ * its sender was at its quota); when a batch fails, its sends are retried one by one, so one bad
+ * send does not fail the others.
  */
 export class TaskInsertBatcher {
   private readonly queue: Pending[] = [];
@@ -41,8 +47,8 @@ export class TaskInsertBatcher {
     private readonly maxInFlight = 2,
   ) {}
 
-  insert(rows: NewTaskRows): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  insert(rows: NewTaskRows): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
       this.queue.push({ rows, resolve, reject });
       this.pump();
     });
@@ -61,56 +67,98 @@ export class TaskInsertBatcher {
 
   private async write(batch: Pending[]): Promise<void> {
     try {
-      await insertTasks(this.db, batch.map((p) => p.rows));
-      for (const p of batch) p.resolve();
+      const accepted = await insertTasks(this.db, batch.map((p) => p.rows));
+      for (const p of batch) p.resolve(accepted.has(p.rows.task.id));
     } catch (err) {
       const [only] = batch;
       if (batch.length === 1 && only) {
         only.reject(err);
         return;
       }
-      await Promise.all(batch.map((p) => insertTasks(this.db, [p.rows]).then(p.resolve, p.reject)));
+      await Promise.all(batch.map((p) => insertTasks(this.db, [p.rows]).then((accepted) => p.resolve(accepted.has(p.rows.task.id)), p.reject)));
     }
   }
 }
 
 /**
  * Writes the tasks, their items, their events and their deliveries in one statement (atomic as
- * one), and tells the outbox relays of the events (OUTBOX_CHANNEL).
+ * one); returns the ids of the tasks written. A task whose sender has a quota is written only
+ * while the sender has room: tasks_in_flight_room (migration 008) serialises the statements that
+ * write one sender's tasks and counts after the previous one committed, so concurrent sends of a
+ * sender never pass it together; the first ones of a batch take the room left. Tells the outbox
+ * relays of the events written (OUTBOX_CHANNEL).
  */
-export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<void> {
+export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<Set<string>> {
   const params: unknown[] = [];
   const p = (value: unknown) => `$${params.push(value)}`;
-  const tasks: string[] = [];
-  const items: string[] = [];
-  const events: string[] = [];
-  const deliveries: string[] = [];
-  for (const { task, items: taskItems, event, delivery, traceparent = null } of all) {
+  // Per table, each row's task id param and its values.
+  const tasks: [string, string][] = [];
+  const items: [string, string][] = [];
+  const events: [string, string][] = [];
+  const deliveries: [string, string][] = [];
+  // Senders with a quota: their quota, and the batch's tasks of each, in order (id params).
+  const quotas = new Map<string, { quota: number; ids: string[] }>();
+  for (const { task, items: taskItems, event, delivery, traceparent = null, quota } of all) {
     const id = p(task.id);
     const recipient = p(task.recipientAgentId);
     const updatedAt = p(task.updatedAt);
-    tasks.push(
-      `(${id}, ${p(task.contextId)}, ${p(task.senderAgentId)}, ${p(task.senderTenantId)}, ${recipient}, ${p(task.state)}, ` +
-        `${p(task.messageCount)}::integer, ${p(task.artifactCount)}::integer, ${p(task.bytes)}::bigint, ${p(task.createdAt)}::bigint, ${updatedAt}::bigint, 1)`,
-    );
+    if (quota !== undefined && Number.isFinite(quota)) {
+      const sender = quotas.get(task.senderAgentId) ?? { quota, ids: [] };
+      sender.quota = Math.min(sender.quota, quota);
+      sender.ids.push(id);
+      quotas.set(task.senderAgentId, sender);
+    }
+    tasks.push([
+      id,
+      `${id}, ${p(task.contextId)}, ${p(task.senderAgentId)}, ${p(task.senderTenantId)}, ${recipient}, ${p(task.state)}, ` +
+        `${p(task.messageCount)}::integer, ${p(task.artifactCount)}::integer, ${p(task.bytes)}::bigint, ${p(task.createdAt)}::bigint, ${updatedAt}::bigint, 1`,
+    ]);
     // A new task's items are its first of each kind: positions from 0, as task-items.ts appends them.
     const next = { message: 0, artifact: 0 };
     for (const item of taskItems) {
-      items.push(`(${id}, ${p(item.kind)}, ${p(next[item.kind]++)}::integer, ${p(item.itemId)}, ${p(item.body)}::jsonb, ${p(item.bytes)}::integer)`);
+      items.push([id, `${id}, ${p(item.kind)}, ${p(next[item.kind]++)}::integer, ${p(item.itemId)}, ${p(item.body)}::jsonb, ${p(item.bytes)}::integer`]);
     }
     const [eventId, topic, key, type, payload, createdAt] = outboxValues(event, new Date(task.updatedAt), traceparent);
-    events.push(`(${p(eventId)}, ${p(topic)}, ${p(key)}, ${p(type)}, ${p(payload)}::jsonb, ${p(createdAt)}::bigint, ${p(traceparent)})`);
+    events.push([id, `${p(eventId)}, ${p(topic)}, ${p(key)}, ${p(type)}, ${p(payload)}::jsonb, ${p(createdAt)}::bigint, ${p(traceparent)}`]);
     if (delivery) {
-      deliveries.push(`(${p(delivery.id)}, ${id}, ${recipient}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint, ${p(traceparent)})`);
+      deliveries.push([id, `${p(delivery.id)}, ${id}, ${recipient}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint, ${p(traceparent)}`]);
     }
   }
-  const { rows } = await db.query<{ schema: string }>(
-    `WITH task AS (INSERT INTO tasks (${TASK_INSERT_COLUMNS}) VALUES ${tasks.join(', ')}),${items.length ? `
-          item AS (INSERT INTO task_items (task_id, kind, seq, item_id, body, bytes) VALUES ${items.join(', ')}),` : ''}
-          event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ${events.join(', ')})${deliveries.length ? `,
-          delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent) VALUES ${deliveries.join(', ')})` : ''}
-     SELECT current_schema() AS schema`,
+  const checked = quotas.size > 0;
+  // Unchecked, the rows go in as they are; checked, only those of accepted tasks.
+  const insert = (table: string, columns: string, rows: [string, string][]) => {
+    if (!checked) return `INSERT INTO ${table} (${columns}) VALUES ${rows.map(([, values]) => `(${values})`).join(', ')}`;
+    const names = columns.split(', ');
+    return `INSERT INTO ${table} (${columns}) SELECT ${names.map((n) => `v.${n}`).join(', ')}
+              FROM (VALUES ${rows.map(([id, values]) => `(${id}, ${values})`).join(', ')}) AS v(task_key, ${columns})
+             WHERE v.task_key IN (SELECT id FROM accepted)`;
+  };
+  const withs: string[] = [];
+  if (checked) {
+    // Senders in a fixed order, so that two statements lock the senders they share in the same order.
+    const senders = [...quotas.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    withs.push(`room AS (SELECT s.sender, tasks_in_flight_room(s.sender, s.quota) AS room
+         FROM (SELECT v.sender, v.quota FROM (VALUES ${senders.map(([sender, { quota }]) => `(${p(sender)}, ${p(quota)}::integer)`).join(', ')}) AS v(sender, quota)
+                ORDER BY v.sender) AS s)`);
+    const ranked = senders.flatMap(([sender, { ids }]) => {
+      const senderParam = p(sender);
+      return ids.map((id, i) => `(${id}, ${senderParam}, ${p(i + 1)}::integer)`);
+    });
+    const limited = new Set(senders.flatMap(([, { ids }]) => ids));
+    const unlimited = tasks.filter(([id]) => !limited.has(id)).map(([id]) => `(${id}, NULL, 0)`);
+    withs.push(`accepted AS (SELECT v.id FROM (VALUES ${[...ranked, ...unlimited].join(', ')}) AS v(id, sender, nth)
+         LEFT JOIN room r ON r.sender = v.sender
+        WHERE v.nth = 0 OR v.nth <= r.room)`);
+  }
+  withs.push(`task AS (${insert('tasks', TASK_INSERT_COLUMNS, tasks)})`);
+  if (items.length) withs.push(`item AS (${insert('task_items', 'task_id, kind, seq, item_id, body, bytes', items)})`);
+  withs.push(`event AS (${insert('outbox', OUTBOX_INSERT_COLUMNS, events)})`);
+  if (deliveries.length) withs.push(`delivery AS (${insert('deliveries', 'id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent', deliveries)})`);
+  // Checked, a row per accepted task (none: nothing was written); unchecked, one row.
+  const { rows } = await db.query<{ id: string | null; schema: string }>(
+    `WITH ${withs.join(',\n')}\n${checked ? 'SELECT id, current_schema() AS schema FROM accepted' : 'SELECT NULL AS id, current_schema() AS schema'}`,
     params,
   );
-  db.notify(OUTBOX_CHANNEL, rows[0]!.schema);
+  if (rows[0]) db.notify(OUTBOX_CHANNEL, rows[0].schema);
+  return checked ? new Set(rows.map((r) => r.id!)) : new Set(all.map((r) => r.task.id));
 }

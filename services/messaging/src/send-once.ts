@@ -2,11 +2,10 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { toJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
+import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
 import { FINAL } from '@agenthub/tasks';
 import type { MessagingEnv } from './env.js';
 import { listenForSettled, waitForSettled } from './lifecycle.js';
-import { SendKeys } from './send-keys.js';
 import { sendMessage, taskView } from './tasks.js';
 
 /**
@@ -31,34 +30,35 @@ function bodyHash(request: messagingv1.SendMessageRequest): string {
  * task that does not exist: the refusal says nothing about who talks there or about what. A
  * context id nobody has used yet starts a new conversation and is the caller's from then on.
  */
-export async function checkContext(env: MessagingEnv, caller: Caller, contextId: string): Promise<void> {
-  const keys = new SendKeys(env.store.db);
-  const { tasks, member } = await keys.contextMembership(contextId, caller.agentId);
+export async function checkContext(env: MessagingEnv, signal: AbortSignal, caller: Caller, contextId: string): Promise<void> {
+  const keys = env.sendKeys;
+  const { tasks, member } = await keys.contextMembership(signal, contextId, caller.agentId);
   if (member) return;
-  if (!tasks && (await keys.claimContext(contextId, caller.agentId, env.now())) === caller.agentId) return;
+  if (!tasks && (await keys.claimContext(signal, contextId, caller.agentId, env.now())) === caller.agentId) return;
   throw new HubError(Reason.TASK_NOT_FOUND, 'Context not found', { field: 'message.contextId' });
 }
 
 export async function sendMessageOnce(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest) {
-  if (request.message && !request.taskId && request.contextId) await checkContext(env, caller, request.contextId);
+  if (request.message && !request.taskId && request.contextId) await checkContext(env, ctx.signal, caller, request.contextId);
   const messageId = request.message?.messageId;
   if (!messageId) return sendMessage(env, ctx, caller, request);
 
-  const keys = new SendKeys(env.store.db);
+  const keys = env.sendKeys;
   const hash = bodyHash(request);
   const giveUpAt = Date.now() + IN_FLIGHT_WAIT_MS;
   for (;;) {
     const now = env.now();
     const taskId = request.taskId || newId('task');
-    const earlier = await keys.reserve(caller.agentId, messageId, { taskId, bodyHash: hash, createdAt: now }, now - env.limits.idempotencyWindowMs);
+    const earlier = await keys.reserve(ctx.signal, caller.agentId, messageId, { taskId, bodyHash: hash, createdAt: now }, now - env.limits.idempotencyWindowMs);
     if (!earlier) {
       try {
         return await sendMessage(env, ctx, caller, request, taskId);
       } catch (err) {
         // A send that got as far as writing its message (then e.g. lost its blocking wait) keeps the key.
-        const written = await env.store.getTask(taskId);
+        const detached = detachedSignal();
+        const written = await env.tasks.getTask(detached, taskId);
         if (!written?.messages.some((m) => (m as { messageId?: string }).messageId === messageId)) {
-          await keys.release(caller.agentId, messageId, taskId);
+          await keys.release(detached, caller.agentId, messageId, taskId);
         }
         throw err;
       }
@@ -66,10 +66,10 @@ export async function sendMessageOnce(env: MessagingEnv, ctx: CallContext, calle
     if (earlier.bodyHash !== hash) {
       throw HubError.invalidParams('message.messageId', 'was already used by this sender for a different message; use a new messageId');
     }
-    const task = await env.store.getTask(earlier.taskId);
+    const task = await env.tasks.getTask(ctx.signal, earlier.taskId);
     if (task) {
-      if (request.blocking && !FINAL.has(task.state)) await waitForSettled(env, task.id, env.limits.blockingMs, listenForSettled(env, task.id, waitSignal(ctx)));
-      return { task: taskView((await env.store.getTask(task.id)) ?? task, request.historyLength) };
+      if (request.blocking && !FINAL.has(task.state)) await waitForSettled(env, ctx.signal, task.id, env.limits.blockingMs, listenForSettled(env, task.id, waitSignal(ctx)));
+      return { task: taskView((await env.tasks.getTask(ctx.signal, task.id)) ?? task, request.historyLength) };
     }
     // The first send is still writing its task, or failed and is giving its key back.
     if (Date.now() > giveUpAt) throw new HubError(Reason.UNAVAILABLE, 'The first send with this messageId has not finished; try again');

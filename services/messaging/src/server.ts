@@ -1,5 +1,5 @@
 import { messagingv1 } from '@agenthub/proto';
-import { callerOf, type ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, HubError, Reason, type ServiceHandlers } from '@agenthub/runtime';
 import type { MessagingEnv } from './env.js';
 import { ackDelivery, pollInbox } from './inbox.js';
 import { sendMessageOnce } from './send-once.js';
@@ -18,5 +18,19 @@ export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<type
     updateTask: async (request, ctx) => updateTask(env, ctx, callerOf(ctx), request),
     listTasks: async (request, ctx) => listTasks(env, ctx, callerOf(ctx), request),
     watchTask: (request, ctx) => watchTask(env, ctx, callerOf(ctx), request),
+    getAgentsUsage: async (request, ctx) => {
+      if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
+      const inFlight = await env.tasks.inFlightCounts(ctx.signal, request.agentIds);
+      const queued = await env.deliveries.queuedCounts(ctx.signal, request.agentIds);
+      const maxQueued = await env.overrides.limit(request.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx);
+      const maxInFlight = env.limits.maxTasksInFlightPerSender;
+      return {
+        usage: request.agentIds.flatMap((id) => [
+          // An unlimited quota (0 in configuration) shows its limit as 0.
+          { quota: 'tasks_in_flight_per_sender', scope: id, used: BigInt(inFlight.get(id) ?? 0), limit: BigInt(Number.isFinite(maxInFlight) ? maxInFlight : 0) },
+          { quota: 'queued_deliveries_per_agent', scope: id, used: BigInt(queued.get(id) ?? 0), limit: BigInt(Number.isFinite(maxQueued) ? maxQueued : 0) },
+        ]),
+      };
+    },
   };
 }

@@ -2,7 +2,7 @@ import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { HubError, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
 import { FINAL, stateOfWord } from '@agenthub/tasks';
-import type { TransitionRecord } from './store.js';
+import type { TransitionRecord } from './task-store.js';
 import type { MessagingEnv } from './env.js';
 import { taskChannel } from './lifecycle.js';
 import { listen } from './wake.js';
@@ -51,7 +51,7 @@ export async function* watchTask(
   const stop = waitSignal(ctx);
   const listener = await listen(env.kv, taskChannel(request.taskId), stop);
   try {
-    const task = await visibleTask(env, caller, request.taskId, { historyLength: request.historyLength, artifacts: true });
+    const task = await visibleTask(env, ctx.signal, caller, request.taskId, { historyLength: request.historyLength, artifacts: true });
     let version: number;
     if (request.afterVersion === undefined) {
       yield { $typeName: 'agenthub.messaging.v1.WatchTaskResponse', event: { case: 'task', value: taskView(task, request.historyLength) } };
@@ -62,7 +62,7 @@ export async function* watchTask(
     }
     while (!stop.aborted) {
       listener.reset();
-      const transitions = await env.store.transitionsAfter(task.id, version);
+      const transitions = await env.tasks.transitionsAfter(ctx.signal, task.id, version);
       for (const transition of transitions) {
         yield transitionView(transition, task.contextId);
         version = transition.version;
@@ -70,7 +70,7 @@ export async function* watchTask(
       }
       if (transitions.length) continue;
       // Resuming after the final version: nothing more will come.
-      const current = await env.store.getTask(task.id, false);
+      const current = await env.tasks.getTask(ctx.signal, task.id, false);
       if (!current || (FINAL.has(current.state) && current.version <= version)) return;
       await listener.wait(RESCAN_MS);
     }

@@ -81,7 +81,7 @@ export interface ItemSelection {
 }
 
 /** The items of the tasks, each task's messages limited to its last `historyLength`, in one query. */
-export async function loadItems(q: Queryable, taskIds: string[], select: ItemSelection): Promise<Map<string, TaskItems>> {
+export async function loadItems(q: Queryable, taskIds: string[], select: ItemSelection, signal?: AbortSignal): Promise<Map<string, TaskItems>> {
   const items = new Map<string, TaskItems>(taskIds.map((id) => [id, { messages: [], artifacts: [] }]));
   const wantMessages = select.historyLength === undefined || select.historyLength > 0;
   if (!taskIds.length || (!wantMessages && !select.artifacts)) return items;
@@ -91,6 +91,7 @@ export async function loadItems(q: Queryable, taskIds: string[], select: ItemSel
         AND ((i.kind = 'message' AND $2::boolean AND i.seq >= t.message_count - $3::integer) OR (i.kind = 'artifact' AND $4::boolean))
       ORDER BY i.task_id, i.kind, i.seq`,
     [taskIds, wantMessages, select.historyLength ?? 2_147_483_647, select.artifacts],
+    signal,
   );
   for (const row of rows) {
     const body = typeof row.body === 'string' ? (JSON.parse(row.body) as unknown) : row.body;

@@ -1,11 +1,11 @@
 import { fromJson, toJson } from '@bufbuild/protobuf';
-import { messagingv1 } from '@agenthub/proto';
-import { HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
+import { identityv1, messagingv1 } from '@agenthub/proto';
+import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
 import { onlineKey, type MessagingEnv, type MessagingLimits } from './env.js';
 import { announce, listenForSettled, waitForSettled } from './lifecycle.js';
 import type { Listener } from './wake.js';
 import { acceptsAny, FINAL, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
-import type { GrowthCheck, NewDelivery, TaskRecord } from './store.js';
+import type { GrowthCheck, NewDelivery, TaskRecord } from './task-store.js';
 import type { ItemSelection } from './task-items.js';
 
 const { TaskState } = messagingv1;
@@ -32,6 +32,18 @@ export function taskGrowthCheck(limits: MessagingLimits): GrowthCheck {
       );
     }
   };
+}
+
+/**
+ * Refuses a new task to a recipient whose inbox holds its quota of undelivered deliveries (the
+ * recipient's tenant's override, else HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT); see InboxRoom for
+ * how closely it holds.
+ */
+async function requireInboxRoom(env: MessagingEnv, ctx: CallContext, agent: identityv1.Agent): Promise<void> {
+  const max = await env.overrides.limit(agent.tenantId, 'queued_deliveries_per_agent', env.limits.maxQueuedDeliveriesPerAgent, ctx);
+  if (Number.isFinite(max) && !(await env.inboxRoom.take(ctx.signal, agent.id, max))) {
+    throw HubError.quotaExceeded('queued_deliveries_per_agent', `Quota exceeded: the recipient has ${max} deliveries waiting in its inbox; try again once it has taken some`);
+  }
 }
 
 const messageJson = (message: messagingv1.Message) => toJson(messagingv1.MessageSchema, message);
@@ -93,9 +105,9 @@ function taskNotFound(): HubError {
  * The task if the caller is its sender or recipient; TASK_NOT_FOUND otherwise. With the items
  * `load` selects (default none).
  */
-export async function visibleTask(env: MessagingEnv, caller: Caller, taskId: string, load: ItemSelection | false = false): Promise<TaskRecord> {
+export async function visibleTask(env: MessagingEnv, signal: AbortSignal, caller: Caller, taskId: string, load: ItemSelection | false = false): Promise<TaskRecord> {
   if (!taskId) throw HubError.invalidParams('id', 'is required');
-  const task = await env.store.getTask(taskId, load);
+  const task = await env.tasks.getTask(signal, taskId, load);
   if (!task || (task.senderAgentId !== caller.agentId && task.recipientAgentId !== caller.agentId)) throw taskNotFound();
   return task;
 }
@@ -114,8 +126,8 @@ async function requireGrant(env: MessagingEnv, ctx: CallContext, caller: Caller,
   if (!grant.approved) throw HubError.grantRequired();
 }
 
-async function isOnline(env: MessagingEnv, agentId: string): Promise<boolean> {
-  return (await env.kv.get(onlineKey(agentId))) !== undefined;
+async function isOnline(env: MessagingEnv, signal: AbortSignal, agentId: string): Promise<boolean> {
+  return (await env.kv.get(onlineKey(agentId), signal)) !== undefined;
 }
 
 /** `newTaskId` is the id a new task gets (send-once.ts reserves it with the message's key). */
@@ -134,7 +146,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   let listening: Promise<Listener> | undefined;
   if (request.taskId) {
     // Continuation: only the task's sender answers it; it must be waiting for input.
-    const current = await visibleTask(env, caller, request.taskId);
+    const current = await visibleTask(env, ctx.signal, caller, request.taskId);
     if (current.senderAgentId !== caller.agentId) throw taskNotFound();
     if (request.recipientAgentId && request.recipientAgentId !== current.recipientAgentId) {
       throw HubError.invalidParams('configuration.agentId', 'does not match the task\'s recipient');
@@ -143,7 +155,8 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const recipient = await env.recipients.get(current.recipientAgentId, ctx);
     if (recipient) await requireGrant(env, ctx, caller, recipient);
     const now = env.now();
-    const moved = await env.store.transition(
+    const moved = await env.tasks.transition(
+      ctx.signal,
       current.id,
       (t) => {
         if (!UPDATABLE.has(t.state)) {
@@ -155,7 +168,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
           delivery: newDelivery(env, stored, ttl, now),
         };
       },
-      { check: taskGrowthCheck(env.limits), load: { historyLength: request.historyLength, artifacts: true } },
+      { check: taskGrowthCheck(env.limits), load: { historyLength: request.historyLength, artifacts: true }, current },
     );
     if (!moved) throw taskNotFound();
     task = moved.after;
@@ -175,7 +188,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
       );
     }
     const now = env.now();
-    const offlineNoQueue = ttl === 0 && !(await isOnline(env, agent.id));
+    const offlineNoQueue = ttl === 0 && !(await isOnline(env, ctx.signal, agent.id));
     const taskId = newTaskId;
     // A blocking send subscribes while its task is written (one round trip less on its path); the
     // subscription still exists before waitForSettled reads the task, so no transition is missed.
@@ -204,11 +217,12 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     // x-ttl 0 to an online agent still queues: it has until its next poll (claim window) to take it.
     const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
-    if (agent.endpointUrl) await env.store.recordPushAgent(agent.id, agent.endpointUrl);
+    if (agent.endpointUrl) await env.pushes.recordPushAgent(ctx.signal, agent.id, agent.endpointUrl, agent.tenantId);
     const max = env.limits.maxTasksInFlightPerSender;
     let created: TaskRecord | undefined;
     try {
-      created = await env.store.createTask(task, delivery, taskGrowthCheck(env.limits), max);
+      if (delivery) await requireInboxRoom(env, ctx, agent);
+      created = await env.tasks.createTask(ctx.signal, task, delivery, taskGrowthCheck(env.limits), max);
     } catch (err) {
       void listening?.then((l) => l.close(), () => undefined);
       throw err;
@@ -224,17 +238,23 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   if (task.state === 'submitted') env.wakes.wake(task.recipientAgentId, ctx.log);
 
   if (request.blocking && !FINAL.has(task.state)) {
-    await waitForSettled(env, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
-    task = (await env.store.getTask(task.id, { historyLength: request.historyLength, artifacts: true })) ?? task;
+    env.settled.expect(task.id);
+    let handed: TaskRecord | undefined;
+    try {
+      await waitForSettled(env, ctx.signal, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
+    } finally {
+      handed = env.settled.take(task.id);
+    }
+    task = handed ?? (await env.tasks.getTask(ctx.signal, task.id, { historyLength: request.historyLength, artifacts: true })) ?? task;
   } else {
     void listening?.then((l) => l.close(), () => undefined);
   }
   return { task: taskView(task, request.historyLength) };
 }
 
-export async function getTask(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.GetTaskRequest) {
+export async function getTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.GetTaskRequest) {
   if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
-  const task = await visibleTask(env, caller, request.taskId, { historyLength: request.historyLength, artifacts: true });
+  const task = await visibleTask(env, ctx.signal, caller, request.taskId, { historyLength: request.historyLength, artifacts: true });
   return { task: taskView(task, request.historyLength) };
 }
 
@@ -259,13 +279,14 @@ function pageCursor(token: string): { updatedAt: number; id: string } {
   throw HubError.invalidParams('pageToken', 'is not a token from a previous page');
 }
 
-export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Caller, request: messagingv1.ListTasksRequest) {
+export async function listTasks(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.ListTasksRequest) {
   if (request.pageSize < 0 || request.pageSize > MAX_PAGE) throw HubError.invalidParams('pageSize', `must be between 1 and ${MAX_PAGE}`);
   if (request.historyLength !== undefined && request.historyLength < 0) throw HubError.invalidParams('historyLength', 'must be at least 0');
   const state = request.state === TaskState.UNSPECIFIED ? undefined : wordOf(request.state);
   if (request.state !== TaskState.UNSPECIFIED && !state) throw HubError.invalidParams('status', 'is not a task state');
   const size = request.pageSize || DEFAULT_PAGE;
-  const { tasks, total } = await env.store.listTasks(
+  const { tasks, total } = await env.tasks.listTasks(
+    ctx.signal,
     caller.agentId,
     {
       contextId: request.contextId || undefined,
@@ -286,7 +307,7 @@ export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Ca
     if (end > 0 && bytes > env.limits.maxTaskBytes) break;
     end += 1;
   }
-  const page = await env.store.withItems(tasks.slice(0, end), { historyLength: request.historyLength, artifacts: request.includeArtifacts });
+  const page = await env.tasks.withItems(ctx.signal, tasks.slice(0, end), { historyLength: request.historyLength, artifacts: request.includeArtifacts });
   return {
     tasks: page.map((t) => taskView(t, request.historyLength)),
     nextPageToken: tasks.length > end ? pageToken(page.at(-1)!) : '',
@@ -295,23 +316,24 @@ export async function listTasks(env: MessagingEnv, _ctx: CallContext, caller: Ca
 }
 
 export async function cancelTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.CancelTaskRequest) {
-  const task = await visibleTask(env, caller, request.taskId);
+  const task = await visibleTask(env, ctx.signal, caller, request.taskId);
   const now = env.now();
-  const moved = await env.store.transition(task.id, (t) => {
+  const moved = await env.tasks.transition(ctx.signal, task.id, (t) => {
     if (!UPDATABLE.has(t.state)) {
       throw new HubError(Reason.TASK_NOT_CANCELABLE, `Task cannot be canceled: it is ${t.state}`);
     }
     return { next: { state: 'canceled', updatedAt: now }, purge: true };
   });
   if (!moved) throw taskNotFound();
-  // A push agent's own task is canceled too, best effort, by the push worker.
-  await env.store.requestPushCancel(task.id);
+  // A push agent's own task is canceled too, best effort, by the push worker (asked even if this
+  // caller left: the cancel is committed).
+  await env.pushes.requestPushCancel(detachedSignal(), task.id);
   await announce(env, moved.after, ctx);
   return { task: taskView(moved.after) };
 }
 
 export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.UpdateTaskRequest) {
-  const task = await visibleTask(env, caller, request.taskId);
+  const task = await visibleTask(env, ctx.signal, caller, request.taskId);
   if (task.recipientAgentId !== caller.agentId) {
     throw new HubError(Reason.ACCESS_DENIED, 'Only the task\'s recipient can update it');
   }
@@ -328,16 +350,19 @@ export async function updateTask(env: MessagingEnv, ctx: CallContext, caller: Ca
     ? [messageJson({ ...request.message, role: request.message.role || 'agent', messageId: request.message.messageId || newId('msg') })]
     : [];
   const artifacts = request.artifacts.map((a) => artifactJson({ ...a, id: a.id || newId('art') }));
-  const moved = await env.store.transition(
+  const moved = await env.tasks.transition(
+    ctx.signal,
     task.id,
     (t) => {
       if (!UPDATABLE.has(t.state)) throw HubError.invalidOperation(`Task is ${t.state}; it can no longer change`);
       // A finished task needs none of its queued deliveries (nor their acks): they go with it.
       return { next: { state: to, updatedAt: now }, append: { messages, artifacts }, purge: FINAL.has(to) };
     },
-    { check: taskGrowthCheck(env.limits) },
+    { check: taskGrowthCheck(env.limits), current: task },
   );
   if (!moved) throw taskNotFound();
+  // Loaded with every item (transition's default), as a handed-over task must be.
+  env.settled.offer(moved.after);
   await announce(env, moved.after, ctx);
   return { task: taskView(moved.after) };
 }

@@ -49,6 +49,8 @@ export interface EchoAgent {
   readonly traceparents: string[];
   /** When set, a request without `Authorization: Bearer <this>` is refused with 401 before the SDK sees it. */
   pushSecret: string | undefined;
+  /** Requests being answered now, and the most there were at once. */
+  readonly load: { now: number; max: number };
   stop(): Promise<void>;
 }
 
@@ -183,13 +185,31 @@ class Executor implements AgentExecutor {
 
 /**
  * Starts an agent on `port` (default: a free one) of 127.0.0.1. `stallFirstMs` holds the answer
- * to the first request that long, as an agent that took a message but answered too late.
+ * to the first request that long, as an agent that took a message but answered too late; `gate`
+ * holds the first that many requests until all of them have arrived.
  */
 export async function startEchoAgent(
   behaviour: Behaviour,
-  options: { port?: number; stallFirstMs?: number; pushSecret?: string } = {},
+  options: { port?: number; stallFirstMs?: number; pushSecret?: string; gate?: number } = {},
 ): Promise<EchoAgent> {
   const app = express();
+  const load = { now: 0, max: 0 };
+  let gate = options.gate ?? 0;
+  const held: (() => void)[] = [];
+  app.use((_req, res, next) => {
+    load.now += 1;
+    load.max = Math.max(load.max, load.now);
+    res.once('close', () => {
+      load.now -= 1;
+    });
+    if (gate === 0) return next();
+    // The first `gate` requests wait for each other: they get answers only if they came at once.
+    held.push(next);
+    if (held.length === gate) {
+      gate = 0;
+      for (const go of held.splice(0)) go();
+    }
+  });
   let stall = options.stallFirstMs ?? 0;
   const authorizations: string[] = [];
   const traceparents: string[] = [];
@@ -224,7 +244,7 @@ export async function startEchoAgent(
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
   });
-  const agent = { url, received: [] as Received[], canceled: [] as string[], authorizations, traceparents, pushSecret: options.pushSecret };
+  const agent = { url, received: [] as Received[], canceled: [] as string[], authorizations, traceparents, pushSecret: options.pushSecret, load };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Executor(behaviour, agent), undefined, undefined, undefined, undefined, undefined, {
     validateInputModes: behaviour === 'text-only',
   });

@@ -1,6 +1,6 @@
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { createClient, type CallOptions, type Client, type Db, type RunningService } from '@agenthub/runtime';
+import { createClient, type CallOptions, type Client, type Db, type Kv, type RunningService } from '@agenthub/runtime';
 import { TestStackBackends, testLogger, type Backend, type TestServiceDeps } from '@agenthub/testing';
 import { messagingEnv, startMessaging, type MessagingEnv, type MessagingLimits } from '../src/index.js';
 
@@ -32,6 +32,13 @@ export interface Stack {
   env: MessagingEnv;
   db: Db;
   clock: TestClock;
+  /**
+   * Resolves once a replica has subscribed to a Kv channel naming `agentId` (an inbox long-poll,
+   * a blocking send or a task stream about to wait): from then on a change reaches it as a wake-up.
+   */
+  listening(agentId: string): Promise<void>;
+  /** Kv subscriptions the replicas hold now (made and not yet ended). */
+  subscriptions(): number;
   agent(tenantId: string, name: string): Promise<TestAgent>;
   /** Stops every messaging replica and starts them again on the same database and Kv. */
   restart(): Promise<void>;
@@ -62,10 +69,38 @@ export async function startStack(
     replicaDeps.push(i === 0 || !backends.provisioned.databaseUrl ? shared : await backends.deps('messaging'));
   }
   const messaging: RunningService[] = [];
+  const listeners = new Set<{ agentId: string; heard: () => void }>();
+  let subscriptions = 0;
+  /** The replica's Kv, telling `listening` about each subscription once it is made. */
+  const observed = (kv: Kv): Kv =>
+    new Proxy(kv, {
+      get(target, property, receiver) {
+        if (property === 'subscribe') {
+          return async (...args: Parameters<Kv['subscribe']>) => {
+            const unsubscribe = await target.subscribe(...args);
+            subscriptions += 1;
+            for (const listener of [...listeners]) {
+              if (!args[0].includes(listener.agentId)) continue;
+              listeners.delete(listener);
+              listener.heard();
+            }
+            let ended = false;
+            return async () => {
+              if (!ended) subscriptions -= 1;
+              ended = true;
+              await unsubscribe();
+            };
+          };
+        }
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
   const startReplicas = async () => {
     for (const own of replicaDeps) {
       const service = await startMessaging({
         ...own,
+        kv: observed(own.kv),
         identityAddr: identityService.address,
         limits: options.limits,
         sweepIntervalMs: 3_600_000,
@@ -89,6 +124,10 @@ export async function startStack(
       return shared.db;
     },
     clock,
+    listening(agentId) {
+      return new Promise((heard) => listeners.add({ agentId, heard }));
+    },
+    subscriptions: () => subscriptions,
     async agent(tenantId, name) {
       const { agent } = await identity.createAgent({ tenantId, name, createTenant: true }, operator);
       if (!agent) throw new Error('CreateAgent returned no agent');

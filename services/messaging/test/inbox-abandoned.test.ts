@@ -29,16 +29,16 @@ describe.each(backends().map((b) => [b.name, b] as const))('an inbox poll abando
 
     const caller = new AbortController();
     const env: MessagingEnv = stack.env;
-    const store = Object.create(env.store) as MessagingEnv['store'];
+    const deliveries = Object.create(env.deliveries) as MessagingEnv['deliveries'];
     let claimed = 0;
-    store.claimDeliveries = async (...args) => {
-      const rows = await env.store.claimDeliveries(...args);
+    deliveries.claimDeliveries = async (...args) => {
+      const rows = await env.deliveries.claimDeliveries(...args);
       claimed += rows.length;
       caller.abort();
       return rows;
     };
     const abandoned = await pollInbox(
-      { ...env, store },
+      { ...env, deliveries },
       { principal: undefined, deadline: undefined, signal: caller.signal, log: testLogger() },
       { agentId: recipient.id, tenantId: recipient.tenantId },
       create(messagingv1.PollInboxRequestSchema, { waitMs: 0, max: 10 }),

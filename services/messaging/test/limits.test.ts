@@ -1,7 +1,8 @@
 import { messagingv1 } from '@agenthub/proto';
-import { Reason } from '@agenthub/runtime';
+import { loadConfig, Reason } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
-import { failure, startStack, type Stack } from './harness.js';
+import { messagingOptions } from '../src/options.js';
+import { failure, operator, startStack, type Stack } from './harness.js';
 
 /** A task's history and artifacts are bounded (they live in its row); the refusal names the limit. */
 
@@ -11,7 +12,7 @@ const text = (t: string) => ({ content: { case: 'text' as const, value: { text: 
 describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s)', (_name, backend) => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack(backend, { limits: { maxTaskItems: 3, maxTasksInFlightPerSender: 2 } });
+    stack = await startStack(backend, { replicas: 2, limits: { maxTaskItems: 3, maxTasksInFlightPerSender: 2, maxQueuedDeliveriesPerAgent: 5 } });
   });
   afterAll(() => stack?.stop());
 
@@ -30,6 +31,54 @@ describe.each(backends().map((b) => [b.name, b] as const))('task size limits (%s
     await send(other);
     await messaging!.updateTask({ taskId: first.id, state: TaskState.COMPLETED }, recipient.as);
     await send(sender);
+  });
+
+  it('refuses a new task to an inbox holding its quota of deliveries (the recipient tenant’s override), until it takes one', async () => {
+    const recipient = await stack.agent('qd', 'full-inbox');
+    const senders = await Promise.all(['s1', 's2', 's3'].map((name) => stack.agent('qd', name)));
+    await stack.identity.setTenantLimits({ tenantId: 'qd', limits: { quotas: { queued_deliveries_per_agent: 3n } } }, operator);
+    const [messaging] = stack.replicas;
+    const send = (who: (typeof senders)[number]) => messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('q')] } }, who.as);
+    for (const who of senders) await send(who);
+    const refused = await failure(send(senders[0]!));
+    expect(refused).toMatchObject({ reason: Reason.QUOTA_EXCEEDED, field: 'queued_deliveries_per_agent' });
+    expect(refused.message).toBe('Quota exceeded: the recipient has 3 deliveries waiting in its inbox; try again once it has taken some');
+    // A blocking send, which subscribes before its task is written, is refused alike, and ends
+    // that subscription.
+    const subscribed = stack.subscriptions();
+    const blocking = messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('q')] }, blocking: true }, senders[1]!.as);
+    expect(await failure(blocking)).toMatchObject({ reason: Reason.QUOTA_EXCEEDED, field: 'queued_deliveries_per_agent' });
+    for (let i = 0; i < 200 && stack.subscriptions() !== subscribed; i += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(stack.subscriptions()).toBe(subscribed);
+    const { deliveries } = await messaging!.pollInbox({ waitMs: 0, max: 1 }, recipient.as);
+    await messaging!.ackDelivery({ deliveryId: deliveries[0]!.id }, recipient.as);
+    await send(senders[0]!);
+    const usage = await messaging!.getAgentsUsage({ agentIds: [recipient.id, senders[0]!.id], tenantId: 'qd' }, operator);
+    expect(usage.usage.map((u) => [u.quota, u.scope, u.used, u.limit])).toEqual([
+      ['tasks_in_flight_per_sender', recipient.id, 0n, 2n],
+      ['queued_deliveries_per_agent', recipient.id, 3n, 3n],
+      ['tasks_in_flight_per_sender', senders[0]!.id, 2n, 2n],
+      ['queued_deliveries_per_agent', senders[0]!.id, 0n, 3n],
+    ]);
+    expect(await failure(messaging!.getAgentsUsage({ agentIds: [recipient.id], tenantId: 'qd' }, recipient.as))).toMatchObject({ reason: Reason.PERMISSION_REQUIRED });
+  });
+
+  it('concurrent sends of one sender at its quota: exactly the quota is accepted, on every replica together', async () => {
+    const sender = await stack.agent('acme', 'racing-sender');
+    const recipient = await stack.agent('acme', 'racing-recipient');
+    // Sent at once, they are written in grouped inserts on each replica: the count must hold across
+    // the sends of one statement, concurrent statements and replicas alike.
+    const outcomes = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => {
+        const send = stack.replicas[i % stack.replicas.length]!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text(`r${i}`)] } }, sender.as);
+        return send.then((r) => ({ accepted: r.task!.id }), () => failure(send));
+      }),
+    );
+    const accepted = outcomes.filter((o) => 'accepted' in o);
+    expect(accepted).toHaveLength(2);
+    expect(outcomes.filter((o) => !('accepted' in o))).toEqual(Array(22).fill(expect.objectContaining({ reason: Reason.QUOTA_EXCEEDED, field: 'tasks_in_flight_per_sender' })));
+    const { tasks } = await stack.replicas[0]!.listTasks({ peerAgentId: recipient.id, pageSize: 100 }, sender.as);
+    expect(tasks).toHaveLength(2);
   });
 
   it('refuses the message or artifacts that would pass maxTaskItems, leaving the task unchanged', async () => {
@@ -126,5 +175,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('task byte limit (%s)
     // Without history the stored size does not matter: one page holds them all.
     const bare = await messaging!.listTasks({ pageSize: 50, historyLength: 0 }, sender.as);
     expect([bare.tasks.length, bare.nextPageToken]).toEqual([5, '']);
+  });
+});
+
+describe('HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT', () => {
+  it('is 10000 by default; 0 turns the quota off, as for tasks in flight', () => {
+    expect(messagingOptions(loadConfig({})).limits?.maxQueuedDeliveriesPerAgent).toBe(10_000);
+    expect(messagingOptions(loadConfig({ HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '0' })).limits?.maxQueuedDeliveriesPerAgent).toBe(Infinity);
+    expect(messagingOptions(loadConfig({ HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: '0' })).limits?.maxTasksInFlightPerSender).toBe(Infinity);
   });
 });

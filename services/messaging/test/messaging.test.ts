@@ -110,8 +110,10 @@ describe.each(backends().map((b) => [b.name, b] as const))('messaging service (%
   it('a long-poll on one replica wakes for a send on the other', async () => {
     const recipient = await stack.agent('acme', 'waiting');
     const started = Date.now();
+    const listening = stack.listening(recipient.id);
     const polling = a().pollInbox({ waitMs: 10_000 }, recipient.as);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The poll found nothing and listens for its inbox's wake-up: the send below reaches it only so.
+    await listening;
     const { task } = await b().sendMessage({ recipientAgentId: recipient.id, message: message('wake') }, sender.as);
     const { deliveries } = await polling;
     expect(deliveries.map((d) => d.taskId)).toEqual([task!.id]);

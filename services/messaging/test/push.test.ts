@@ -1,13 +1,10 @@
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { startIdentity } from '@agenthub/identity';
-import { identityv1, messagingv1 } from '@agenthub/proto';
-import { Writable } from 'node:stream';
-import { createClient, createLogger, InternalKey, Metrics, openDb, openKv, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
-import { backends, testLogger, type Backend } from '@agenthub/testing';
-import { messagingEnv, startMessaging, sweepExpired, type MessagingEnv } from '../src/index.js';
+import { messagingv1 } from '@agenthub/proto';
+import type { Resolver } from '@agenthub/runtime';
+import { backends, testLogger } from '@agenthub/testing';
+import { sweepExpired } from '../src/index.js';
 import { reservePort, startEchoAgent, type Behaviour, type EchoAgent } from './echo-agent.js';
-import { operator, TestClock, type MessagingClient, type TestAgent } from './harness.js';
+import type { TestAgent } from './harness.js';
+import { eventually, startPushStack, startRecorder, type PushStack } from './push-stack.js';
 
 /**
  * Push agents over gRPC, each a real `@a2a-js/sdk` JSON-RPC server on loopback, with two messaging
@@ -30,129 +27,6 @@ const MIXED = [
   { content: { case: 'file' as const, value: { name: 'report.pdf', mimeType: 'application/pdf', uri: 'https://example.com/report.pdf' } } },
   { content: { case: 'data' as const, value: { mimeType: 'application/json', data: '{"rows":3}' } } },
 ];
-
-interface PushStack {
-  replicas: MessagingClient[];
-  env: MessagingEnv;
-  db: Db;
-  clock: TestClock;
-  identity: Client<typeof identityv1.IdentityService.method>;
-  /** Registers an agent; a push agent (with an endpoint) comes with its push secret. */
-  agent(name: string, endpointUrl?: string, tenantId?: string): Promise<TestAgent & { pushSecret: string }>;
-  /** The operator's `agents rotate-push-secret`. */
-  rotatePushSecret(agentId: string): Promise<string>;
-  /** Everything the services logged so far, at debug level. */
-  logged(): string;
-  stop(): Promise<void>;
-}
-
-/**
- * `allowPrivate` is HUB_EGRESS_ALLOW_PRIVATE of both services (the agents here listen on
- * loopback); `resolve` stands in for DNS.
- */
-async function startPushStack(backend: Backend, egress: { allowPrivate: boolean; resolve?: Resolver } = { allowPrivate: true }): Promise<PushStack> {
-  const lines: string[] = [];
-  const log = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    }),
-  });
-  const provisioned = await backend.provision();
-  const opened: { db: Db; kv: Kv }[] = [];
-  const internalKey = InternalKey.generate();
-  const base = async (schema: string) => {
-    const db = await openDb({ url: provisioned.databaseUrl, schema });
-    const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
-    opened.push({ db, kv });
-    return { db, kv, log, metrics: new Metrics(), listen: '127.0.0.1:0', grpcTimeoutMs: 5000, internalKey };
-  };
-  const identityService = await startIdentity({ ...(await base('identity')), egress });
-  const clock = new TestClock();
-  const shared = await base('messaging');
-  const services: RunningService[] = [];
-  const replicas: MessagingClient[] = [];
-  for (let i = 0; i < 2; i += 1) {
-    // On the real backend the second replica has its own pool and Kv connection, as in production.
-    const own = i === 0 || !provisioned.databaseUrl ? shared : await base('messaging');
-    const service = await startMessaging({
-      ...own,
-      identityAddr: identityService.address,
-      limits: { blockingMs: 10_000 },
-      sweepIntervalMs: 3_600_000,
-      now: clock.now,
-      push: { maxBackoffMs: 200, minBackoffMs: 50, pollMs: 100, timeoutMs: 1_000 },
-      egress,
-    });
-    services.push(service);
-    replicas.push(createClient(messagingv1.MessagingService, service.address, { defaultTimeoutMs: 20_000, internalKey }));
-  }
-  const identity = createClient(identityv1.IdentityService, identityService.address, { defaultTimeoutMs: 5000, internalKey });
-  return {
-    replicas,
-    env: messagingEnv({ db: shared.db, kv: shared.kv, identity, now: clock.now }),
-    db: shared.db,
-    clock,
-    identity,
-    async agent(name, endpointUrl = '', tenantId = 'acme') {
-      const { agent, pushSecret } = await identity.createAgent({ tenantId, name, endpointUrl, createTenant: true }, operator);
-      return { id: agent!.id, tenantId, as: { principal: { kind: 'agent', agentId: agent!.id, tenantId } }, pushSecret };
-    },
-    logged: () => lines.join(''),
-    async rotatePushSecret(agentId) {
-      return (await identity.rotatePushSecret({ agentId }, operator)).pushSecret;
-    },
-    async stop() {
-      identity.close();
-      for (const client of replicas) client.close();
-      for (const service of services) await service.stop(1000);
-      await identityService.stop(1000);
-      await Promise.all(opened.flatMap(({ db, kv }) => [db.close(), kv.close()]));
-      await provisioned.dispose();
-    },
-  };
-}
-
-interface Recorder {
-  url: string;
-  received: { method: string; url: string; headers: IncomingHttpHeaders; body: string }[];
-  close(): Promise<void>;
-}
-
-/** A plain HTTP endpoint on loopback that records requests and answers as told (not an A2A agent). */
-async function startRecorder(answer: (index: number) => { status: number; headers?: Record<string, string>; body: string }): Promise<Recorder> {
-  const received: Recorder['received'] = [];
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-    const reply = answer(received.length - 1);
-    res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(reply.body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    received,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-/** Polls `check` until it returns a value (bounded: about 10 s). */
-async function eventually<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
-  for (let i = 0; i < 200; i += 1) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`Timed out waiting for ${what}`);
-}
 
 const partView = (p: Part) => {
   const c = p.content;
@@ -223,7 +97,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
     expect(now?.state).toBe(TaskState.COMPLETED);
   });
 
-  it('an agent that is down keeps its queue, is retried, and gets it in order soon after it comes back', async () => {
+  it('an agent that is down keeps its queue, is retried, and gets all of it soon after it comes back', async () => {
     const port = await reservePort();
     const agent = await stack.agent('sleeper', `http://127.0.0.1:${port}/a2a`);
     const first = (await a().sendMessage({ recipientAgentId: agent.id, message: message(text('one')) }, sender.as)).task!;
@@ -243,12 +117,12 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
 
     const remote = await startEchoAgent('echo', { port });
     agents.push(remote);
-    await eventually(async () => (await state(second.id)).state === TaskState.COMPLETED, 'the queue to arrive');
-    expect((await state(first.id)).state).toBe(TaskState.COMPLETED);
-    expect(remote.received.map((r) => r.parts.map((p) => p.content?.value))).toEqual([['one'], ['two']]);
+    // Both go out at once (several calls to one agent at a time), so either may complete first.
+    for (const task of [first, second]) await eventually(async () => (await state(task.id)).state === TaskState.COMPLETED, 'the queue to arrive');
+    expect(remote.received.map((r) => r.parts.map((p) => p.content?.value).join()).sort()).toEqual(['one', 'two']);
   });
 
-  it('two replicas share the work: each message reaches the agent once, in the order sent', async () => {
+  it('two replicas share the work: each message reaches the agent once', async () => {
     const { remote, agent } = await pushAgent('echo', 'popular');
     const sent: string[] = [];
     for (let i = 0; i < 8; i += 1) {
@@ -256,7 +130,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push agents (%s)', (
       sent.push(task!.id);
     }
     for (const id of sent) await eventually(async () => (await state(id)).state === TaskState.COMPLETED, `task ${id} to complete`);
-    expect(remote.received.map((r) => r.parts.map((p) => p.content?.value).join())).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7']);
+    expect(remote.received.map((r) => r.parts.map((p) => p.content?.value).join()).sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7']);
   });
 
   it('an agent too slow to answer in time gets the message again, under the same message id', async () => {

@@ -65,7 +65,7 @@ export async function resolveAccess(env: SecretsEnv, ctx: CallContext, workspace
 /** Destroys a deleted workspace's key material; failures are logged, never shown to the caller. */
 export async function purgeDeleted(env: SecretsEnv, ctx: CallContext, workspaceId: string) {
   try {
-    const purged = await env.store.destroyWorkspace(workspaceId);
+    const purged = await env.store.destroyWorkspace(ctx.signal, workspaceId);
     if (purged.destroyed) {
       ctx.log.info({ workspace_id: workspaceId, secrets_deleted: purged.secretsDeleted }, 'destroyed the data key of a deleted workspace');
     }

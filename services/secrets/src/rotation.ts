@@ -15,11 +15,11 @@ const { Role } = workspacev1;
  */
 export async function rotateWorkspaceKey(env: SecretsEnv, ctx: CallContext, request: secretsv1.RotateWorkspaceKeyRequest) {
   const workspaceId = validate.workspaceId(request.workspaceId);
-  if (ctx.principal?.kind !== 'operator') {
-    callerOf(ctx);
-    requireRole(await resolveAccess(env, ctx, workspaceId), Role.ADMIN);
-  }
+  if (ctx.principal?.kind !== 'operator') callerOf(ctx);
+  // The operator too: a workspace that does not exist is NOT_FOUND, not "no key to rotate".
+  requireRole(await resolveAccess(env, ctx, workspaceId), Role.ADMIN);
   const rotated = await env.store.rotateWorkspaceKey(
+    ctx.signal,
     workspaceId,
     async (current, secrets) => {
       const oldKey = await env.keys.unwrap(current.wrapped, workspaceId).catch(failClosed);
@@ -61,7 +61,7 @@ export async function rotateKek(env: SecretsEnv, ctx: CallContext) {
   let rewrapped = 0;
   let failed = 0;
   for (;;) {
-    const batch = await env.store.rewrapBatch(kekVersion, afterId, env.limits.rewrapBatchSize, async (record) => {
+    const batch = await env.store.rewrapBatch(ctx.signal, kekVersion, afterId, env.limits.rewrapBatchSize, async (record) => {
       let dataKey: Buffer;
       try {
         dataKey = await env.keys.unwrap(record.wrapped, record.workspaceId);
@@ -82,7 +82,7 @@ export async function rotateKek(env: SecretsEnv, ctx: CallContext) {
     if (batch.lastId === undefined) break;
     afterId = batch.lastId;
   }
-  const { total, byVersion } = await env.store.countKeys();
+  const { total, byVersion } = await env.store.countKeys(ctx.signal);
   const summary = { kek_version: kekVersion, rewrapped, failed, total, by_version: byVersion };
   if (failed) ctx.log.error(summary, 'KEK rotation finished, but some data keys could not be rewrapped');
   else ctx.log.info(summary, 'KEK rotation finished');
@@ -110,7 +110,7 @@ export async function deleteWorkspaceSecrets(env: SecretsEnv, ctx: CallContext, 
       throw HubError.invalidOperation('Delete the workspace first: its secrets go with it');
     }
   }
-  const purged = await env.store.destroyWorkspace(workspaceId);
+  const purged = await env.store.destroyWorkspace(ctx.signal, workspaceId);
   if (purged.destroyed) ctx.log.info({ workspace_id: workspaceId, secrets_deleted: purged.secretsDeleted }, 'destroyed the data key of a deleted workspace');
   return { workspaceId, destroyed: purged.destroyed, secretsDeleted: purged.secretsDeleted };
 }

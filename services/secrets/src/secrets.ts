@@ -23,13 +23,13 @@ export async function unwrapKey(env: SecretsEnv, record: KeyRecord): Promise<Buf
 }
 
 /** The workspace's current data key, creating (and wrapping) its first one when it has none. */
-async function currentKey(env: SecretsEnv, workspaceId: string): Promise<{ record: KeyRecord; dataKey: Buffer }> {
-  let record = await env.store.getKey(workspaceId);
+async function currentKey(env: SecretsEnv, signal: AbortSignal, workspaceId: string): Promise<{ record: KeyRecord; dataKey: Buffer }> {
+  let record = await env.store.getKey(signal, workspaceId);
   if (!record) {
     const fresh = newDataKey();
     try {
       const wrapped = await env.keys.wrap(fresh, workspaceId);
-      record = await env.store.insertKey(workspaceId, wrapped, Date.now());
+      record = await env.store.insertKey(signal, workspaceId, wrapped, Date.now());
       // Another call created the workspace's key first: use that one.
       if (record) return { record, dataKey: fresh };
     } catch (err) {
@@ -37,7 +37,7 @@ async function currentKey(env: SecretsEnv, workspaceId: string): Promise<{ recor
       throw err;
     }
     fresh.fill(0);
-    record = await env.store.getKey(workspaceId);
+    record = await env.store.getKey(signal, workspaceId);
     if (!record) throw new HubError(Reason.UNAVAILABLE, 'The workspace key changed concurrently; retry');
   }
   return { record, dataKey: await unwrapKey(env, record) };
@@ -53,14 +53,14 @@ export async function setSecret(env: SecretsEnv, ctx: CallContext, caller: Calle
   const value = validate.value(request.value);
   requireRole(await resolveAccess(env, ctx, workspaceId), Role.WRITE);
   for (let attempt = 0; attempt < SET_ATTEMPTS; attempt += 1) {
-    const { record, dataKey } = await currentKey(env, workspaceId);
+    const { record, dataKey } = await currentKey(env, ctx.signal, workspaceId);
     let sealed;
     try {
       sealed = seal(dataKey, workspaceId, key, value);
     } finally {
       dataKey.fill(0);
     }
-    const stored = await env.store.putSecret({
+    const stored = await env.store.putSecret(ctx.signal, {
       workspaceId,
       key,
       generation: record.generation,
@@ -87,7 +87,7 @@ export async function setSecret(env: SecretsEnv, ctx: CallContext, caller: Calle
 export async function getSecret(env: SecretsEnv, ctx: CallContext, _caller: Caller, request: secretsv1.GetSecretRequest) {
   const workspaceId = validate.workspaceId(request.workspaceId);
   const key = validate.key(request.key);
-  const reading = env.store.getSecret(workspaceId, key);
+  const reading = env.store.getSecret(ctx.signal, workspaceId, key);
   // Kept from surfacing as an unhandled rejection should the access check fail first.
   reading.catch(() => undefined);
   await resolveAccess(env, ctx, workspaceId);
@@ -108,7 +108,7 @@ export async function getSecret(env: SecretsEnv, ctx: CallContext, _caller: Call
 /** Any role: keys and timestamps, ordered by key, never values. */
 export async function listSecrets(env: SecretsEnv, ctx: CallContext, _caller: Caller, request: secretsv1.ListSecretsRequest) {
   const workspaceId = validate.workspaceId(request.workspaceId);
-  const listing = env.store.listSecrets(workspaceId);
+  const listing = env.store.listSecrets(ctx.signal, workspaceId);
   listing.catch(() => undefined);
   await resolveAccess(env, ctx, workspaceId);
   return { secrets: (await listing).map(secretInfo) };
@@ -119,6 +119,6 @@ export async function deleteSecret(env: SecretsEnv, ctx: CallContext, caller: Ca
   const workspaceId = validate.workspaceId(request.workspaceId);
   const key = validate.key(request.key);
   requireRole(await resolveAccess(env, ctx, workspaceId), Role.WRITE);
-  if (!(await env.store.deleteSecret(workspaceId, key, caller.agentId))) throw HubError.notFound('Secret not found');
+  if (!(await env.store.deleteSecret(ctx.signal, workspaceId, key, caller.agentId))) throw HubError.notFound('Secret not found');
   return { workspaceId, key };
 }

@@ -1,5 +1,5 @@
 import { secretsv1 } from '@agenthub/proto';
-import { callerOf, type Db, type ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, HubError, Reason, type Db, type ServiceHandlers } from '@agenthub/runtime';
 import { DEFAULT_LIMITS, type SecretsEnv, type SecretsLimits, type WorkspaceClient } from './access.js';
 import type { KeyWrapper } from './keys.js';
 import { deleteWorkspaceSecrets, rotateKek, rotateWorkspaceKey } from './rotation.js';
@@ -28,5 +28,12 @@ export function createSecretsHandlers(deps: {
     rotateWorkspaceKey: async (request, ctx) => rotateWorkspaceKey(env, ctx, request),
     rotateKek: async (_request, ctx) => rotateKek(env, ctx),
     deleteWorkspaceSecrets: async (request, ctx) => deleteWorkspaceSecrets(env, ctx, request),
+    getWorkspacesUsage: async (request, ctx) => {
+      if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
+      const ids = request.workspaceIds;
+      const counts = await env.store.secretCounts(ctx.signal, ids);
+      const limit = BigInt(env.limits.maxSecretsPerWorkspace);
+      return { usage: ids.map((id) => ({ quota: 'secrets_per_workspace', scope: id, used: BigInt(counts.get(id) ?? 0), limit })) };
+    },
   };
 }

@@ -71,23 +71,34 @@ const KEY_COLUMNS = 'workspace_id, generation, kek_version, wrapped_key, created
 export class SecretsStore {
   constructor(readonly db: Db) {}
 
-  async getKey(workspaceId: string, tx: Queryable = this.db): Promise<KeyRecord | undefined> {
-    const { rows } = await tx.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM workspace_keys WHERE workspace_id = $1`, [workspaceId]);
+  /** Secrets per workspace, for those of `workspaceIds` holding any. */
+  async secretCounts(signal: AbortSignal, workspaceIds: readonly string[]): Promise<Map<string, number>> {
+    const { rows } = await this.db.query<{ workspace_id: string; n: number }>(
+      'SELECT workspace_id, count(*)::int AS n FROM secrets WHERE workspace_id = ANY($1::text[]) GROUP BY workspace_id',
+      [workspaceIds],
+      signal,
+    );
+    return new Map(rows.map((r) => [r.workspace_id, r.n]));
+  }
+
+  async getKey(signal: AbortSignal, workspaceId: string, tx: Queryable = this.db): Promise<KeyRecord | undefined> {
+    const { rows } = await tx.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM workspace_keys WHERE workspace_id = $1`, [workspaceId], signal);
     return rows[0] && toKey(rows[0]);
   }
 
   /** Inserts the workspace's first data key; undefined when another call inserted one first. */
-  async insertKey(workspaceId: string, wrapped: WrappedKey, now: number): Promise<KeyRecord | undefined> {
+  async insertKey(signal: AbortSignal, workspaceId: string, wrapped: WrappedKey, now: number): Promise<KeyRecord | undefined> {
     const { rows } = await this.db.query<KeyRow>(
       `INSERT INTO workspace_keys (${KEY_COLUMNS}) VALUES ($1, 1, $2, $3, $4, $4)
        ON CONFLICT (workspace_id) DO NOTHING RETURNING ${KEY_COLUMNS}`,
       [workspaceId, wrapped.kekVersion, wrapped.wrapped, now],
+      signal,
     );
     return rows[0] && toKey(rows[0]);
   }
 
   /** One secret and its workspace's data key, read in one statement (one consistent snapshot). */
-  async getSecret(workspaceId: string, key: string): Promise<{ secret: SealedSecretRecord; dataKey: KeyRecord } | undefined> {
+  async getSecret(signal: AbortSignal, workspaceId: string, key: string): Promise<{ secret: SealedSecretRecord; dataKey: KeyRecord } | undefined> {
     const { rows } = await this.db.query<SecretRow & KeyRow>(
       `SELECT s.key, s.key_generation, s.nonce, s.ciphertext, s.created_at, s.updated_at,
               k.workspace_id, k.generation, k.kek_version, k.wrapped_key,
@@ -95,6 +106,7 @@ export class SecretsStore {
          FROM secrets s JOIN workspace_keys k ON k.workspace_id = s.workspace_id
         WHERE s.workspace_id = $1 AND s.key = $2`,
       [workspaceId, key],
+      signal,
     );
     const row = rows[0] as (SecretRow & KeyRow & { key_created_at: number }) | undefined;
     if (!row) return undefined;
@@ -102,10 +114,11 @@ export class SecretsStore {
   }
 
   /** Keys and timestamps, ordered by key; no ciphertext is read. */
-  async listSecrets(workspaceId: string): Promise<SecretInfoRecord[]> {
+  async listSecrets(signal: AbortSignal, workspaceId: string): Promise<SecretInfoRecord[]> {
     const { rows } = await this.db.query<{ key: string; created_at: number; updated_at: number }>(
       'SELECT key, created_at, updated_at FROM secrets WHERE workspace_id = $1 ORDER BY key',
       [workspaceId],
+      signal,
     );
     return rows.map((row) => ({ key: row.key, createdAt: row.created_at, updatedAt: row.updated_at }));
   }
@@ -115,7 +128,7 @@ export class SecretsStore {
    * `stale` when the workspace key was rotated (or destroyed: `gone`) since the caller read it,
    * so the caller seals again; `limited` when creating it would exceed `maxSecrets`.
    */
-  async putSecret(input: {
+  async putSecret(signal: AbortSignal, input: {
     workspaceId: string;
     key: string;
     generation: number;
@@ -160,14 +173,14 @@ export class SecretsStore {
         secret: { key: input.key, createdAt: row.created_at, updatedAt: row.updated_at },
         created: row.created,
       };
-    }).catch((err: unknown) => {
+    }, signal).catch((err: unknown) => {
       if (err instanceof LimitReached) return { status: 'limited' as const };
       throw err;
     });
   }
 
   /** Deletes one secret with its event; false when there was none. */
-  async deleteSecret(workspaceId: string, key: string, agentId: string): Promise<boolean> {
+  async deleteSecret(signal: AbortSignal, workspaceId: string, key: string, agentId: string): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const { rowCount } = await tx.query('DELETE FROM secrets WHERE workspace_id = $1 AND key = $2', [workspaceId, key]);
       if (rowCount === 0) return false;
@@ -178,16 +191,16 @@ export class SecretsStore {
         data: { workspace_id: workspaceId, key, deleted_by: agentId },
       });
       return true;
-    });
+    }, signal);
   }
 
   /** Destroys the workspace's data key and, by cascade, its ciphertexts. */
-  async destroyWorkspace(workspaceId: string): Promise<{ destroyed: boolean; secretsDeleted: number }> {
+  async destroyWorkspace(signal: AbortSignal, workspaceId: string): Promise<{ destroyed: boolean; secretsDeleted: number }> {
     return this.db.transaction(async (tx) => {
       const secrets = await tx.query('DELETE FROM secrets WHERE workspace_id = $1', [workspaceId]);
       const keys = await tx.query('DELETE FROM workspace_keys WHERE workspace_id = $1', [workspaceId]);
       return { destroyed: keys.rowCount > 0, secretsDeleted: secrets.rowCount };
-    });
+    }, signal);
   }
 
   /**
@@ -196,6 +209,7 @@ export class SecretsStore {
    * value, and returns the new wrapped key and the values sealed again; throwing leaves all as it was.
    */
   async rotateWorkspaceKey(
+    signal: AbortSignal,
     workspaceId: string,
     reseal: (current: KeyRecord, secrets: SealedSecretRecord[]) => Promise<{ wrapped: WrappedKey; resealed: Map<string, Sealed> }>,
     now: number,
@@ -221,7 +235,7 @@ export class SecretsStore {
         [workspaceId, generation, wrapped.kekVersion, wrapped.wrapped, now],
       );
       return { generation, resealed: resealed.size };
-    });
+    }, signal);
   }
 
   /**
@@ -232,6 +246,7 @@ export class SecretsStore {
    * no key was left.
    */
   async rewrapBatch(
+    signal: AbortSignal,
     kekVersion: string,
     afterId: string,
     limit: number,
@@ -263,12 +278,14 @@ export class SecretsStore {
         rewrapped += 1;
       }
       return { lastId: rows.at(-1)?.workspace_id, rewrapped, failed };
-    });
+    }, signal);
   }
 
-  async countKeys(): Promise<{ total: number; byVersion: Record<string, number> }> {
+  async countKeys(signal: AbortSignal): Promise<{ total: number; byVersion: Record<string, number> }> {
     const { rows } = await this.db.query<{ kek_version: string; count: number }>(
       'SELECT kek_version, count(*)::int AS count FROM workspace_keys GROUP BY kek_version',
+      [],
+      signal,
     );
     const byVersion = Object.fromEntries(rows.map((r) => [r.kek_version, r.count]));
     return { total: rows.reduce((sum, r) => sum + r.count, 0), byVersion };

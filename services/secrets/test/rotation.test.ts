@@ -194,6 +194,9 @@ describe.each(backends().map((b) => [b.name, b] as const))('rotation (%s)', (_na
     expect(await stack.secrets.rotateWorkspaceKey({ workspaceId }, operator)).toMatchObject({ generation: 3, resealed: 3 });
     const empty = await stack.workspaceWith(owner);
     expect(await stack.secrets.rotateWorkspaceKey({ workspaceId: empty }, owner.as)).toMatchObject({ generation: 0, resealed: 0 });
+    expect(await stack.secrets.rotateWorkspaceKey({ workspaceId: empty }, operator)).toMatchObject({ generation: 0, resealed: 0 });
+    // A workspace that does not exist is refused, for the operator too (`agenthub secrets rotate-key` exits 1).
+    expect(await failure(stack.secrets.rotateWorkspaceKey({ workspaceId: 'ws_doesnotexist' }, operator))).toEqual({ reason: Reason.NOT_FOUND, message: 'Workspace not found', field: '' });
     // The old ciphertexts do not open under the new key.
     await stack.db.query(
       'UPDATE secrets SET nonce = decode($3, \'hex\'), ciphertext = decode($4, \'hex\') WHERE workspace_id = $1 AND key = $2',

@@ -1,5 +1,5 @@
 import { identityv1, workspacev1 } from '@agenthub/proto';
-import { HubError, type CallContext, type Caller, type Client } from '@agenthub/runtime';
+import { HubError, type CallContext, type Caller, type Client, type QuotaOverrides } from '@agenthub/runtime';
 import type { WorkspaceQuotas } from './quotas.js';
 import type { MemberRecord, WorkspaceRecord, WorkspaceStore } from './store.js';
 
@@ -7,13 +7,15 @@ const { Role } = workspacev1;
 type Role = workspacev1.Role;
 
 /** The part of the identity service this one calls: agent look-ups and grant checks. */
-export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant'>;
+export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant' | 'getTenantLimits'>;
 
 /** What the domain modules work with. */
 export interface WorkspaceEnv {
   store: WorkspaceStore;
   identity: IdentityClient;
   quotas: WorkspaceQuotas;
+  /** Tenants' overrides of the quotas set per tenant (`members_per_workspace`). */
+  overrides: QuotaOverrides;
 }
 
 /** The agent a call acts for. */
@@ -45,7 +47,7 @@ export async function membershipCounts(env: WorkspaceEnv, ctx: CallContext, work
  * membership has no approved grant behind it. Tenant trust alone gives no access.
  */
 export async function resolveAccess(env: WorkspaceEnv, ctx: CallContext, caller: Caller, workspaceId: string, options: { countMembers?: boolean } = {}): Promise<Access> {
-  const found = await env.store.getWorkspaceWithMember(workspaceId, caller.agentId, options);
+  const found = await env.store.getWorkspaceWithMember(ctx.signal, workspaceId, caller.agentId, options);
   if (!found) throw HubError.notFound();
   const { workspace, member, memberCount } = found;
   if (!member || !(await membershipCounts(env, ctx, workspace, member))) throw HubError.accessDenied();

@@ -4,6 +4,7 @@ import { requireRole, resolveAccess, type WorkspaceEnv } from './access.js';
 import type { MemberRecord } from './store.js';
 import * as validate from './validate.js';
 import { memberAdded, memberRemoved } from './events.js';
+import { membersQuotaExceeded } from './quotas.js';
 
 const { Role } = workspacev1;
 
@@ -49,7 +50,8 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     const grant = await env.identity.checkGrant({ agentId: caller.agentId, otherAgentId: agentId }, { parent: ctx });
     if (!grant.approved) throw HubError.grantRequired();
   }
-  const stored = await env.store.upsertMember({
+  const maxMembers = await env.overrides.limit(access.workspace.ownerTenantId, 'members_per_workspace', env.quotas.membersPerWorkspace, ctx);
+  const stored = await env.store.upsertMember(ctx.signal, {
     workspaceId,
     agentId,
     agentName: agent?.name ?? '',
@@ -57,8 +59,9 @@ export async function addMember(env: WorkspaceEnv, ctx: CallContext, caller: Cal
     role,
     addedBy: caller.agentId,
     addedAt: Date.now(),
-  }, memberAdded, { rebase: crossTenant });
+  }, memberAdded, { rebase: crossTenant, maxMembers });
   if (!stored) throw HubError.notFound();
+  if (stored === 'full') throw membersQuotaExceeded(maxMembers);
   return { member: memberMessage(stored.member), created: stored.created };
 }
 
@@ -69,13 +72,13 @@ export async function removeMember(env: WorkspaceEnv, ctx: CallContext, caller: 
   const access = await resolveAccess(env, ctx, caller, workspaceId);
   requireRole(access, Role.ADMIN);
   if (agentId === access.workspace.ownerAgentId) throw HubError.invalidOperation('Cannot remove workspace owner');
-  if (!(await env.store.removeMember(workspaceId, agentId, memberRemoved(workspaceId, agentId, caller.agentId)))) throw HubError.notFound('Member not found');
+  if (!(await env.store.removeMember(ctx.signal, workspaceId, agentId, memberRemoved(workspaceId, agentId, caller.agentId)))) throw HubError.notFound('Member not found');
   return { workspaceId, agentId };
 }
 
 /** Any member; ordered by added_at, then agent_id. Members whose grant lapsed are listed too. */
 export async function listMembers(env: WorkspaceEnv, ctx: CallContext, caller: Caller, request: workspacev1.ListMembersRequest) {
   const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
-  const members = await env.store.listMembers(access.workspace.id);
+  const members = await env.store.listMembers(ctx.signal, access.workspace.id);
   return { members: members.map(memberMessage) };
 }

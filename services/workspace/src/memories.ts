@@ -107,7 +107,7 @@ async function mergeDuplicate(
   // Same content, so the vector of the caller's type is valid whatever happens meanwhile.
   const vector = retype ? await embedOne(env, ctx, documentText(said.type!, twin.content)) : undefined;
   const merged = await env.db.transaction(async (tx) => {
-    const locked = await memorySql.get(tx, twin.workspaceId, twin.id, { lock: true });
+    const locked = await memorySql.get(tx, ctx.signal, twin.workspaceId, twin.id, { lock: true });
     const type = said.type ?? locked?.type;
     if (!locked || (type !== locked.type && !vector)) throw new HubError(Reason.UNAVAILABLE, 'The memory changed while it was stored; retry');
     const tags = mergedTags(locked.tags, said.tags);
@@ -120,7 +120,7 @@ async function mergeDuplicate(
       updatedAt: Date.now(),
       updatedBy: caller.agentId,
     };
-    await memorySql.update(tx, next, sha256Hex(locked.content));
+    await memorySql.update(tx, ctx.signal, next, sha256Hex(locked.content));
     await memoryEvent(tx, 'updated', next, caller.agentId);
     if (type !== locked.type) {
       await env.vectors.delete(next.workspaceId, [next.id], { tx, signal: ctx.signal });
@@ -129,7 +129,7 @@ async function mergeDuplicate(
       await env.vectors.setTags(next.workspaceId, next.id, next.tags, { tx, signal: ctx.signal });
     }
     return next;
-  });
+  }, ctx.signal);
   return merged ? { memory: memoryMessage(merged), duplicate: true, updated: true } : { memory: memoryMessage(twin), duplicate: true, updated: false };
 }
 
@@ -144,7 +144,7 @@ export async function storeMemory(env: MemoryEnv, ctx: CallContext, caller: Call
   const said = { type: request.type === '' ? undefined : type, tags };
 
   const sha = sha256Hex(content);
-  const existing = await memorySql.byContent(env.db, workspaceId, sha);
+  const existing = await memorySql.byContent(env.db, ctx.signal, workspaceId, sha);
   if (existing) return mergeDuplicate(env, ctx, caller, existing, said);
 
   const vector = await embedOne(env, ctx, documentText(type, content));
@@ -163,18 +163,18 @@ export async function storeMemory(env: MemoryEnv, ctx: CallContext, caller: Call
   };
   const stored = await env.db
     .transaction(async (tx) => {
-      const usage = await memorySql.usageLocked(tx, workspaceId);
+      const usage = await memorySql.usageLocked(tx, ctx.signal, workspaceId);
       if (usage.count >= env.quotas.memoriesPerWorkspace) throw memoriesQuotaExceeded('memories_per_workspace', env.quotas.memoriesPerWorkspace);
       if (usage.bytes + Buffer.byteLength(content) > env.quotas.memoryBytesPerWorkspace) {
         throw memoriesQuotaExceeded('memory_bytes_per_workspace', env.quotas.memoryBytesPerWorkspace);
       }
       // The foreign key holds the workspace against a concurrent delete until this commits.
-      if (!(await memorySql.insert(tx, memory, sha))) return false;
+      if (!(await memorySql.insert(tx, ctx.signal, memory, sha))) return false;
       await memoryEvent(tx, 'stored', memory, caller.agentId);
       // Last, so that a failing vector write rolls the memory back with it.
       await env.vectors.upsert([point(memory, vector)], { tx, signal: ctx.signal });
       return true;
-    })
+    }, ctx.signal)
     .catch((err: unknown) => {
       // The workspace was deleted since the access check.
       if ((err as { code?: unknown })?.code === FOREIGN_KEY_VIOLATION) throw HubError.notFound();
@@ -182,7 +182,7 @@ export async function storeMemory(env: MemoryEnv, ctx: CallContext, caller: Call
     });
   if (stored) return { memory: memoryMessage(memory), duplicate: false, updated: false };
   // A concurrent store of the same content won the race.
-  const twin = await memorySql.byContent(env.db, workspaceId, sha);
+  const twin = await memorySql.byContent(env.db, ctx.signal, workspaceId, sha);
   if (!twin) throw new HubError(Reason.UNAVAILABLE, 'The memory changed while it was stored; retry');
   return mergeDuplicate(env, ctx, caller, twin, said);
 }
@@ -204,7 +204,7 @@ async function search(
   const vector = await embedOne(env, ctx, query);
   const model = env.embedder.modelId;
   const hits = await env.vectors.search({ workspaceId, model, vector, limit, threshold, ...(filter ? { filter } : {}) }, { signal: ctx.signal });
-  const records = await memorySql.many(env.db, workspaceId, hits.map((hit) => hit.id));
+  const records = await memorySql.many(env.db, ctx.signal, workspaceId, hits.map((hit) => hit.id));
   return hits.flatMap((hit) => {
     const memory = records.get(hit.id);
     if (!memory || memory.model !== model || !matches(filter, memory.type, memory.tags, memory.createdAt)) return [];
@@ -233,19 +233,19 @@ export async function updateMemory(env: MemoryEnv, ctx: CallContext, caller: Cal
   if (content === undefined && tags === undefined) throw HubError.invalidParams('content', 'or tags is required');
   requireRole(await resolveAccess(env, ctx, caller, workspaceId), Role.WRITE);
 
-  const current = await memorySql.get(env.db, workspaceId, id);
+  const current = await memorySql.get(env.db, ctx.signal, workspaceId, id);
   if (!current) throw HubError.notFound('Memory not found');
   const changed = content !== undefined && content !== current.content;
   const sha = sha256Hex(content ?? current.content);
   let vector: Float32Array | undefined;
   if (changed) {
-    const twin = await memorySql.byContent(env.db, workspaceId, sha);
+    const twin = await memorySql.byContent(env.db, ctx.signal, workspaceId, sha);
     if (twin && twin.id !== id) throw HubError.invalidOperation(`Another memory of this workspace has this content: ${twin.id}`);
     vector = await embedOne(env, ctx, documentText(current.type, content));
   }
   try {
     const memory = await env.db.transaction(async (tx) => {
-      const locked = await memorySql.get(tx, workspaceId, id, { lock: true });
+      const locked = await memorySql.get(tx, ctx.signal, workspaceId, id, { lock: true });
       if (!locked) throw HubError.notFound('Memory not found');
       const next: MemoryRecord = {
         ...locked,
@@ -255,7 +255,7 @@ export async function updateMemory(env: MemoryEnv, ctx: CallContext, caller: Cal
         updatedAt: Date.now(),
         updatedBy: caller.agentId,
       };
-      await memorySql.update(tx, next, vector ? sha : sha256Hex(locked.content));
+      await memorySql.update(tx, ctx.signal, next, vector ? sha : sha256Hex(locked.content));
       await memoryEvent(tx, 'updated', next, caller.agentId);
       if (vector) {
         // The old vector may be another model's: drop every one, then add the new.
@@ -265,7 +265,7 @@ export async function updateMemory(env: MemoryEnv, ctx: CallContext, caller: Cal
         await env.vectors.setTags(workspaceId, id, next.tags, { tx, signal: ctx.signal });
       }
       return next;
-    });
+    }, ctx.signal);
     return { memory: memoryMessage(memory), reembedded: changed };
   } catch (err) {
     if (isUniqueViolation(err)) throw HubError.invalidOperation('Another memory of this workspace has this content');
@@ -291,7 +291,7 @@ export async function forgetMemories(env: MemoryEnv, ctx: CallContext, caller: C
 
   let chosen: { memory: MemoryRecord; score?: number }[];
   if (byId) {
-    const memory = await memorySql.get(env.db, workspaceId, byId);
+    const memory = await memorySql.get(env.db, ctx.signal, workspaceId, byId);
     if (!memory) throw HubError.notFound('Memory not found');
     chosen = [{ memory }];
   } else {
@@ -301,11 +301,11 @@ export async function forgetMemories(env: MemoryEnv, ctx: CallContext, caller: C
 
   const scores = new Map(chosen.map(({ memory, score }) => [memory.id, score]));
   const deleted = await env.db.transaction(async (tx) => {
-    const gone = await memorySql.delete(tx, workspaceId, [...scores.keys()]);
+    const gone = await memorySql.delete(tx, ctx.signal, workspaceId, [...scores.keys()]);
     for (const memory of gone) await memoryEvent(tx, 'deleted', memory, caller.agentId);
     await env.vectors.delete(workspaceId, gone.map((m) => m.id), { tx, signal: ctx.signal });
     return gone;
-  });
+  }, ctx.signal);
   if (byId && deleted.length === 0) throw HubError.notFound('Memory not found');
   // In the order they were chosen (best first for a query).
   const order = [...scores.keys()];
@@ -320,7 +320,7 @@ export async function listMemories(env: MemoryEnv, ctx: CallContext, caller: Cal
   const offset = params.offset(request.offset);
   const filter = params.filter(request.filter);
   await resolveAccess(env, ctx, caller, workspaceId);
-  const page = await memorySql.list(env.db, workspaceId, filter, limit, offset);
+  const page = await memorySql.list(env.db, ctx.signal, workspaceId, filter, limit, offset);
   return { memories: page.memories.map((m) => memoryMessage(m)), total: page.total, limit, offset };
 }
 
@@ -341,26 +341,26 @@ export async function reembedWorkspace(env: MemoryEnv, ctx: CallContext, request
   if (request.model !== '' && request.model !== model) {
     throw HubError.invalidParams('model', `must be the configured embedding model (${model})`);
   }
-  if (!(await env.store.getWorkspace(workspaceId))) throw HubError.notFound();
-  const before = await memorySql.models(env.db, workspaceId);
+  if (!(await env.store.getWorkspace(ctx.signal, workspaceId))) throw HubError.notFound();
+  const before = await memorySql.models(env.db, ctx.signal, workspaceId);
   const now = Date.now();
   const stopAt = Math.min(now + REEMBED_BUDGET_MS, ctx.deadline ? ctx.deadline.getTime() - 2_000 : Infinity);
   let reembedded = 0;
   while (Date.now() < stopAt) {
-    const batch = await memorySql.staleBatch(env.db, workspaceId, model, REEMBED_BATCH);
+    const batch = await memorySql.staleBatch(env.db, ctx.signal, workspaceId, model, REEMBED_BATCH);
     if (batch.length === 0) break;
     const vectors = await env.embedder.embed(batch.map((m) => documentText(m.type, m.content)), ctx.signal);
     await env.db.transaction(async (tx) => {
       for (const [i, memory] of batch.entries()) {
         // Skipped when an update changed the content meanwhile: that update embedded it anew.
-        if (await memorySql.setModel(tx, workspaceId, memory.id, model, sha256Hex(memory.content))) {
+        if (await memorySql.setModel(tx, ctx.signal, workspaceId, memory.id, model, sha256Hex(memory.content))) {
           await env.vectors.upsert([point({ ...memory, model }, vectors[i]!)], { tx, signal: ctx.signal });
           reembedded += 1;
         }
       }
-    });
+    }, ctx.signal);
   }
-  const remaining = await memorySql.countStale(env.db, workspaceId, model);
+  const remaining = await memorySql.countStale(env.db, ctx.signal, workspaceId, model);
   let droppedModels: string[] = [];
   if (remaining === 0) {
     await env.vectors.deleteWorkspace(workspaceId, { keepModel: model, signal: ctx.signal });

@@ -7,6 +7,8 @@ export interface WorkspaceQuotas {
   memoriesPerWorkspace: number;
   /** Bytes of memory content (UTF-8) one workspace holds. */
   memoryBytesPerWorkspace: number;
+  /** Members of one workspace, its owner included; overridable per tenant (the owner's). */
+  membersPerWorkspace: number;
 }
 
 /** The defaults of HUB_QUOTA_*, for services started without a configuration (tests). */
@@ -14,6 +16,7 @@ export const DEFAULT_WORKSPACE_QUOTAS: WorkspaceQuotas = {
   workspacesPerTenant: 1_000,
   memoriesPerWorkspace: 100_000,
   memoryBytesPerWorkspace: 256 * 1024 * 1024,
+  membersPerWorkspace: 1_000,
 };
 
 export function workspaceQuotas(config: HubConfig): WorkspaceQuotas {
@@ -21,11 +24,16 @@ export function workspaceQuotas(config: HubConfig): WorkspaceQuotas {
     workspacesPerTenant: config.HUB_QUOTA_WORKSPACES_PER_TENANT,
     memoriesPerWorkspace: config.HUB_QUOTA_MEMORIES_PER_WORKSPACE,
     memoryBytesPerWorkspace: config.HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE,
+    membersPerWorkspace: config.HUB_QUOTA_MEMBERS_PER_WORKSPACE,
   };
 }
 
 export function workspacesQuotaExceeded(max: number): HubError {
   return HubError.quotaExceeded('workspaces_per_tenant', `Quota exceeded: a tenant owns at most ${max} workspaces; delete one first`);
+}
+
+export function membersQuotaExceeded(max: number): HubError {
+  return HubError.quotaExceeded('members_per_workspace', `Quota exceeded: a workspace has at most ${max} members; remove one first`);
 }
 
 export function memoriesQuotaExceeded(quota: 'memories_per_workspace' | 'memory_bytes_per_workspace', max: number): HubError {
@@ -36,8 +44,9 @@ export function memoriesQuotaExceeded(quota: 'memories_per_workspace' | 'memory_
 /** Operator only: the tenant's workspaces against their quota, and each one's memories against theirs. */
 export async function tenantUsage(env: WorkspaceEnv, ctx: CallContext, tenantId: string) {
   if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.PERMISSION_REQUIRED, 'Operator access required');
-  const rows = await env.store.tenantUsage(tenantId);
+  const rows = await env.store.tenantUsage(ctx.signal, tenantId);
   const q = env.quotas;
+  const maxMembers = await env.overrides.limit(tenantId, 'members_per_workspace', q.membersPerWorkspace, ctx);
   const usage = (quota: string, scope: string, used: number, limit: number) => ({ quota, scope, used: BigInt(used), limit: BigInt(limit) });
   return {
     usage: [
@@ -45,6 +54,7 @@ export async function tenantUsage(env: WorkspaceEnv, ctx: CallContext, tenantId:
       ...rows.flatMap((r) => [
         usage('memories_per_workspace', r.id, r.memories, q.memoriesPerWorkspace),
         usage('memory_bytes_per_workspace', r.id, Number(r.bytes), q.memoryBytesPerWorkspace),
+        usage('members_per_workspace', r.id, r.members, maxMembers),
       ]),
     ],
   };

@@ -1,5 +1,5 @@
 import { workspacev1 } from '@agenthub/proto';
-import { callerOf, HubError, Reason, type CallContext, type Caller, type Db, type ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, HubError, QuotaOverrides, Reason, type CallContext, type Caller, type Db, type ServiceHandlers } from '@agenthub/runtime';
 import { resolveAccess, type IdentityClient, type WorkspaceEnv } from './access.js';
 import type { Embedder } from './embedder.js';
 import { forgetMemories, listMemories, queryMemories, reembedWorkspace, storeMemory, updateMemory, type MemoryEnv } from './memories.js';
@@ -38,6 +38,7 @@ export function createWorkspaceHandlers(deps: {
     vectors: deps.vectors,
     afterDelete: deps.afterDelete,
     quotas: deps.quotas ?? DEFAULT_WORKSPACE_QUOTAS,
+    overrides: new QuotaOverrides(async (tenantId, signal) => (await deps.identity.getTenantLimits({ tenantId }, { principal: { kind: 'operator' }, signal })).limits?.quotas ?? {}),
   };
   const memory = (): MemoryEnv => {
     if (!deps.embedder || !deps.vectors) throw new HubError(Reason.UNAVAILABLE, 'Memories are not configured on this server');
@@ -58,6 +59,12 @@ export function createWorkspaceHandlers(deps: {
       return { types: MEMORY_TYPES.map(({ type, description }) => ({ type, description })) };
     },
     resolveAccess: async (request, ctx) => {
+      // The operator administers every workspace that exists (the secrets service rotating one
+      // for `agenthub secrets rotate-key` learns that an unknown id is NOT_FOUND).
+      if (!request.agentId && ctx.principal?.kind === 'operator') {
+        if (!(await env.store.getWorkspace(ctx.signal, validate.workspaceId(request.workspaceId)))) throw HubError.notFound();
+        return { role: workspacev1.Role.ADMIN, owner: false };
+      }
       const access = await resolveAccess(env, ctx, accessSubject(ctx, request.agentId), validate.workspaceId(request.workspaceId));
       return { role: access.role, owner: access.owner };
     },

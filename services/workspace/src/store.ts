@@ -98,7 +98,7 @@ export class WorkspaceStore {
 
   /** Inserts the workspace and its owner's admin membership together, with `event`. */
   /** False, and nothing written, when the owner's tenant already owns `maxPerTenant` workspaces. */
-  async createWorkspace(workspace: WorkspaceRecord, owner: MemberRecord, event: OutboxEvent, maxPerTenant: number): Promise<boolean> {
+  async createWorkspace(signal: AbortSignal, workspace: WorkspaceRecord, owner: MemberRecord, event: OutboxEvent, maxPerTenant: number): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       // Serialises creations in one tenant so two concurrent calls cannot both pass the count.
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`workspaces:${workspace.ownerTenantId}`]);
@@ -112,32 +112,34 @@ export class WorkspaceStore {
       await tx.query(`INSERT INTO members (${MEMBER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, memberValues(owner));
       await appendEvent(tx, event);
       return true;
-    });
+    }, signal);
   }
 
   /** Each workspace the tenant owns, with its memories and their content's bytes. */
-  async tenantUsage(tenantId: string): Promise<{ id: string; memories: number; bytes: string | number }[]> {
-    const { rows } = await this.db.query<{ id: string; memories: number; bytes: string | number }>(
-      `SELECT w.id, count(m.id)::int AS memories, coalesce(sum(octet_length(m.content)), 0)::bigint AS bytes
+  async tenantUsage(signal: AbortSignal, tenantId: string): Promise<{ id: string; memories: number; bytes: string | number; members: number }[]> {
+    const { rows } = await this.db.query<{ id: string; memories: number; bytes: string | number; members: number }>(
+      `SELECT w.id, count(m.id)::int AS memories, coalesce(sum(octet_length(m.content)), 0)::bigint AS bytes,
+              (SELECT count(*)::int FROM members mb WHERE mb.workspace_id = w.id) AS members
          FROM workspaces w LEFT JOIN memories m ON m.workspace_id = w.id
         WHERE w.owner_tenant_id = $1 GROUP BY w.id ORDER BY w.id`,
       [tenantId],
+      signal,
     );
     return rows;
   }
 
-  async getWorkspace(id: string): Promise<WorkspaceRecord | undefined> {
-    const { rows } = await this.db.query<WorkspaceRow>('SELECT * FROM workspaces WHERE id = $1', [id]);
+  async getWorkspace(signal: AbortSignal, id: string): Promise<WorkspaceRecord | undefined> {
+    const { rows } = await this.db.query<WorkspaceRow>('SELECT * FROM workspaces WHERE id = $1', [id], signal);
     return rows[0] && toWorkspace(rows[0]);
   }
 
   /** Deletes the workspace and, by cascade, its members; false when it was already gone. */
-  async deleteWorkspace(id: string, event: OutboxEvent): Promise<boolean> {
+  async deleteWorkspace(signal: AbortSignal, id: string, event: OutboxEvent): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const { rowCount } = await tx.query('DELETE FROM workspaces WHERE id = $1', [id]);
       if (rowCount > 0) await appendEvent(tx, event);
       return rowCount > 0;
-    });
+    }, signal);
   }
 
   /**
@@ -146,6 +148,7 @@ export class WorkspaceStore {
    * the member count to the same statement (one round trip for `GetWorkspace`).
    */
   async getWorkspaceWithMember(
+    signal: AbortSignal,
     workspaceId: string,
     agentId: string,
     options: { countMembers?: boolean } = {},
@@ -158,6 +161,7 @@ export class WorkspaceStore {
          FROM workspaces w LEFT JOIN members m ON m.workspace_id = w.id AND m.agent_id = $2
         WHERE w.id = $1`,
       [workspaceId, agentId],
+      signal,
     );
     const row = rows[0];
     if (!row) return undefined;
@@ -176,16 +180,17 @@ export class WorkspaceStore {
   }
 
   /** Members ordered by added_at, then agent_id. */
-  async listMembers(workspaceId: string): Promise<MemberRecord[]> {
+  async listMembers(signal: AbortSignal, workspaceId: string): Promise<MemberRecord[]> {
     const { rows } = await this.db.query<MemberRow>(
       `SELECT ${MEMBER_COLUMNS} FROM members WHERE workspace_id = $1 ORDER BY added_at, agent_id`,
       [workspaceId],
+      signal,
     );
     return rows.map(toMember);
   }
 
   /** Every membership of the agent with its workspace, ordered by workspace created_at, then id. */
-  async listMemberships(agentId: string): Promise<MembershipRecord[]> {
+  async listMemberships(signal: AbortSignal, agentId: string): Promise<MembershipRecord[]> {
     const { rows } = await this.db.query<WorkspaceRow & MemberRow>(
       `SELECT w.id, w.name, w.description, w.owner_agent_id, w.owner_tenant_id, w.created_at,
               m.workspace_id, m.agent_id, m.agent_name, m.tenant_id, m.role, m.added_by, m.added_at
@@ -193,6 +198,7 @@ export class WorkspaceStore {
         WHERE m.agent_id = $1
         ORDER BY w.created_at, w.id`,
       [agentId],
+      signal,
     );
     return rows.map((row) => ({ workspace: toWorkspace(row), member: toMember(row) }));
   }
@@ -205,14 +211,25 @@ export class WorkspaceStore {
    * announces nothing).
    */
   async upsertMember(
+    signal: AbortSignal,
     member: MemberRecord,
     onCreated: (stored: MemberRecord) => OutboxEvent,
-    options: { rebase?: boolean } = {},
-  ): Promise<{ member: MemberRecord; created: boolean } | undefined> {
+    options: { rebase?: boolean; maxMembers?: number } = {},
+  ): Promise<{ member: MemberRecord; created: boolean } | 'full' | undefined> {
     return this.db.transaction(async (tx) => {
-      // Holding the workspace row keeps a concurrent delete from slipping in between.
-      const workspace = await tx.query('SELECT id FROM workspaces WHERE id = $1 FOR SHARE', [member.workspaceId]);
+      // Holding the workspace row keeps a concurrent delete from slipping in between, and
+      // concurrent adds from all passing the members quota (they take turns).
+      const workspace = await tx.query('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [member.workspaceId]);
       if (workspace.rows.length === 0) return undefined;
+      if (options.maxMembers !== undefined) {
+        // Counting stops at the quota; a member already in (a role change) needs no room.
+        const { rows: counted } = await tx.query<{ n: number; present: boolean }>(
+          `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM members WHERE workspace_id = $1 LIMIT $3) s) AS n,
+                  EXISTS (SELECT 1 FROM members WHERE workspace_id = $1 AND agent_id = $2) AS present`,
+          [member.workspaceId, member.agentId, options.maxMembers],
+        );
+        if (!counted[0]!.present && counted[0]!.n >= options.maxMembers) return 'full';
+      }
       // xmax is 0 only on a freshly inserted row version: the one way to tell insert from
       // update in a single race-free statement.
       const { rows } = await tx.query<MemberRow & { created: boolean }>(
@@ -226,15 +243,15 @@ export class WorkspaceStore {
       const stored = toMember(row);
       if (row.created) await appendEvent(tx, onCreated(stored));
       return { member: stored, created: row.created };
-    });
+    }, signal);
   }
 
   /** False when the agent was not a member. */
-  async removeMember(workspaceId: string, agentId: string, event: OutboxEvent): Promise<boolean> {
+  async removeMember(signal: AbortSignal, workspaceId: string, agentId: string, event: OutboxEvent): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const { rowCount } = await tx.query('DELETE FROM members WHERE workspace_id = $1 AND agent_id = $2', [workspaceId, agentId]);
       if (rowCount > 0) await appendEvent(tx, event);
       return rowCount > 0;
-    });
+    }, signal);
   }
 }

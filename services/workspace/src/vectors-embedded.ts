@@ -80,8 +80,8 @@ export class EmbeddedVectorStore implements VectorStore {
     });
   }
 
-  async search(query: VectorSearch): Promise<VectorHit[]> {
-    const set = await this.load(query.workspaceId, query.model);
+  async search(query: VectorSearch, options: { signal?: AbortSignal } = {}): Promise<VectorHit[]> {
+    const set = await this.load(query.workspaceId, query.model, options.signal);
     if (!set || query.limit <= 0) return [];
     if (set.dims !== query.vector.length) return [];
     const top = new TopK(query.limit);
@@ -98,15 +98,16 @@ export class EmbeddedVectorStore implements VectorStore {
 
   private async write(options: WriteOptions, work: (q: Queryable) => Promise<void>): Promise<void> {
     if (options.tx) await work(options.tx);
-    else await this.db.transaction(work);
+    else await this.db.transaction(work, options.signal);
   }
 
   /** The current vector set of a workspace and model: cached, refreshed, or loaded. */
-  private async load(workspaceId: string, model: string): Promise<CachedSet | undefined> {
+  private async load(workspaceId: string, model: string, signal: AbortSignal | undefined): Promise<CachedSet | undefined> {
     const key = keyOf(workspaceId, model);
     const { rows } = await this.db.query<{ generation: number | string }>(
       'SELECT generation FROM memory_vector_generations WHERE workspace_id = $1 AND model = $2',
       [workspaceId, model],
+      signal,
     );
     let cached = this.cache.get(key);
     if (!rows[0]) {
@@ -125,12 +126,14 @@ export class EmbeddedVectorStore implements VectorStore {
         `SELECT memory_id, vector, type, tags, created_at FROM memory_vectors
           WHERE workspace_id = $1 AND model = $2 AND generation > $3`,
         [workspaceId, model, cached.generation],
+        signal,
       );
       const before = cached.bytes();
       for (const row of changed.rows) cached.put(row);
       const count = await this.db.query<{ count: number | string }>(
         'SELECT count(*) AS count FROM memory_vectors WHERE workspace_id = $1 AND model = $2',
         [workspaceId, model],
+        signal,
       );
       this.cachedBytes += cached.bytes() - before;
       // Deletions leave no row behind: a size that no longer matches means some happened.
@@ -146,6 +149,7 @@ export class EmbeddedVectorStore implements VectorStore {
     const all = await this.db.query<VectorRow>(
       'SELECT memory_id, vector, type, tags, created_at FROM memory_vectors WHERE workspace_id = $1 AND model = $2',
       [workspaceId, model],
+      signal,
     );
     if (all.rows.length === 0) return undefined;
     cached = new CachedSet(generation, decode(all.rows[0]!.vector).length, all.rows.length);

@@ -34,7 +34,7 @@ export async function createWorkspace(env: WorkspaceEnv, ctx: CallContext, calle
     ownerTenantId: caller.tenantId,
     createdAt: now,
   };
-  const created = await env.store.createWorkspace(workspace, {
+  const created = await env.store.createWorkspace(ctx.signal, workspace, {
     workspaceId: workspace.id,
     agentId: caller.agentId,
     agentName: agent?.name ?? '',
@@ -58,7 +58,7 @@ export async function getWorkspace(env: WorkspaceEnv, ctx: CallContext, caller: 
  * memberships whose grant was revoked are left out, as every other call would deny them.
  */
 export async function listWorkspaces(env: WorkspaceEnv, ctx: CallContext, caller: Caller) {
-  const memberships = await env.store.listMemberships(caller.agentId);
+  const memberships = await env.store.listMemberships(ctx.signal, caller.agentId);
   const counts = await Promise.all(memberships.map(({ workspace, member }) => membershipCounts(env, ctx, workspace, member)));
   return {
     workspaces: memberships
@@ -89,7 +89,7 @@ export async function deleteWorkspace(env: DeleteEnv, ctx: CallContext, caller: 
   const access = await resolveAccess(env, ctx, caller, validate.workspaceId(request.workspaceId));
   requireOwner(access);
   // A concurrent delete may have won since the access check; the loser sees what a later call would.
-  if (!(await env.store.deleteWorkspace(access.workspace.id, workspaceDeleted(access.workspace.id, caller.agentId)))) throw HubError.notFound();
+  if (!(await env.store.deleteWorkspace(ctx.signal, access.workspace.id, workspaceDeleted(access.workspace.id, caller.agentId)))) throw HubError.notFound();
   // Memory rows went by cascade. Vectors left behind by a failure here are never served (every
   // hit is read back from the memory rows), so the deletion stands and the failure is logged.
   await env.vectors?.deleteWorkspace(access.workspace.id).catch((err: unknown) => {

@@ -1,7 +1,7 @@
 import { workspacev1 } from '@agenthub/proto';
 import { Reason } from '@agenthub/runtime';
 import { backends, type Backend } from '@agenthub/testing';
-import { failure, startStack, type Stack, type TestAgent } from './harness.js';
+import { failure, operator, startStack, type Stack, type TestAgent } from './harness.js';
 
 const { Role } = workspacev1;
 
@@ -46,6 +46,23 @@ describe.each(backends().map((b) => [b.name, b] as const))('members (%s)', (_nam
     }
     return workspaceId;
   }
+
+  test('members_per_workspace (the owner tenant’s override): concurrent adds stop at the quota; a role change needs no room', async () => {
+    const boss = await stack.agent('initech', 'Boss');
+    const staff = await Promise.all(['P', 'Q', 'R', 'S'].map((name) => stack.agent('initech', name)));
+    await stack.identity.setTenantLimits({ tenantId: 'initech', limits: { quotas: { members_per_workspace: 3n } } }, operator);
+    const { workspace } = await stack.workspace.createWorkspace({ name: 'Small' }, boss.as);
+    const workspaceId = workspace!.id;
+    const results = await Promise.allSettled(staff.map((a) => stack.workspace.addMember({ workspaceId, agentId: a.id, role: Role.READ }, boss.as)));
+    const added = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value.member!.agentId] : []));
+    expect(added).toHaveLength(2);
+    for (const r of results.filter((r) => r.status === 'rejected')) {
+      expect(r.reason).toMatchObject({ reason: Reason.QUOTA_EXCEEDED, field: 'members_per_workspace', message: 'Quota exceeded: a workspace has at most 3 members; remove one first' });
+    }
+    expect((await stack.workspace.addMember({ workspaceId, agentId: added[0]!, role: Role.WRITE }, boss.as)).created).toBe(false);
+    const { usage } = await stack.workspace.getTenantUsage({ tenantId: 'initech' }, operator);
+    expect(usage.find((u) => u.quota === 'members_per_workspace' && u.scope === workspaceId)).toMatchObject({ used: 3n, limit: 3n });
+  });
 
   test('AddMember returns the new member; adding it again changes only its role', async () => {
     const { workspace } = await stack.workspace.createWorkspace({ name: 'Team' }, owner.as);

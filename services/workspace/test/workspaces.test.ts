@@ -182,7 +182,14 @@ describe.each(backends().map((b) => [b.name, b] as const))('workspaces (%s)', (_
       expect(await failure(stack.workspace.listWorkspaces({}, options))).toEqual(unauthenticated);
       expect(await failure(stack.workspace.listMemoryTypes({}, options))).toEqual(unauthenticated);
       expect(await failure(stack.workspace.getWorkspace({ workspaceId: 'ws_abc' }, options))).toEqual(unauthenticated);
-      expect(await failure(stack.workspace.resolveAccess({ workspaceId: 'bad' }, options))).toEqual(unauthenticated);
     }
+    expect(await failure(stack.workspace.resolveAccess({ workspaceId: 'bad' }, {}))).toEqual(unauthenticated);
+  });
+
+  test('ResolveAccess for the operator itself: admin of every workspace that exists, NOT_FOUND otherwise', async () => {
+    const workspace = await create();
+    expect(await stack.workspace.resolveAccess({ workspaceId: workspace.id }, operator)).toMatchObject({ role: Role.ADMIN, owner: false });
+    expect(await failure(stack.workspace.resolveAccess({ workspaceId: 'ws_doesnotexist' }, operator))).toEqual({ reason: Reason.NOT_FOUND, message: 'Workspace not found', field: '' });
+    expect(await failure(stack.workspace.resolveAccess({ workspaceId: 'bad' }, operator))).toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'workspace_id' });
   });
 });

@@ -26,8 +26,10 @@ export interface Bus {
   /**
    * Publishes messages in the given order. Resolves once they are durable in the log (Kafka acks
    * from all in-sync replicas; embedded: stored), so an outbox row may be marked published then.
+   * `signal` is the caller's: aborted, nothing is sent (Kafka) or the insert is cancelled
+   * (embedded), and the call rejects with `abortError`; a Kafka send under way is not recalled.
    */
-  publish(topic: string, messages: BusMessage[]): Promise<void>;
+  publish(topic: string, messages: BusMessage[], signal?: AbortSignal): Promise<void>;
   /**
    * Consumes `topics` as consumer group `group`: each message reaches one member of the group,
    * in order per key, at least once. The offset is committed only after `handle` resolves; a
@@ -35,7 +37,7 @@ export interface Bus {
    */
   subscribe(group: string, topics: string[], handle: (message: ConsumedMessage) => Promise<void>): Promise<Subscription>;
   /** Throws when the backend cannot be reached (readiness). */
-  ping(): Promise<void>;
+  ping(signal?: AbortSignal): Promise<void>;
   /** Messages of each topic that `group` has not handled yet (a metric, read at scrape time). */
   consumerLag?(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]>;
   close(): Promise<void>;

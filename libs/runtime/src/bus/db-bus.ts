@@ -67,7 +67,7 @@ export class DbBus implements Bus {
     return bus;
   }
 
-  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+  async publish(topic: string, messages: BusMessage[], signal?: AbortSignal): Promise<void> {
     if (messages.length === 0) return;
     const params: unknown[] = [topic];
     const rows = messages.map((m) => {
@@ -80,7 +80,7 @@ export class DbBus implements Bus {
       // take turns so that no consumer sees offset n+1 and commits past an n that appears later.
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`agenthub:bus:${topic}`]);
       await tx.query(`INSERT INTO bus.messages (topic, key, value, headers, created_at) VALUES ${rows.join(', ')}`, params);
-    });
+    }, signal);
     this.wakeLocal(topic);
     this.options.kv?.publish(WAKE_CHANNEL, topic).catch((err: unknown) => this.log.debug({ err }, 'bus wake-up not sent'));
   }
@@ -107,8 +107,8 @@ export class DbBus implements Bus {
     };
   }
 
-  async ping(): Promise<void> {
-    await this.db.query('SELECT 1');
+  async ping(signal?: AbortSignal): Promise<void> {
+    await this.db.query('SELECT 1', [], signal);
   }
 
   async consumerLag(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
@@ -181,6 +181,8 @@ class GroupMember {
   private woken = false;
   private interrupt: (() => void) | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Cancels the member's reads (polls, lease attempts) on stop; commits and the release finish. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly o: MemberOptions) {
     this.topics = o.topics;
@@ -195,6 +197,7 @@ class GroupMember {
   async stop(): Promise<void> {
     if (!this.stopped) {
       this.stopped = true;
+      this.stopping.abort();
       this.interrupt?.();
     }
     await this.done;
@@ -226,6 +229,7 @@ class GroupMember {
           continue;
         }
       } catch (err) {
+        if (this.stopped) break;
         failures += 1;
         this.o.log.warn({ err, failures }, 'bus consumer cannot reach its database; retrying');
         delay = Math.min(this.o.retryDelayMs * 2 ** (failures - 1), 30_000);
@@ -246,6 +250,7 @@ class GroupMember {
         WHERE m.topic IN (${placeholders}) AND m."offset" > COALESCE(o.committed, 0)
         ORDER BY m."offset" LIMIT $2`,
       [this.o.group, this.o.batchSize, ...this.o.topics],
+      this.stopping.signal,
     );
     // Offsets are committed once per batch (and before leaving it early): a crash re-delivers at
     // most the batch's handled messages, which at-least-once allows, for one write instead of one
@@ -292,6 +297,7 @@ class GroupMember {
        ON CONFLICT (group_id) DO UPDATE SET member_id = EXCLUDED.member_id, expires_at = EXCLUDED.expires_at
         WHERE l.member_id = EXCLUDED.member_id OR l.expires_at < ${NOW_MS}`,
       [this.o.group, this.id, this.o.leaseMs],
+      this.stopping.signal,
     );
     return rowCount > 0;
   }

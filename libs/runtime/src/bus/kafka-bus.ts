@@ -1,5 +1,6 @@
 import kafkajs from 'kafkajs';
 import type { Admin, Consumer, IHeaders, KafkaMessage, logCreator, Producer } from 'kafkajs';
+import { throwIfAborted } from '../abort.js';
 import type { Logger } from '../logger.js';
 import type { Bus, BusMessage, ConsumedMessage, Subscription } from './bus.js';
 import type { KafkaConnection } from './kafka-connection.js';
@@ -16,7 +17,16 @@ export interface KafkaBusOptions {
   partitions?: number;
   /** Pause before a message whose handler failed is handed over again. */
   retryDelayMs?: number;
+  /** How long the group waits for a silent member before handing its partitions to others (kafkajs: 30 s). */
+  sessionTimeoutMs?: number;
 }
+
+/**
+ * How long the broker holds a fetch that finds nothing new (the Java consumer's fetch.max.wait.ms;
+ * kafkajs waits 5 s). A resumed partition and a stopping consumer both wait for the fetch in
+ * flight, so this bounds how late a retry comes after its pause and how long `stop` takes.
+ */
+const FETCH_MAX_WAIT_MS = 500;
 
 /** kafkajs logs through its own logger; this sends its warnings and errors to ours. */
 function pinoLogCreator(log: Logger): logCreator {
@@ -61,6 +71,7 @@ export class KafkaBus implements Bus {
   private readonly log: Logger;
   private readonly partitions: number;
   private readonly retryDelayMs: number;
+  private readonly sessionTimeoutMs: number | undefined;
   private readonly knownTopics = new Set<string>();
   private readonly subscriptions = new Set<Subscription>();
   private connected: Promise<void> | undefined;
@@ -69,6 +80,7 @@ export class KafkaBus implements Bus {
     this.log = options.log;
     this.partitions = options.partitions ?? 6;
     this.retryDelayMs = options.retryDelayMs ?? 1_000;
+    this.sessionTimeoutMs = options.sessionTimeoutMs;
     this.kafka = new Kafka({
       clientId: options.clientId,
       brokers: options.brokers,
@@ -85,10 +97,12 @@ export class KafkaBus implements Bus {
     this.admin = this.kafka.admin();
   }
 
-  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+  async publish(topic: string, messages: BusMessage[], signal?: AbortSignal): Promise<void> {
     if (messages.length === 0) return;
     await this.connect();
     await this.ensureTopics([topic]);
+    // kafkajs cannot recall a send; a caller that left before it starts sends nothing.
+    throwIfAborted(signal);
     await this.producer.send({
       topic,
       acks: -1,
@@ -100,7 +114,12 @@ export class KafkaBus implements Bus {
     await this.connect();
     await this.ensureTopics(topics);
     const log = this.log.child({ group });
-    const consumer = this.kafka.consumer({ groupId: group, allowAutoTopicCreation: false });
+    const consumer = this.kafka.consumer({
+      groupId: group,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
+      ...(this.sessionTimeoutMs === undefined ? {} : { sessionTimeout: this.sessionTimeoutMs }),
+    });
     const retryTimers = new Set<NodeJS.Timeout>();
     let inFlight: Promise<void> = Promise.resolve();
     let stopping = false;
@@ -123,7 +142,14 @@ export class KafkaBus implements Bus {
         retryTimers.add(timer);
         return;
       }
-      await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+      try {
+        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+      } catch (err) {
+        // The group went on without this member (a rebalance, or its session expired while the
+        // handler ran), so the message comes again to the partition's owner. Thrown, the error
+        // would stop the consumer for good: kafkajs restarts one only after retriable errors.
+        log.warn({ err, topic, partition, offset: message.offset }, 'bus offset not committed; the message will come again');
+      }
     };
 
     await consumer.connect();
@@ -149,7 +175,13 @@ export class KafkaBus implements Bus {
         for (const timer of retryTimers) clearTimeout(timer);
         // Let the handler in flight finish and commit before the member leaves: kafkajs stops
         // committing once it is told to stop.
-        consumer.pause(topics.map((topic) => ({ topic })));
+        try {
+          consumer.pause(topics.map((topic) => ({ topic })));
+        } catch {
+          // kafkajs throws while it waits to restart a crashed consumer (the brokers down, the
+          // topic deleted): it has no group then, so nothing is fetched to pause, and `stopping`
+          // turns away whatever a restart fetches before the disconnect.
+        }
         await inFlight.catch(() => undefined);
         await consumer.disconnect();
         this.subscriptions.delete(subscription);
@@ -159,7 +191,8 @@ export class KafkaBus implements Bus {
     return subscription;
   }
 
-  async ping(): Promise<void> {
+  async ping(signal?: AbortSignal): Promise<void> {
+    throwIfAborted(signal);
     await this.connect();
     await this.admin.describeCluster();
   }

@@ -6,7 +6,13 @@ export interface QueryResult<R> {
 }
 
 export interface Queryable {
-  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  /**
+   * Runs one statement. `signal` is the caller's: an aborted one starts nothing, and one aborted
+   * while the statement runs cancels it on the server (PostgreSQL; PGlite only checks before).
+   * Either way the call rejects with `abortError(signal)`. Inside a transaction, the
+   * transaction's signal applies when none is given.
+   */
+  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[], signal?: AbortSignal): Promise<QueryResult<R>>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
   /**
@@ -25,8 +31,11 @@ export interface Queryable {
  */
 export interface Db extends Queryable {
   readonly engine: 'postgres' | 'pglite';
-  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in one transaction: committed when it resolves, rolled back when it throws.
+   * `signal` bounds the wait for a connection and every statement of `work`.
+   */
+  transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** Runs `work` holding a session-level advisory lock, for one-at-a-time jobs such as migrations. */
   withAdvisoryLock<T>(name: string, work: (db: Queryable) => Promise<T>): Promise<T>;
   /**

@@ -3,8 +3,8 @@ import { PgliteDb } from './pglite.js';
 import { PostgresDb } from './postgres.js';
 
 export { type Db, type Queryable, type QueryResult, isUniqueViolation } from './db.js';
-export { PostgresDb } from './postgres.js';
-export { PgliteDb } from './pglite.js';
+export { PostgresDb, DEFAULT_CONNECT_TIMEOUT_MS } from './postgres.js';
+export { PgliteDb, dumpEmptyCluster, useEmptyClusterTemplate } from './pglite.js';
 export { migrate } from './migrate.js';
 
 /** PostgreSQL when a URL is configured, else embedded PGlite in `dataDir` (in memory if absent). */

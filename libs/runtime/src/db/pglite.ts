@@ -5,6 +5,7 @@ import { PGlite, types } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult } from './db.js';
 import { assertIdentifier, traceQuery } from './db.js';
 import { restrictTree } from '../private-files.js';
+import { throwIfAborted } from '../abort.js';
 
 /**
  * An empty cluster, dumped after this process created its first one: initdb in WASM takes
@@ -12,6 +13,24 @@ import { restrictTree } from '../private-files.js';
  * stack) creates a cluster per service.
  */
 let emptyCluster: Promise<Blob> | undefined;
+
+/**
+ * A dump of a new empty cluster, for `useEmptyClusterTemplate` in other processes: the test
+ * suites make one per PGlite version instead of one initdb per test file.
+ */
+export async function dumpEmptyCluster(): Promise<Blob> {
+  const pg = await PGlite.create();
+  try {
+    return await pg.dumpDataDir('none');
+  } finally {
+    await pg.close();
+  }
+}
+
+/** Makes `template` (from dumpEmptyCluster) this process's empty cluster, so that even its first new cluster skips initdb. */
+export function useEmptyClusterTemplate(template: Blob): void {
+  emptyCluster = Promise.resolve(template);
+}
 
 async function createCluster(dataDir: string | undefined): Promise<PGlite> {
   const options = {
@@ -51,7 +70,10 @@ export class PgliteDb implements Db {
     return new PgliteDb(pg);
   }
 
-  async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
+  // One connection in this process, so a statement cannot be cancelled without waiting for it:
+  // a signal only stops statements that have not started.
+  async query<R>(sql: string, params: readonly unknown[] = [], signal?: AbortSignal): Promise<QueryResult<R>> {
+    throwIfAborted(signal);
     const result = await traceQuery(sql, () => this.pg.query<R>(sql, params as unknown[]));
     return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
   }
@@ -64,12 +86,14 @@ export class PgliteDb implements Db {
     for (const onNotify of this.listeners.get(assertIdentifier(channel)) ?? []) onNotify(payload);
   }
 
-  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    throwIfAborted(signal);
     const pending: [string, string][] = [];
     const result = await this.pg.transaction((tx) =>
       work({
         notify: (channel, payload) => void pending.push([channel, payload]),
-        async query<R>(sql: string, params: readonly unknown[] = []) {
+        async query<R>(sql: string, params: readonly unknown[] = [], querySignal = signal) {
+          throwIfAborted(querySignal);
           const result = await traceQuery(sql, () => tx.query<R>(sql, params as unknown[]));
           return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
         },

@@ -2,8 +2,12 @@ import pg from 'pg';
 import type { Db, Queryable, QueryResult } from './db.js';
 import { assertIdentifier, traceQuery } from './db.js';
 import { PgNotifications } from './pg-listen.js';
+import { abortError, throwIfAborted } from '../abort.js';
 
 const INT8_OID = 20;
+
+/** How long a caller waits for a pool connection (a new one or a free one) before failing. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 export interface PostgresDbOptions {
   url: string;
@@ -11,19 +15,33 @@ export interface PostgresDbOptions {
   maxConnections?: number;
   /** Server-side limit for one statement, so a stuck query cannot hold a connection forever. */
   statementTimeoutMs?: number;
+  /** Bound on waiting for a connection from the pool, signal or not. */
+  connectTimeoutMs?: number;
 }
 
-/** PostgreSQL through a `pg` pool. int8 columns come back as numbers (epoch milliseconds fit). */
+/**
+ * PostgreSQL through a `pg` pool. int8 columns come back as numbers (epoch milliseconds fit).
+ *
+ * A statement given a signal is cancelled on the server when the signal aborts (a cancel through
+ * `pg_cancel_backend` on a separate connection, opened on the first abort): the caller's deadline
+ * becomes the statement's, at no cost to statements that finish in time (no `SET` per call).
+ */
 export class PostgresDb implements Db {
   readonly engine = 'postgres' as const;
   private readonly pool: pg.Pool;
   private readonly notifications: PgNotifications;
+  private readonly url: string;
+  private readonly connectTimeoutMs: number;
+  private canceller: Promise<pg.Client> | undefined;
 
   constructor(options: PostgresDbOptions) {
     const schema = assertIdentifier(options.schema);
+    this.url = options.url;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.maxConnections ?? 10,
+      connectionTimeoutMillis: this.connectTimeoutMs,
       options: `-c search_path=${schema},public -c statement_timeout=${options.statementTimeoutMs ?? 30_000}`,
       types: {
         getTypeParser: ((oid: number, format?: string) =>
@@ -47,9 +65,18 @@ export class PostgresDb implements Db {
     );
   }
 
-  async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
-    const result = await traceQuery(sql, () => this.pool.query(sql, params as unknown[]));
-    return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+  async query<R>(sql: string, params: readonly unknown[] = [], signal?: AbortSignal): Promise<QueryResult<R>> {
+    if (!signal) {
+      const result = await traceQuery(sql, () => this.pool.query(sql, params as unknown[]));
+      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+    }
+    throwIfAborted(signal);
+    const session = new Session(this, await this.connect(signal), signal);
+    try {
+      return await session.query<R>(sql, params);
+    } finally {
+      session.release();
+    }
   }
 
   async exec(sql: string): Promise<void> {
@@ -60,34 +87,38 @@ export class PostgresDb implements Db {
     this.notifications.notify(assertIdentifier(channel), payload);
   }
 
-  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+  async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    throwIfAborted(signal);
+    const pending: [string, string][] = [];
+    const session = new Session(this, await this.connect(signal), signal, (channel, payload) => void pending.push([assertIdentifier(channel), payload]));
+    const client = session.client;
     try {
       await client.query('BEGIN');
-      const pending: [string, string][] = [];
-      const result = await work(clientQueryable(client, (channel, payload) => void pending.push([assertIdentifier(channel), payload])));
+      const result = await work(session);
       await client.query('COMMIT');
       for (const [channel, payload] of pending) this.notifications.notify(channel, payload);
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // A cancelled connection is dropped instead (the server rolls back when it goes).
+      if (!session.cancelled) await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      session.release();
     }
   }
 
   async withAdvisoryLock<T>(name: string, work: (db: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const session = new Session(this, await this.pool.connect(), undefined);
+    const client = session.client;
     try {
       await client.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
       try {
-        return await work(clientQueryable(client, (channel, payload) => this.notify(channel, payload)));
+        return await work(session);
       } finally {
         await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
       }
     } finally {
-      client.release();
+      session.release();
     }
   }
 
@@ -96,20 +127,91 @@ export class PostgresDb implements Db {
   }
 
   async close(): Promise<void> {
+    const canceller = this.canceller;
+    this.canceller = undefined;
+    await canceller?.then((client) => client.end()).catch(() => undefined);
     await this.notifications.close();
     await this.pool.end();
   }
+
+  /** A pool connection; a caller whose signal aborts stops waiting (the connection, once there, goes back). */
+  private async connect(signal: AbortSignal | undefined): Promise<pg.PoolClient> {
+    if (!signal) return this.pool.connect();
+    const pending = this.pool.connect();
+    let onAbort = (): void => undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(abortError(signal));
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([pending, aborted]);
+    } catch (err) {
+      if (signal.aborted) pending.then((client) => client.release(), () => undefined);
+      throw err;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Asks the server to cancel whatever backend `pid` runs (a no-op when it runs nothing). */
+  cancelBackend(pid: number): void {
+    const canceller = (this.canceller ??= this.openCanceller());
+    canceller
+      .then((client) => client.query('SELECT pg_cancel_backend($1)', [pid]))
+      .catch(() => {
+        // The next cancel opens a fresh connection; this statement ends at statement_timeout.
+        if (this.canceller === canceller) this.canceller = undefined;
+      });
+  }
+
+  private async openCanceller(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: this.connectTimeoutMs });
+    client.on('error', () => undefined);
+    await client.connect();
+    return client;
+  }
 }
 
-function clientQueryable(client: pg.PoolClient, notify: Queryable['notify']): Queryable {
-  return {
-    notify,
-    async query<R>(sql: string, params: readonly unknown[] = []) {
-      const result = await traceQuery(sql, () => client.query(sql, params as unknown[]));
+/** One pool connection used on behalf of one caller, whose signal cancels its statements. */
+class Session implements Queryable {
+  /** A cancel was sent; it may land after the statement ended, so the connection must not be reused. */
+  cancelled = false;
+
+  constructor(
+    private readonly db: PostgresDb,
+    readonly client: pg.PoolClient,
+    private readonly signal: AbortSignal | undefined,
+    /** Outside a transaction, at once; inside one, queued until its commit. */
+    readonly notify: Queryable['notify'] = (channel, payload) => db.notify(channel, payload),
+  ) {}
+
+  async query<R>(sql: string, params: readonly unknown[] = [], signal = this.signal): Promise<QueryResult<R>> {
+    if (!signal) {
+      const result = await traceQuery(sql, () => this.client.query(sql, params as unknown[]));
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
-    },
-    async exec(sql: string) {
-      await client.query(sql);
-    },
-  };
+    }
+    throwIfAborted(signal);
+    const cancel = () => {
+      this.cancelled = true;
+      this.db.cancelBackend((this.client as unknown as { processID: number }).processID);
+    };
+    signal.addEventListener('abort', cancel, { once: true });
+    try {
+      const result = await traceQuery(sql, () => this.client.query(sql, params as unknown[]));
+      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+    } catch (err) {
+      if (signal.aborted) throw abortError(signal);
+      throw err;
+    } finally {
+      signal.removeEventListener('abort', cancel);
+    }
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.client.query(sql);
+  }
+
+  release(): void {
+    this.client.release(this.cancelled || undefined);
+  }
 }

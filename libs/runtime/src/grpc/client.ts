@@ -2,8 +2,10 @@ import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { create, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { MethodOptions_IdempotencyLevel } from '@bufbuild/protobuf/wkt';
 import { ConfigError } from '../config.js';
 import { HubError, Reason } from '../errors.js';
+import { deadlineExceeded } from '../abort.js';
 import type { Metrics } from '../metrics.js';
 import { injectTraceparent, SpanKind, withSpan } from '../tracing.js';
 import type { Principal } from './principal.js';
@@ -73,7 +75,7 @@ export function createClient<S extends GenServiceMethods>(
     'grpc.keepalive_time_ms': 30_000,
     // Spread calls over every address the target resolves to (a comma-separated list, or a DNS
     // name with several records such as a Kubernetes headless Service), not just the first.
-    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }], methodConfig: retryConfig(service) }),
   });
   const client: Record<string, unknown> = { close: () => channel.close() };
 
@@ -145,6 +147,22 @@ export function createClient<S extends GenServiceMethods>(
  * separated by commas as an `ipv4:`/`ipv6:` address list, balanced round-robin. A list takes IP
  * addresses only (`localhost` counts as 127.0.0.1); for names, use one name with several records.
  */
+/**
+ * Calls the proto declares free of side effects are tried again on UNAVAILABLE, within their
+ * deadline. A server ageing out its connection (GRPC_MAX_CONNECTION_AGE_MS) can refuse a stream
+ * the client sent before the GOAWAY reached it; grpc-js retries such a stream once on its own, and
+ * a second refusal, or a replica that is going away, would otherwise reach the caller as
+ * "unavailable". Calls with effects are never repeated: the caller decides.
+ */
+function retryConfig(service: GenService<GenServiceMethods>) {
+  const reads = service.methods.filter((method) => method.methodKind === 'unary' && method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS);
+  if (!reads.length) return [];
+  return [{
+    name: reads.map((method) => ({ service: service.typeName, method: method.name })),
+    retryPolicy: { maxAttempts: 4, initialBackoff: '0.01s', maxBackoff: '0.2s', backoffMultiplier: 3, retryableStatusCodes: ['UNAVAILABLE'] },
+  }];
+}
+
 export function channelTarget(address: string): string {
   const parts = address.split(',').map((part) => part.trim()).filter(Boolean);
   if (parts.length <= 1) return parts[0] ?? address;
@@ -177,8 +195,9 @@ async function callLocal(
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      controller.abort();
-      reject(new HubError(Reason.DEADLINE_EXCEEDED, 'The request took too long and was abandoned'));
+      const err = deadlineExceeded();
+      controller.abort(err);
+      reject(err);
     }, Math.max(0, deadline.getTime() - Date.now()));
   });
   try {

@@ -3,6 +3,7 @@ import { create, fromBinary, toBinary, type DescMethod, type MessageInitShape, t
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1 } from '@agenthub/proto';
 import { HubError, Reason } from '../errors.js';
+import { deadlineExceeded } from '../abort.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { SpanKind, TRACEPARENT, withRemoteParent, withSpan } from '../tracing.js';
@@ -250,10 +251,13 @@ export class GrpcServer {
         done(toStatus(HubError.from(err)) as grpc.ServiceError);
         return;
       }
-      withRemoteParent(traceCarrier(call.metadata), () => this.runUnary(serviceName, method, handler, call.request, ctx)).then(
-        (response) => done(null, response),
-        (err: HubError) => done(toStatus(err) as grpc.ServiceError),
-      );
+      const expiry = abortAtDeadline(controller, ctx.deadline);
+      withRemoteParent(traceCarrier(call.metadata), () => this.runUnary(serviceName, method, handler, call.request, ctx))
+        .finally(() => clearTimeout(expiry))
+        .then(
+          (response) => done(null, response),
+          (err: HubError) => done(toStatus(err) as grpc.ServiceError),
+        );
     };
   }
 
@@ -272,8 +276,11 @@ export class GrpcServer {
       const controller = new AbortController();
       this.active.add(controller);
       call.on('cancelled', () => controller.abort());
+      let expiry: NodeJS.Timeout | undefined;
       try {
-        for await (const item of handler(call.request as never, this.context(path, call, controller))) {
+        const ctx = this.context(path, call, controller);
+        expiry = abortAtDeadline(controller, ctx.deadline);
+        for await (const item of handler(call.request as never, ctx)) {
           if (controller.signal.aborted) break;
           if (!call.write(create(method.output, item as never))) {
             await new Promise((resolve) => call.once('drain', resolve));
@@ -286,6 +293,7 @@ export class GrpcServer {
         // grpc-js sends an 'error' event as the stream's status; destroy() would drop it unsent.
         call.emit('error', Object.assign(new Error(hubError.message), toStatus(hubError)));
       } finally {
+        clearTimeout(expiry);
         this.active.delete(controller);
       }
     };
@@ -319,6 +327,16 @@ export class GrpcServer {
       },
     );
   }
+}
+
+/**
+ * Aborts the call's signal with DEADLINE_EXCEEDED when its deadline passes, so every IO call
+ * given the signal (queries, Redis commands, calls onward) stops with the caller.
+ */
+function abortAtDeadline(controller: AbortController, deadline: Date | undefined): NodeJS.Timeout | undefined {
+  if (!deadline) return undefined;
+  const ms = Math.min(Math.max(0, deadline.getTime() - Date.now()), 2 ** 31 - 1);
+  return setTimeout(() => controller.abort(deadlineExceeded()), ms);
 }
 
 /** The caller's trace context from a call's metadata, for withRemoteParent. */

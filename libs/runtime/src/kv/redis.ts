@@ -1,6 +1,11 @@
-import { createClient, type RedisClientType } from 'redis';
+import { createClient, ClientClosedError, ClientOfflineError, SocketClosedUnexpectedlyError, type RedisClientType } from 'redis';
 import { SpanKind, withSpan } from '../tracing.js';
 import type { Kv, TakeResult } from './kv.js';
+import { abortError, throwIfAborted } from '../abort.js';
+import { HubError, Reason } from '../errors.js';
+
+/** How long a command waits for a lost connection to come back before failing UNAVAILABLE. */
+export const DEFAULT_OFFLINE_WAIT_MS = 1_000;
 
 /**
  * The token bucket of `Kv.take`, atomic in Redis and timed by the server's clock, so every
@@ -34,59 +39,152 @@ end
 return { allowed, math.floor(tokens), wait }
 `;
 
-/** A client span for one command run inside a traced call (no key or value on it: keys can name API keys' hashes). */
-const command = <T>(name: string, work: () => Promise<T>): Promise<T> =>
-  withSpan(name, { kind: SpanKind.CLIENT, childOnly: true, attributes: { 'db.system.name': 'redis', 'db.operation.name': name } }, work);
+/** `Kv.acquireSlots`: a sorted set of lease ids scored by when they run out (the server's clock). */
+const ACQUIRE_SLOTS_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local max = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) + #ARGV - 2 > max then
+  return 0
+end
+for i = 3, #ARGV do
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return 1
+`;
+
+/** `Kv.renewSlots`: XX, so a lease that ran out (and may have been counted free) is not revived. */
+const RENEW_SLOTS_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return 1
+`;
 
 /** Redis: one connection for commands, a second one opened on first subscribe. */
 export class RedisKv implements Kv {
   private subscriber: RedisClientType | undefined;
 
-  private constructor(private readonly client: RedisClientType, private readonly prefix: string) {}
+  private constructor(
+    private readonly client: RedisClientType,
+    private readonly prefix: string,
+    private readonly offlineWaitMs: number,
+  ) {}
 
-  /** `prefix` namespaces every key and channel, so several hubs (or tests) can share a server. */
-  static async connect(options: { url: string; prefix?: string }): Promise<RedisKv> {
+  /**
+   * `prefix` namespaces every key and channel, so several hubs (or tests) can share a server.
+   * `offlineWaitMs` bounds how long a command waits while the connection is down.
+   */
+  static async connect(options: { url: string; prefix?: string; offlineWaitMs?: number }): Promise<RedisKv> {
     const client: RedisClientType = createClient({
       url: options.url,
+      // A command issued while disconnected fails instead of waiting in a queue without bound;
+      // `run` waits for the connection first, for a bounded time.
+      disableOfflineQueue: true,
       socket: { reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 5_000) },
     });
     // Reconnection is automatic; an error event without a listener would crash the process.
     client.on('error', () => undefined);
     await client.connect();
-    return new RedisKv(client, options.prefix ?? 'agenthub:');
+    return new RedisKv(client, options.prefix ?? 'agenthub:', options.offlineWaitMs ?? DEFAULT_OFFLINE_WAIT_MS);
   }
 
-  async get(key: string): Promise<string | undefined> {
-    return (await command('GET', () => this.client.get(this.prefix + key))) ?? undefined;
+  /**
+   * Runs one command inside a client span (no key or value on it: keys can name API keys'
+   * hashes), once the connection is up, and stops waiting for it when `signal` aborts.
+   */
+  private async run<T>(name: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+    throwIfAborted(signal);
+    if (!this.client.isReady) await this.connected(signal);
+    const reply = withSpan(name, { kind: SpanKind.CLIENT, childOnly: true, attributes: { 'db.system.name': 'redis', 'db.operation.name': name } }, work);
+    try {
+      return await (signal ? raceAbort(reply, signal) : reply);
+    } catch (err) {
+      // The connection went (or was down): the command did not run, or its answer is lost.
+      if (err instanceof ClientOfflineError || err instanceof ClientClosedError || err instanceof SocketClosedUnexpectedlyError) throw unreachable(err);
+      throw err;
+    }
   }
 
-  async set(key: string, value: string, ttlMs?: number): Promise<void> {
-    await command('SET', () => this.client.set(this.prefix + key, value, ttlMs === undefined ? undefined : { PX: Math.max(1, Math.round(ttlMs)) }));
+  /** Resolves when the connection is ready; rejects after `offlineWaitMs` or when `signal` aborts. */
+  private connected(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const finish = (err?: HubError) => {
+        clearTimeout(timer);
+        this.client.off('ready', onReady);
+        signal?.removeEventListener('abort', onAbort);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onReady = () => finish();
+      const onAbort = () => finish(abortError(signal!));
+      const timer = setTimeout(() => finish(unreachable()), this.offlineWaitMs);
+      this.client.on('ready', onReady);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
-  async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
-    const reply = await command('SET', () => this.client.set(this.prefix + key, value, { NX: true, PX: Math.max(1, Math.round(ttlMs)) }));
+  async get(key: string, signal?: AbortSignal): Promise<string | undefined> {
+    return (await this.run('GET', signal, () => this.client.get(this.prefix + key))) ?? undefined;
+  }
+
+  async set(key: string, value: string, ttlMs?: number, signal?: AbortSignal): Promise<void> {
+    await this.run('SET', signal, () => this.client.set(this.prefix + key, value, ttlMs === undefined ? undefined : { PX: Math.max(1, Math.round(ttlMs)) }));
+  }
+
+  async setIfAbsent(key: string, value: string, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    const reply = await this.run('SET', signal, () => this.client.set(this.prefix + key, value, { NX: true, PX: Math.max(1, Math.round(ttlMs)) }));
     return reply === 'OK';
   }
 
-  async del(key: string): Promise<void> {
-    await command('DEL', () => this.client.del(this.prefix + key));
+  async del(key: string, signal?: AbortSignal): Promise<void> {
+    await this.run('DEL', signal, () => this.client.del(this.prefix + key));
   }
 
-  async take(key: string, capacity: number, refillPerSec: number, cost: number): Promise<TakeResult> {
-    const reply = (await command('EVAL', () =>
+  async take(key: string, capacity: number, refillPerSec: number, cost: number, signal?: AbortSignal): Promise<TakeResult> {
+    const reply = (await this.run('EVAL', signal, () =>
       this.client.eval(TAKE_SCRIPT, { keys: [this.prefix + key], arguments: [String(capacity), String(refillPerSec), String(cost)] }),
     )) as [number, number, number];
     return { allowed: reply[0] === 1, remaining: reply[1], retryAfterMs: reply[2] };
   }
 
-  async publish(channel: string, message: string): Promise<void> {
-    await command('PUBLISH', () => this.client.publish(this.prefix + channel, message));
+  async acquireSlots(key: string, ids: readonly string[], max: number, ttlMs: number, signal?: AbortSignal): Promise<boolean> {
+    const reply = await this.run('EVAL', signal, () =>
+      this.client.eval(ACQUIRE_SLOTS_SCRIPT, { keys: [this.prefix + key], arguments: [String(max), String(Math.max(1, Math.round(ttlMs))), ...ids] }),
+    );
+    return reply === 1;
+  }
+
+  async renewSlots(key: string, ids: readonly string[], ttlMs: number, signal?: AbortSignal): Promise<void> {
+    if (!ids.length) return;
+    await this.run('EVAL', signal, () => this.client.eval(RENEW_SLOTS_SCRIPT, { keys: [this.prefix + key], arguments: [String(Math.max(1, Math.round(ttlMs))), ...ids] }));
+  }
+
+  async releaseSlots(key: string, ids: readonly string[], signal?: AbortSignal): Promise<void> {
+    if (!ids.length) return;
+    await this.run('ZREM', signal, () => this.client.zRem(this.prefix + key, [...ids]));
+  }
+
+  async publish(channel: string, message: string, signal?: AbortSignal): Promise<void> {
+    await this.run('PUBLISH', signal, () => this.client.publish(this.prefix + channel, message));
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void, onGap?: () => void): Promise<() => Promise<void>> {
     if (!this.subscriber) {
-      this.subscriber = this.client.duplicate();
+      // Subscribing is not a caller's command: (un)subscribes made while the connection is down
+      // wait for it, as node-redis resubscribes on reconnect anyway (and `listen` callers do not
+      // await an unsubscribe).
+      this.subscriber = this.client.duplicate({ disableOfflineQueue: false });
       this.subscriber.on('error', () => undefined);
       await this.subscriber.connect();
     }
@@ -103,12 +201,33 @@ export class RedisKv implements Kv {
     };
   }
 
-  async ping(): Promise<void> {
-    await this.client.ping();
+  async ping(signal?: AbortSignal): Promise<void> {
+    await this.run('PING', signal, () => this.client.ping());
   }
 
   async close(): Promise<void> {
-    await this.subscriber?.quit().catch(() => undefined);
-    await this.client.quit().catch(() => undefined);
+    // A connection that is down cannot say goodbye: waiting for it would hold up shutdown.
+    for (const client of [this.subscriber, this.client]) {
+      try {
+        if (client?.isReady) await client.close();
+        else client?.destroy();
+      } catch {
+        // Closed already: nothing left to end.
+      }
+    }
   }
+}
+
+function unreachable(cause?: unknown): HubError {
+  return new HubError(Reason.UNAVAILABLE, 'The key-value store is unreachable', { cause });
+}
+
+/** `work`'s result, or `abortError(signal)` as soon as the signal aborts (the command itself runs on). */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
 }

@@ -3,7 +3,7 @@ import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, type CallOptions } from '@agenthub/runtime';
 import { isFinal } from '@agenthub/tasks';
 import type { RpcContext, RpcMethod, StreamEvent } from '../jsonrpc.js';
-import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS } from '../methods/messaging-streams.js';
+import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS, type StreamOptions } from '../methods/messaging-streams.js';
 import type { Clients, Route } from '../route.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import { messageIn, stateIn, stateOut, streamItems, taskOut } from './codec.js';
@@ -56,7 +56,7 @@ async function sendRequest(params: Json, ctx: RpcContext, client: Client) {
 /**
  * A task's stream as A2A StreamResponses: the task first (unless resuming after an event id), then
  * its updates, ending after a terminal or input-required state, when the client leaves, or after
- * STREAM_MAX_MS (the client resubscribes and loses nothing). The first item is read before the
+ * `maxMs` (HUB_STREAM_MAX_MS; the client resubscribes and loses nothing). The first item is read before the
  * stream is answered, so refusals come back as ordinary JSON-RPC errors.
  */
 async function watch(
@@ -64,12 +64,13 @@ async function watch(
   request: messagingv1.WatchTaskRequest | Json,
   ctx: RpcContext,
   refuseFinished: boolean,
+  maxMs: number,
   /** The task a send just answered with: streamed first, the watch resuming after its version. */
   sent?: messagingv1.Task,
 ): Promise<AsyncIterable<StreamEvent>> {
-  const limit = AbortSignal.timeout(STREAM_MAX_MS);
+  const limit = AbortSignal.timeout(maxMs);
   const signal = ctx.signal ? AbortSignal.any([ctx.signal, limit]) : limit;
-  const source = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 });
+  const source = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: maxMs + 60_000 });
   const iterator = (sent ? sentTaskStream(sent, source) : source)[Symbol.asyncIterator]();
   const first = await iterator.next();
   const event = first.done ? undefined : first.value.event;
@@ -131,7 +132,8 @@ function pushConfigOf(params: Json): unknown {
   return push === undefined || push === null ? undefined : push;
 }
 
-export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
+export function a2aMethods(clients: Clients, streams: StreamOptions = {}): Map<string, RpcMethod> {
+  const streamMaxMs = streams.streamMaxMs ?? STREAM_MAX_MS;
   const service = messagingv1.MessagingService;
   const client = (): Client => {
     const found = clients.get(service.typeName);
@@ -164,7 +166,7 @@ export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
     ['SendStreamingMessage', streaming('watchTask', async (p, ctx, c) => {
       const request = { ...(await sendRequest(p, ctx, c)), blocking: false };
       const { task } = (await c.sendMessage!(request, options(ctx))) as messagingv1.SendMessageResponse;
-      return watch(c, { taskId: task!.id, afterVersion: task!.version }, ctx, false, task!);
+      return watch(c, { taskId: task!.id, afterVersion: task!.version }, ctx, false, streamMaxMs, task!);
     })],
     ['GetTask', unary('getTask', async (p, ctx, c) => {
       const request = { taskId: taskId(p), historyLength: optionalInt(p, 'historyLength', '', 0) };
@@ -175,7 +177,7 @@ export function a2aMethods(clients: Clients): Map<string, RpcMethod> {
     )],
     ['SubscribeToTask', streaming('watchTask', async (p, ctx, c) => {
       const afterVersion = resumeVersion(ctx.lastEventId);
-      return watch(c, { taskId: taskId(p), afterVersion }, ctx, afterVersion === undefined);
+      return watch(c, { taskId: taskId(p), afterVersion }, ctx, afterVersion === undefined, streamMaxMs);
     })],
     ['ListTasks', unary('listTasks', async (p, ctx, c) => {
       const status = str(p, 'status', '', false);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { identityv1 } from '@agenthub/proto';
-import type { ClientOf, Kv, Logger, Metrics, Principal } from '@agenthub/runtime';
+import { TENANT_QUOTAS, type TenantQuota, type ClientOf, type Kv, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 
 /** One token bucket's shape: `perSec` tokens a second, up to `burst`; `perSec` 0 turns it off. */
 export interface Rate {
@@ -19,18 +19,24 @@ export interface TenantLimits {
 }
 
 export interface LimitsConfig {
+  /** HUB_QUOTA_* of the quotas overridable per tenant, to show next to the overrides. */
+  quotas: Record<TenantQuota, number>;
   defaults: TenantLimits;
   /** Unauthenticated work per client address: Agent Card fetches and failed authentications. */
   address: Rate;
-  /** Behind a proxy that appends the client to X-Forwarded-For (the chart's Ingress). */
-  trustForwardedFor: boolean;
 }
 
 const rate = z.object({ per_sec: z.number().min(0).max(1e6), burst: z.number().int().min(1).max(1e7) }).strict();
 
 /** The operator's override of some of a tenant's limits, as `tenants.set_limits` takes it. */
 export const overrideSchema = z
-  .object({ key: rate.optional(), tenant: rate.optional(), max_waiting_per_agent: z.number().int().min(0).max(1e6).optional() })
+  .object({
+    key: rate.optional(),
+    tenant: rate.optional(),
+    max_waiting_per_agent: z.number().int().min(0).max(1e6).optional(),
+    // Checked by the services owning the resources; identity keeps them with the rest.
+    quotas: z.partialRecord(z.enum(TENANT_QUOTAS), z.number().int().min(1).max(1e9)).optional(),
+  })
   .strict();
 export type Override = z.infer<typeof overrideSchema>;
 
@@ -108,7 +114,15 @@ export class Buckets {
   async setOverride(tenantId: string, value: Override, principal: Principal): Promise<void> {
     const rate = (r: { per_sec: number; burst: number } | undefined) => r && { perSec: r.per_sec, burst: r.burst };
     await this.identity.setTenantLimits(
-      { tenantId, limits: { key: rate(value.key), tenant: rate(value.tenant), maxWaitingPerAgent: value.max_waiting_per_agent } },
+      {
+        tenantId,
+        limits: {
+          key: rate(value.key),
+          tenant: rate(value.tenant),
+          maxWaitingPerAgent: value.max_waiting_per_agent,
+          quotas: Object.fromEntries(Object.entries(value.quotas ?? {}).map(([name, n]) => [name, BigInt(n)])),
+        },
+      },
       { principal },
     );
     this.overrides.delete(tenantId);
@@ -164,5 +178,7 @@ function overrideOf(limits: identityv1.TenantLimits | undefined): Override {
   if (limits?.key) override.key = { per_sec: limits.key.perSec, burst: limits.key.burst };
   if (limits?.tenant) override.tenant = { per_sec: limits.tenant.perSec, burst: limits.tenant.burst };
   if (limits?.maxWaitingPerAgent !== undefined) override.max_waiting_per_agent = limits.maxWaitingPerAgent;
+  const quotas = Object.entries(limits?.quotas ?? {}).filter(([name]) => (TENANT_QUOTAS as readonly string[]).includes(name));
+  if (quotas.length) override.quotas = Object.fromEntries(quotas.map(([name, n]) => [name, Number(n)])) as Override['quotas'];
   return override;
 }

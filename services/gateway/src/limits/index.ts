@@ -6,6 +6,7 @@ import { bearerToken } from '../auth.js';
 import { toA2aRpcError } from '../a2a/errors.js';
 import { toRpcError } from '../errors.js';
 import type { RpcMethod } from '../jsonrpc.js';
+import { clientAddressOf, type ProxyTrust } from '../origin.js';
 import { parseParams } from '../params.js';
 import { Buckets, overrideSchema, type Admission, type LimitsConfig, type Refusal } from './buckets.js';
 import { WaitingCalls, waitingCalls } from './waiting.js';
@@ -21,7 +22,12 @@ export function limitsConfig(config: HubConfig): LimitsConfig {
       maxWaitingPerAgent: config.HUB_MAX_WAITING_PER_AGENT,
     },
     address: { perSec: config.HUB_RATE_ADDRESS_PER_SEC, burst: config.HUB_RATE_ADDRESS_BURST },
-    trustForwardedFor: config.HUB_RATE_TRUST_FORWARDED_FOR,
+    quotas: {
+      agents_per_tenant: config.HUB_QUOTA_AGENTS_PER_TENANT,
+      members_per_workspace: config.HUB_QUOTA_MEMBERS_PER_WORKSPACE,
+      // 0: off.
+      queued_deliveries_per_agent: config.HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT,
+    },
   };
 }
 
@@ -32,16 +38,18 @@ export function limitsConfig(config: HubConfig): LimitsConfig {
  */
 export class Limits {
   private readonly buckets: Buckets;
-  private readonly waiting = new WaitingCalls();
+  private readonly waiting: WaitingCalls;
 
-  constructor(deps: { kv: Kv; identity: ClientOf<typeof identityv1.IdentityService>; config: LimitsConfig; metrics: Metrics; log: Logger }) {
+  private readonly clientAddress: (peer: string, forwardedFor: string | undefined) => string;
+
+  constructor(deps: { kv: Kv; identity: ClientOf<typeof identityv1.IdentityService>; config: LimitsConfig; trustedProxies?: ProxyTrust; metrics: Metrics; log: Logger }) {
     this.buckets = new Buckets(deps.kv, deps.identity, deps.config, deps.metrics, deps.log);
+    this.clientAddress = clientAddressOf(deps.trustedProxies);
+    this.waiting = new WaitingCalls(deps.kv, deps.log);
   }
 
-  /** The client's address: the last hop of X-Forwarded-For behind a trusted proxy, else the peer's. */
   private address(ctx: Koa.Context): string {
-    const forwarded = this.buckets.config.trustForwardedFor ? ctx.get('X-Forwarded-For').split(',').pop()?.trim() : undefined;
-    return forwarded || ctx.ip;
+    return this.clientAddress(ctx.socket.remoteAddress ?? ctx.ip, ctx.get('X-Forwarded-For') || undefined);
   }
 
   /** Before any lookup: refuses an address that used up its unauthenticated work. */
@@ -81,14 +89,16 @@ export class Limits {
     }
     const waits = waitingCalls(body, strict);
     if (waits > 0) {
-      const release = this.waiting.acquire(principal.agentId, waits, limits.maxWaitingPerAgent);
+      const release = await this.waiting.acquire(principal.agentId, waits, limits.maxWaitingPerAgent);
       if (!release) {
         const max = limits.maxWaitingPerAgent;
         const refusal = this.buckets.refused('waiting', principal.tenantId, { perSec: 0, burst: max }, 0, 1_000);
         refuse(ctx, refusal, body, strict, `Too many waiting calls: an agent may hold at most ${max} long-polls, blocking sends and streams open at once`);
         return false;
       }
-      ctx.res.once('close', release);
+      // The client may have gone while the slots were acquired: its 'close' has passed then.
+      if (ctx.res.closed) release();
+      else ctx.res.once('close', release);
     }
     rateHeaders(ctx, drawn);
     return true;
@@ -106,6 +116,7 @@ export class Limits {
           key: { per_sec: limits.key.perSec, burst: limits.key.burst },
           tenant: { per_sec: limits.tenant.perSec, burst: limits.tenant.burst },
           max_waiting_per_agent: limits.maxWaitingPerAgent,
+          quotas: { ...this.buckets.config.quotas, ...overrides.quotas },
         },
         overrides,
       };

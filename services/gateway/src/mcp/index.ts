@@ -55,6 +55,9 @@ export function mcpEndpoint(options: McpOptions): McpEndpoint {
       // Stateless: no session to stream server-initiated messages on, none to delete.
       return reply(res, 405, { jsonrpc: '2.0', id: null, error: protocolError(RpcCode.INVALID_REQUEST, 'Method not allowed: this endpoint is stateless; use POST') }, { Allow: 'POST' });
     }
+    // Created before authentication, whose lookups stop when the client leaves.
+    const left = new AbortController();
+    res.once('close', () => left.abort());
     let body: unknown;
     try {
       body = JSON.parse((await readBody(req, options.maxBodyBytes)).toString('utf8'));
@@ -67,7 +70,7 @@ export function mcpEndpoint(options: McpOptions): McpEndpoint {
     }
     let principal: Principal;
     try {
-      principal = await options.authenticator.agent(req.headers.authorization);
+      principal = await options.authenticator.agent(req.headers.authorization, left.signal);
     } catch (err) {
       const hubError = HubError.from(err);
       if (hubError.reason === Reason.UNAUTHENTICATED) {
@@ -76,8 +79,6 @@ export function mcpEndpoint(options: McpOptions): McpEndpoint {
       return reply(res, 503, { jsonrpc: '2.0', id: null, error: toRpcError(hubError) });
     }
 
-    const left = new AbortController();
-    res.once('close', () => left.abort());
     const call = async (method: string, params: Record<string, unknown>, signal: AbortSignal) => {
       const ctx: RpcContext = { principal, signal: AbortSignal.any([signal, left.signal]) };
       const response = await options.rpc.handle({ jsonrpc: '2.0', id: ++calls, method, params }, ctx);

@@ -9,7 +9,7 @@ import { artifactOut, deliveryOut, messageOut, stateWord, taskOut } from './mess
 
 /**
  * The streaming messaging methods' machinery: task streams as SSE events (resumable by
- * Last-Event-ID) and the inbox stream, each bounded to STREAM_MAX_MS.
+ * Last-Event-ID) and the inbox stream, each bounded to HUB_STREAM_MAX_MS.
  */
 
 /** Calls that may wait (blocking sends, inbox long-polls) get this long before the gateway gives up. */
@@ -17,8 +17,14 @@ export const WAITING_CALL_MS = 70_000;
 /**
  * A stream is closed (cleanly) after this long; the client reconnects with Last-Event-ID and
  * loses nothing. Bounding it lets deadlines, deploys and load balancers work as for other calls.
+ * The default of HUB_STREAM_MAX_MS.
  */
 export const STREAM_MAX_MS = 30 * 60_000;
+
+/** The gateway's bound on its streams (HUB_STREAM_MAX_MS); STREAM_MAX_MS when unset. */
+export interface StreamOptions {
+  streamMaxMs?: number;
+}
 /** Each long-poll behind `x-hub/inbox.stream`. */
 const INBOX_STREAM_POLL_MS = 25_000;
 
@@ -69,9 +75,9 @@ export function resumeVersion(lastEventId: string | undefined): bigint | undefin
 
 type Streaming = (request: unknown, options: CallOptions) => AsyncIterable<unknown>;
 
-/** Ends the stream quietly at STREAM_MAX_MS (the client resumes) or when the client leaves. */
-export async function* bounded<T>(open: (signal: AbortSignal) => AsyncIterable<T>, ctx: RpcContext): AsyncIterable<T> {
-  const limit = AbortSignal.timeout(STREAM_MAX_MS);
+/** Ends the stream quietly after `maxMs` (the client resumes) or when the client leaves. */
+export async function* bounded<T>(open: (signal: AbortSignal) => AsyncIterable<T>, ctx: RpcContext, maxMs: number): AsyncIterable<T> {
+  const limit = AbortSignal.timeout(maxMs);
   const signal = ctx.signal ? AbortSignal.any([ctx.signal, limit]) : limit;
   try {
     yield* open(signal);
@@ -117,13 +123,13 @@ export function streamMethod(
 }
 
 /** `sent`: the task a send just answered with, streamed first; the watch then resumes after its version. */
-export function watch(client: Record<string, (request: unknown, options: CallOptions) => unknown>, request: unknown, ctx: RpcContext, sent?: messagingv1.Task) {
+export function watch(client: Record<string, (request: unknown, options: CallOptions) => unknown>, request: unknown, ctx: RpcContext, maxMs: number, sent?: messagingv1.Task) {
   return primed(
     expand(
       bounded((signal) => {
-        const source = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: STREAM_MAX_MS + 60_000 }) as AsyncIterable<messagingv1.WatchTaskResponse>;
+        const source = (client.watchTask as Streaming)(request, { principal: ctx.principal, signal, timeoutMs: maxMs + 60_000 }) as AsyncIterable<messagingv1.WatchTaskResponse>;
         return sent ? sentTaskStream(sent, source) : source;
-      }, ctx),
+      }, ctx, maxMs),
       taskEvents,
     ),
   );

@@ -6,7 +6,7 @@ import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fie
 import type { Clients, Route } from '../route.js';
 import { checked, MESSAGING_PARAMS } from './messaging-params.js';
 import { deliveryOut, messageIn, partsIn, sendRequest, taskOut } from './messaging-codec.js';
-import { bounded, inboxEvents, resumeVersion, streamMethod, WAITING_CALL_MS, watch } from './messaging-streams.js';
+import { bounded, inboxEvents, resumeVersion, STREAM_MAX_MS, streamMethod, WAITING_CALL_MS, watch, type StreamOptions } from './messaging-streams.js';
 
 /**
  * Messaging and tasks as JSON-RPC methods, each forwarded to one messaging RPC: `SendMessage`,
@@ -41,11 +41,11 @@ function method(
 
 const taskId = (params: Json) => str(params, 'id', '', true)!;
 
-export function messagingMethods(clients: Clients): [string, Route][] {
-  return unchecked(clients).map(([name, route]) => [name, checked(route, MESSAGING_PARAMS[name])]);
+export function messagingMethods(clients: Clients, options: StreamOptions = {}): [string, Route][] {
+  return unchecked(clients, options.streamMaxMs ?? STREAM_MAX_MS).map(([name, route]) => [name, checked(route, MESSAGING_PARAMS[name])]);
 }
 
-function unchecked(clients: Clients): [string, Route][] {
+function unchecked(clients: Clients, streamMaxMs: number): [string, Route][] {
   const withHistory = (params: Json) => {
     const cfg = isObject(params.configuration) ? params.configuration : {};
     return cfg.historyLength !== undefined || cfg.blocking === true;
@@ -69,10 +69,10 @@ function unchecked(clients: Clients): [string, Route][] {
     ['SendStreamingMessage', streamMethod(clients, 'watchTask', async (p, ctx, client) => {
       const request = { ...sendRequest(p, ctx), blocking: false };
       const { task } = (await client.sendMessage!(request, { principal: ctx.principal, signal: ctx.signal })) as messagingv1.SendMessageResponse;
-      return watch(client, { taskId: task!.id, afterVersion: task!.version }, ctx, task!);
+      return watch(client, { taskId: task!.id, afterVersion: task!.version }, ctx, streamMaxMs, task!);
     })],
     ['SubscribeToTask', streamMethod(clients, 'watchTask', async (p, ctx, client) =>
-      watch(client, { taskId: taskId(p), afterVersion: resumeVersion(ctx.lastEventId), historyLength: optionalInt(p, 'historyLength', '', 0) }, ctx),
+      watch(client, { taskId: taskId(p), afterVersion: resumeVersion(ctx.lastEventId), historyLength: optionalInt(p, 'historyLength', '', 0) }, ctx, streamMaxMs),
     )],
     ['ListTasks', method(
       clients,
@@ -101,7 +101,7 @@ function unchecked(clients: Clients): [string, Route][] {
     )],
     ['x-hub/inbox.stream', streamMethod(clients, 'pollInbox', async (p, ctx, client) => {
       const max = optionalInt(p, 'max', '', 1, 100) ?? 10;
-      return bounded((signal) => inboxEvents(client, max, ctx, signal), ctx);
+      return bounded((signal) => inboxEvents(client, max, ctx, signal), ctx, streamMaxMs);
     })],
     ['x-hub/inbox.ack', method(clients, 'ackDelivery', (p) => ({ deliveryId: str(p, 'delivery_id', '', true)! }), (r) => ({ acked: r.acked }))],
     ['x-hub/tasks.update', method(

@@ -4,13 +4,54 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { QuotaUsage } from "../../common/v1/quota_pb.js";
+import { file_agenthub_common_v1_quota } from "../../common/v1/quota_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agenthub/events/v1/events.proto.
  */
 export const file_agenthub_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hZ2VudGh1Yi9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJhZ2VudGh1Yi5ldmVudHMudjEijAEKDlRhc2tQdXNoQ29uZmlnEgoKAmlkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSCwoDdXJsGAMgASgJEg0KBXRva2VuGAQgASgJEhMKC2F1dGhfc2NoZW1lGAUgASgJEhgKEGF1dGhfY3JlZGVudGlhbHMYBiABKAkSEgoKY3JlYXRlZF9hdBgHIAEoAyJRChtDcmVhdGVUYXNrUHVzaENvbmZpZ1JlcXVlc3QSMgoGY29uZmlnGAEgASgLMiIuYWdlbnRodWIuZXZlbnRzLnYxLlRhc2tQdXNoQ29uZmlnImoKHENyZWF0ZVRhc2tQdXNoQ29uZmlnUmVzcG9uc2USMgoGY29uZmlnGAEgASgLMiIuYWdlbnRodWIuZXZlbnRzLnYxLlRhc2tQdXNoQ29uZmlnEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIjcKGEdldFRhc2tQdXNoQ29uZmlnUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEgoKAmlkGAIgASgJIk8KGUdldFRhc2tQdXNoQ29uZmlnUmVzcG9uc2USMgoGY29uZmlnGAEgASgLMiIuYWdlbnRodWIuZXZlbnRzLnYxLlRhc2tQdXNoQ29uZmlnIi0KGkxpc3RUYXNrUHVzaENvbmZpZ3NSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkiUgobTGlzdFRhc2tQdXNoQ29uZmlnc1Jlc3BvbnNlEjMKB2NvbmZpZ3MYASADKAsyIi5hZ2VudGh1Yi5ldmVudHMudjEuVGFza1B1c2hDb25maWciOgobRGVsZXRlVGFza1B1c2hDb25maWdSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSCgoCaWQYAiABKAkiHgocRGVsZXRlVGFza1B1c2hDb25maWdSZXNwb25zZSLEAQoHV2ViaG9vaxIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSCwoDdXJsGAMgASgJEg4KBmV2ZW50cxgEIAMoCRITCgtkZXNjcmlwdGlvbhgFIAEoCRIPCgdlbmFibGVkGAYgASgIEhIKCmNyZWF0ZWRfYXQYByABKAMSFwoPZGlzYWJsZWRfcmVhc29uGAggASgJEhMKC2Rpc2FibGVkX2F0GAkgASgDEhIKCmNyZWF0ZWRfYnkYCiABKAkiXgoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA3VybBgCIAEoCRIOCgZldmVudHMYAyADKAkSEwoLZGVzY3JpcHRpb24YBCABKAkiVQoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEiwKB3dlYmhvb2sYASABKAsyGy5hZ2VudGh1Yi5ldmVudHMudjEuV2ViaG9vaxIOCgZzZWNyZXQYAiABKAkiKwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRQoUTGlzdFdlYmhvb2tzUmVzcG9uc2USLQoId2ViaG9va3MYASADKAsyGy5hZ2VudGh1Yi5ldmVudHMudjEuV2ViaG9vayI9ChFHZXRXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCSJCChJHZXRXZWJob29rUmVzcG9uc2USLAoHd2ViaG9vaxgBIAEoCzIbLmFnZW50aHViLmV2ZW50cy52MS5XZWJob29rIkAKFERlbGV0ZVdlYmhvb2tSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJIisKFURlbGV0ZVdlYmhvb2tSZXNwb25zZRISCgp3ZWJob29rX2lkGAEgASgJIkYKGlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJIn8KG1JvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsuYWdlbnRodWIuZXZlbnRzLnYxLldlYmhvb2sSDgoGc2VjcmV0GAIgASgJEiIKGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAMgASgDIj4KElRlc3RXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCSJrCgxUZXN0RGVsaXZlcnkSEAoIZXZlbnRfaWQYASABKAkSEwoLc3RhdHVzX2NvZGUYAiABKAUSEgoKbGF0ZW5jeV9tcxgDIAEoBRINCgVlcnJvchgEIAEoCRIRCglkZWxpdmVyZWQYBSABKAgiSQoTVGVzdFdlYmhvb2tSZXNwb25zZRIyCghkZWxpdmVyeRgBIAEoCzIgLmFnZW50aHViLmV2ZW50cy52MS5UZXN0RGVsaXZlcnkiTQoHQXR0ZW1wdBIKCgJhdBgBIAEoAxITCgtzdGF0dXNfY29kZRgCIAEoBRISCgpsYXRlbmN5X21zGAMgASgFEg0KBWVycm9yGAQgASgJIrsBCghEZWxpdmVyeRIQCghldmVudF9pZBgBIAEoCRINCgVldmVudBgCIAEoCRIyCgZzdGF0dXMYAyABKA4yIi5hZ2VudGh1Yi5ldmVudHMudjEuRGVsaXZlcnlTdGF0dXMSLQoIYXR0ZW1wdHMYBCADKAsyGy5hZ2VudGh1Yi5ldmVudHMudjEuQXR0ZW1wdBIXCg9uZXh0X2F0dGVtcHRfYXQYBSABKAMSEgoKY3JlYXRlZF9hdBgGIAEoAyKEAQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEg0KBWxpbWl0GAMgASgFEjIKBnN0YXR1cxgEIAEoDjIiLmFnZW50aHViLmV2ZW50cy52MS5EZWxpdmVyeVN0YXR1cyJKChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEjAKCmRlbGl2ZXJpZXMYASADKAsyHC5hZ2VudGh1Yi5ldmVudHMudjEuRGVsaXZlcnkicgoXUmVwbGF5RGVsaXZlcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEgoIZXZlbnRfaWQYAyABKAlIABIPCgVzaW5jZRgEIAEoA0gAQggKBnRhcmdldCIsChhSZXBsYXlEZWxpdmVyaWVzUmVzcG9uc2USEAoIcmVwbGF5ZWQYASABKAUqiQEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBACEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQAzKrCgoNRXZlbnRzU2VydmljZRJkCg1DcmVhdGVXZWJob29rEiguYWdlbnRodWIuZXZlbnRzLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0GikuYWdlbnRodWIuZXZlbnRzLnYxLkNyZWF0ZVdlYmhvb2tSZXNwb25zZRJhCgxMaXN0V2ViaG9va3MSJy5hZ2VudGh1Yi5ldmVudHMudjEuTGlzdFdlYmhvb2tzUmVxdWVzdBooLmFnZW50aHViLmV2ZW50cy52MS5MaXN0V2ViaG9va3NSZXNwb25zZRJbCgpHZXRXZWJob29rEiUuYWdlbnRodWIuZXZlbnRzLnYxLkdldFdlYmhvb2tSZXF1ZXN0GiYuYWdlbnRodWIuZXZlbnRzLnYxLkdldFdlYmhvb2tSZXNwb25zZRJkCg1EZWxldGVXZWJob29rEiguYWdlbnRodWIuZXZlbnRzLnYxLkRlbGV0ZVdlYmhvb2tSZXF1ZXN0GikuYWdlbnRodWIuZXZlbnRzLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZRJ2ChNSb3RhdGVXZWJob29rU2VjcmV0Ei4uYWdlbnRodWIuZXZlbnRzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0Gi8uYWdlbnRodWIuZXZlbnRzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRJeCgtUZXN0V2ViaG9vaxImLmFnZW50aHViLmV2ZW50cy52MS5UZXN0V2ViaG9va1JlcXVlc3QaJy5hZ2VudGh1Yi5ldmVudHMudjEuVGVzdFdlYmhvb2tSZXNwb25zZRJnCg5MaXN0RGVsaXZlcmllcxIpLmFnZW50aHViLmV2ZW50cy52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKi5hZ2VudGh1Yi5ldmVudHMudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRJtChBSZXBsYXlEZWxpdmVyaWVzEisuYWdlbnRodWIuZXZlbnRzLnYxLlJlcGxheURlbGl2ZXJpZXNSZXF1ZXN0GiwuYWdlbnRodWIuZXZlbnRzLnYxLlJlcGxheURlbGl2ZXJpZXNSZXNwb25zZRJ5ChRDcmVhdGVUYXNrUHVzaENvbmZpZxIvLmFnZW50aHViLmV2ZW50cy52MS5DcmVhdGVUYXNrUHVzaENvbmZpZ1JlcXVlc3QaMC5hZ2VudGh1Yi5ldmVudHMudjEuQ3JlYXRlVGFza1B1c2hDb25maWdSZXNwb25zZRJwChFHZXRUYXNrUHVzaENvbmZpZxIsLmFnZW50aHViLmV2ZW50cy52MS5HZXRUYXNrUHVzaENvbmZpZ1JlcXVlc3QaLS5hZ2VudGh1Yi5ldmVudHMudjEuR2V0VGFza1B1c2hDb25maWdSZXNwb25zZRJ2ChNMaXN0VGFza1B1c2hDb25maWdzEi4uYWdlbnRodWIuZXZlbnRzLnYxLkxpc3RUYXNrUHVzaENvbmZpZ3NSZXF1ZXN0Gi8uYWdlbnRodWIuZXZlbnRzLnYxLkxpc3RUYXNrUHVzaENvbmZpZ3NSZXNwb25zZRJ5ChREZWxldGVUYXNrUHVzaENvbmZpZxIvLmFnZW50aHViLmV2ZW50cy52MS5EZWxldGVUYXNrUHVzaENvbmZpZ1JlcXVlc3QaMC5hZ2VudGh1Yi5ldmVudHMudjEuRGVsZXRlVGFza1B1c2hDb25maWdSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("Ch9hZ2VudGh1Yi9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJhZ2VudGh1Yi5ldmVudHMudjEiOwoPR2V0VXNhZ2VSZXF1ZXN0EhUKDXdvcmtzcGFjZV9pZHMYASADKAkSEQoJYWdlbnRfaWRzGAIgAygJIkEKEEdldFVzYWdlUmVzcG9uc2USLQoFdXNhZ2UYASADKAsyHi5hZ2VudGh1Yi5jb21tb24udjEuUXVvdGFVc2FnZSKMAQoOVGFza1B1c2hDb25maWcSCgoCaWQYASABKAkSDwoHdGFza19pZBgCIAEoCRILCgN1cmwYAyABKAkSDQoFdG9rZW4YBCABKAkSEwoLYXV0aF9zY2hlbWUYBSABKAkSGAoQYXV0aF9jcmVkZW50aWFscxgGIAEoCRISCgpjcmVhdGVkX2F0GAcgASgDIlEKG0NyZWF0ZVRhc2tQdXNoQ29uZmlnUmVxdWVzdBIyCgZjb25maWcYASABKAsyIi5hZ2VudGh1Yi5ldmVudHMudjEuVGFza1B1c2hDb25maWciagocQ3JlYXRlVGFza1B1c2hDb25maWdSZXNwb25zZRIyCgZjb25maWcYASABKAsyIi5hZ2VudGh1Yi5ldmVudHMudjEuVGFza1B1c2hDb25maWcSFgoOc2lnbmluZ19zZWNyZXQYAiABKAkiNwoYR2V0VGFza1B1c2hDb25maWdSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSCgoCaWQYAiABKAkiTwoZR2V0VGFza1B1c2hDb25maWdSZXNwb25zZRIyCgZjb25maWcYASABKAsyIi5hZ2VudGh1Yi5ldmVudHMudjEuVGFza1B1c2hDb25maWciLQoaTGlzdFRhc2tQdXNoQ29uZmlnc1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJSChtMaXN0VGFza1B1c2hDb25maWdzUmVzcG9uc2USMwoHY29uZmlncxgBIAMoCzIiLmFnZW50aHViLmV2ZW50cy52MS5UYXNrUHVzaENvbmZpZyI6ChtEZWxldGVUYXNrUHVzaENvbmZpZ1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIKCgJpZBgCIAEoCSIeChxEZWxldGVUYXNrUHVzaENvbmZpZ1Jlc3BvbnNlIsQBCgdXZWJob29rEgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRILCgN1cmwYAyABKAkSDgoGZXZlbnRzGAQgAygJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEg8KB2VuYWJsZWQYBiABKAgSEgoKY3JlYXRlZF9hdBgHIAEoAxIXCg9kaXNhYmxlZF9yZWFzb24YCCABKAkSEwoLZGlzYWJsZWRfYXQYCSABKAMSEgoKY3JlYXRlZF9ieRgKIAEoCSJeChRDcmVhdGVXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCwoDdXJsGAIgASgJEg4KBmV2ZW50cxgDIAMoCRITCgtkZXNjcmlwdGlvbhgEIAEoCSJVChVDcmVhdGVXZWJob29rUmVzcG9uc2USLAoHd2ViaG9vaxgBIAEoCzIbLmFnZW50aHViLmV2ZW50cy52MS5XZWJob29rEg4KBnNlY3JldBgCIAEoCSIrChNMaXN0V2ViaG9va3NSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJFChRMaXN0V2ViaG9va3NSZXNwb25zZRItCgh3ZWJob29rcxgBIAMoCzIbLmFnZW50aHViLmV2ZW50cy52MS5XZWJob29rIj0KEUdldFdlYmhvb2tSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJIkIKEkdldFdlYmhvb2tSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsuYWdlbnRodWIuZXZlbnRzLnYxLldlYmhvb2siQAoURGVsZXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiKwoVRGVsZXRlV2ViaG9va1Jlc3BvbnNlEhIKCndlYmhvb2tfaWQYASABKAkiRgoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkifwobUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEiwKB3dlYmhvb2sYASABKAsyGy5hZ2VudGh1Yi5ldmVudHMudjEuV2ViaG9vaxIOCgZzZWNyZXQYAiABKAkSIgoacHJldmlvdXNfc2VjcmV0X2V4cGlyZXNfYXQYAyABKAMiPgoSVGVzdFdlYmhvb2tSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJImsKDFRlc3REZWxpdmVyeRIQCghldmVudF9pZBgBIAEoCRITCgtzdGF0dXNfY29kZRgCIAEoBRISCgpsYXRlbmN5X21zGAMgASgFEg0KBWVycm9yGAQgASgJEhEKCWRlbGl2ZXJlZBgFIAEoCCJJChNUZXN0V2ViaG9va1Jlc3BvbnNlEjIKCGRlbGl2ZXJ5GAEgASgLMiAuYWdlbnRodWIuZXZlbnRzLnYxLlRlc3REZWxpdmVyeSJNCgdBdHRlbXB0EgoKAmF0GAEgASgDEhMKC3N0YXR1c19jb2RlGAIgASgFEhIKCmxhdGVuY3lfbXMYAyABKAUSDQoFZXJyb3IYBCABKAkiuwEKCERlbGl2ZXJ5EhAKCGV2ZW50X2lkGAEgASgJEg0KBWV2ZW50GAIgASgJEjIKBnN0YXR1cxgDIAEoDjIiLmFnZW50aHViLmV2ZW50cy52MS5EZWxpdmVyeVN0YXR1cxItCghhdHRlbXB0cxgEIAMoCzIbLmFnZW50aHViLmV2ZW50cy52MS5BdHRlbXB0EhcKD25leHRfYXR0ZW1wdF9hdBgFIAEoAxISCgpjcmVhdGVkX2F0GAYgASgDIoQBChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSMgoGc3RhdHVzGAQgASgOMiIuYWdlbnRodWIuZXZlbnRzLnYxLkRlbGl2ZXJ5U3RhdHVzIkoKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USMAoKZGVsaXZlcmllcxgBIAMoCzIcLmFnZW50aHViLmV2ZW50cy52MS5EZWxpdmVyeSJyChdSZXBsYXlEZWxpdmVyaWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRISCghldmVudF9pZBgDIAEoCUgAEg8KBXNpbmNlGAQgASgDSABCCAoGdGFyZ2V0IiwKGFJlcGxheURlbGl2ZXJpZXNSZXNwb25zZRIQCghyZXBsYXllZBgBIAEoBSqJAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIdChlERUxJVkVSWV9TVEFUVVNfREVMSVZFUkVEEAISGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBADMqALCg1FdmVudHNTZXJ2aWNlEmQKDUNyZWF0ZVdlYmhvb2sSKC5hZ2VudGh1Yi5ldmVudHMudjEuQ3JlYXRlV2ViaG9va1JlcXVlc3QaKS5hZ2VudGh1Yi5ldmVudHMudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEmYKDExpc3RXZWJob29rcxInLmFnZW50aHViLmV2ZW50cy52MS5MaXN0V2ViaG9va3NSZXF1ZXN0GiguYWdlbnRodWIuZXZlbnRzLnYxLkxpc3RXZWJob29rc1Jlc3BvbnNlIgOQAgESYAoKR2V0V2ViaG9vaxIlLmFnZW50aHViLmV2ZW50cy52MS5HZXRXZWJob29rUmVxdWVzdBomLmFnZW50aHViLmV2ZW50cy52MS5HZXRXZWJob29rUmVzcG9uc2UiA5ACARJkCg1EZWxldGVXZWJob29rEiguYWdlbnRodWIuZXZlbnRzLnYxLkRlbGV0ZVdlYmhvb2tSZXF1ZXN0GikuYWdlbnRodWIuZXZlbnRzLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZRJ2ChNSb3RhdGVXZWJob29rU2VjcmV0Ei4uYWdlbnRodWIuZXZlbnRzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0Gi8uYWdlbnRodWIuZXZlbnRzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRJeCgtUZXN0V2ViaG9vaxImLmFnZW50aHViLmV2ZW50cy52MS5UZXN0V2ViaG9va1JlcXVlc3QaJy5hZ2VudGh1Yi5ldmVudHMudjEuVGVzdFdlYmhvb2tSZXNwb25zZRJsCg5MaXN0RGVsaXZlcmllcxIpLmFnZW50aHViLmV2ZW50cy52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKi5hZ2VudGh1Yi5ldmVudHMudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZSIDkAIBEm0KEFJlcGxheURlbGl2ZXJpZXMSKy5hZ2VudGh1Yi5ldmVudHMudjEuUmVwbGF5RGVsaXZlcmllc1JlcXVlc3QaLC5hZ2VudGh1Yi5ldmVudHMudjEuUmVwbGF5RGVsaXZlcmllc1Jlc3BvbnNlEnkKFENyZWF0ZVRhc2tQdXNoQ29uZmlnEi8uYWdlbnRodWIuZXZlbnRzLnYxLkNyZWF0ZVRhc2tQdXNoQ29uZmlnUmVxdWVzdBowLmFnZW50aHViLmV2ZW50cy52MS5DcmVhdGVUYXNrUHVzaENvbmZpZ1Jlc3BvbnNlEnUKEUdldFRhc2tQdXNoQ29uZmlnEiwuYWdlbnRodWIuZXZlbnRzLnYxLkdldFRhc2tQdXNoQ29uZmlnUmVxdWVzdBotLmFnZW50aHViLmV2ZW50cy52MS5HZXRUYXNrUHVzaENvbmZpZ1Jlc3BvbnNlIgOQAgESewoTTGlzdFRhc2tQdXNoQ29uZmlncxIuLmFnZW50aHViLmV2ZW50cy52MS5MaXN0VGFza1B1c2hDb25maWdzUmVxdWVzdBovLmFnZW50aHViLmV2ZW50cy52MS5MaXN0VGFza1B1c2hDb25maWdzUmVzcG9uc2UiA5ACARJ5ChREZWxldGVUYXNrUHVzaENvbmZpZxIvLmFnZW50aHViLmV2ZW50cy52MS5EZWxldGVUYXNrUHVzaENvbmZpZ1JlcXVlc3QaMC5hZ2VudGh1Yi5ldmVudHMudjEuRGVsZXRlVGFza1B1c2hDb25maWdSZXNwb25zZRJaCghHZXRVc2FnZRIjLmFnZW50aHViLmV2ZW50cy52MS5HZXRVc2FnZVJlcXVlc3QaJC5hZ2VudGh1Yi5ldmVudHMudjEuR2V0VXNhZ2VSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_agenthub_common_v1_quota]);
+
+/**
+ * @generated from message agenthub.events.v1.GetUsageRequest
+ */
+export type GetUsageRequest = Message<"agenthub.events.v1.GetUsageRequest"> & {
+  /**
+   * @generated from field: repeated string workspace_ids = 1;
+   */
+  workspaceIds: string[];
+
+  /**
+   * @generated from field: repeated string agent_ids = 2;
+   */
+  agentIds: string[];
+};
+
+/**
+ * Describes the message agenthub.events.v1.GetUsageRequest.
+ * Use `create(GetUsageRequestSchema)` to create a new message.
+ */
+export const GetUsageRequestSchema: GenMessage<GetUsageRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 0);
+
+/**
+ * @generated from message agenthub.events.v1.GetUsageResponse
+ */
+export type GetUsageResponse = Message<"agenthub.events.v1.GetUsageResponse"> & {
+  /**
+   * @generated from field: repeated agenthub.common.v1.QuotaUsage usage = 1;
+   */
+  usage: QuotaUsage[];
+};
+
+/**
+ * Describes the message agenthub.events.v1.GetUsageResponse.
+ * Use `create(GetUsageResponseSchema)` to create a new message.
+ */
+export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_events_v1_events, 1);
 
 /**
  * @generated from message agenthub.events.v1.TaskPushConfig
@@ -65,7 +106,7 @@ export type TaskPushConfig = Message<"agenthub.events.v1.TaskPushConfig"> & {
  * Use `create(TaskPushConfigSchema)` to create a new message.
  */
 export const TaskPushConfigSchema: GenMessage<TaskPushConfig> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 0);
+  messageDesc(file_agenthub_events_v1_events, 2);
 
 /**
  * @generated from message agenthub.events.v1.CreateTaskPushConfigRequest
@@ -82,7 +123,7 @@ export type CreateTaskPushConfigRequest = Message<"agenthub.events.v1.CreateTask
  * Use `create(CreateTaskPushConfigRequestSchema)` to create a new message.
  */
 export const CreateTaskPushConfigRequestSchema: GenMessage<CreateTaskPushConfigRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 1);
+  messageDesc(file_agenthub_events_v1_events, 3);
 
 /**
  * @generated from message agenthub.events.v1.CreateTaskPushConfigResponse
@@ -106,7 +147,7 @@ export type CreateTaskPushConfigResponse = Message<"agenthub.events.v1.CreateTas
  * Use `create(CreateTaskPushConfigResponseSchema)` to create a new message.
  */
 export const CreateTaskPushConfigResponseSchema: GenMessage<CreateTaskPushConfigResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 2);
+  messageDesc(file_agenthub_events_v1_events, 4);
 
 /**
  * @generated from message agenthub.events.v1.GetTaskPushConfigRequest
@@ -128,7 +169,7 @@ export type GetTaskPushConfigRequest = Message<"agenthub.events.v1.GetTaskPushCo
  * Use `create(GetTaskPushConfigRequestSchema)` to create a new message.
  */
 export const GetTaskPushConfigRequestSchema: GenMessage<GetTaskPushConfigRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 3);
+  messageDesc(file_agenthub_events_v1_events, 5);
 
 /**
  * @generated from message agenthub.events.v1.GetTaskPushConfigResponse
@@ -145,7 +186,7 @@ export type GetTaskPushConfigResponse = Message<"agenthub.events.v1.GetTaskPushC
  * Use `create(GetTaskPushConfigResponseSchema)` to create a new message.
  */
 export const GetTaskPushConfigResponseSchema: GenMessage<GetTaskPushConfigResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 4);
+  messageDesc(file_agenthub_events_v1_events, 6);
 
 /**
  * @generated from message agenthub.events.v1.ListTaskPushConfigsRequest
@@ -162,7 +203,7 @@ export type ListTaskPushConfigsRequest = Message<"agenthub.events.v1.ListTaskPus
  * Use `create(ListTaskPushConfigsRequestSchema)` to create a new message.
  */
 export const ListTaskPushConfigsRequestSchema: GenMessage<ListTaskPushConfigsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 5);
+  messageDesc(file_agenthub_events_v1_events, 7);
 
 /**
  * @generated from message agenthub.events.v1.ListTaskPushConfigsResponse
@@ -179,7 +220,7 @@ export type ListTaskPushConfigsResponse = Message<"agenthub.events.v1.ListTaskPu
  * Use `create(ListTaskPushConfigsResponseSchema)` to create a new message.
  */
 export const ListTaskPushConfigsResponseSchema: GenMessage<ListTaskPushConfigsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 6);
+  messageDesc(file_agenthub_events_v1_events, 8);
 
 /**
  * @generated from message agenthub.events.v1.DeleteTaskPushConfigRequest
@@ -201,7 +242,7 @@ export type DeleteTaskPushConfigRequest = Message<"agenthub.events.v1.DeleteTask
  * Use `create(DeleteTaskPushConfigRequestSchema)` to create a new message.
  */
 export const DeleteTaskPushConfigRequestSchema: GenMessage<DeleteTaskPushConfigRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 7);
+  messageDesc(file_agenthub_events_v1_events, 9);
 
 /**
  * @generated from message agenthub.events.v1.DeleteTaskPushConfigResponse
@@ -214,7 +255,7 @@ export type DeleteTaskPushConfigResponse = Message<"agenthub.events.v1.DeleteTas
  * Use `create(DeleteTaskPushConfigResponseSchema)` to create a new message.
  */
 export const DeleteTaskPushConfigResponseSchema: GenMessage<DeleteTaskPushConfigResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 8);
+  messageDesc(file_agenthub_events_v1_events, 10);
 
 /**
  * @generated from message agenthub.events.v1.Webhook
@@ -291,7 +332,7 @@ export type Webhook = Message<"agenthub.events.v1.Webhook"> & {
  * Use `create(WebhookSchema)` to create a new message.
  */
 export const WebhookSchema: GenMessage<Webhook> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 9);
+  messageDesc(file_agenthub_events_v1_events, 11);
 
 /**
  * @generated from message agenthub.events.v1.CreateWebhookRequest
@@ -329,7 +370,7 @@ export type CreateWebhookRequest = Message<"agenthub.events.v1.CreateWebhookRequ
  * Use `create(CreateWebhookRequestSchema)` to create a new message.
  */
 export const CreateWebhookRequestSchema: GenMessage<CreateWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 10);
+  messageDesc(file_agenthub_events_v1_events, 12);
 
 /**
  * @generated from message agenthub.events.v1.CreateWebhookResponse
@@ -353,7 +394,7 @@ export type CreateWebhookResponse = Message<"agenthub.events.v1.CreateWebhookRes
  * Use `create(CreateWebhookResponseSchema)` to create a new message.
  */
 export const CreateWebhookResponseSchema: GenMessage<CreateWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 11);
+  messageDesc(file_agenthub_events_v1_events, 13);
 
 /**
  * @generated from message agenthub.events.v1.ListWebhooksRequest
@@ -370,7 +411,7 @@ export type ListWebhooksRequest = Message<"agenthub.events.v1.ListWebhooksReques
  * Use `create(ListWebhooksRequestSchema)` to create a new message.
  */
 export const ListWebhooksRequestSchema: GenMessage<ListWebhooksRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 12);
+  messageDesc(file_agenthub_events_v1_events, 14);
 
 /**
  * @generated from message agenthub.events.v1.ListWebhooksResponse
@@ -387,7 +428,7 @@ export type ListWebhooksResponse = Message<"agenthub.events.v1.ListWebhooksRespo
  * Use `create(ListWebhooksResponseSchema)` to create a new message.
  */
 export const ListWebhooksResponseSchema: GenMessage<ListWebhooksResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 13);
+  messageDesc(file_agenthub_events_v1_events, 15);
 
 /**
  * @generated from message agenthub.events.v1.GetWebhookRequest
@@ -409,7 +450,7 @@ export type GetWebhookRequest = Message<"agenthub.events.v1.GetWebhookRequest"> 
  * Use `create(GetWebhookRequestSchema)` to create a new message.
  */
 export const GetWebhookRequestSchema: GenMessage<GetWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 14);
+  messageDesc(file_agenthub_events_v1_events, 16);
 
 /**
  * @generated from message agenthub.events.v1.GetWebhookResponse
@@ -426,7 +467,7 @@ export type GetWebhookResponse = Message<"agenthub.events.v1.GetWebhookResponse"
  * Use `create(GetWebhookResponseSchema)` to create a new message.
  */
 export const GetWebhookResponseSchema: GenMessage<GetWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 15);
+  messageDesc(file_agenthub_events_v1_events, 17);
 
 /**
  * @generated from message agenthub.events.v1.DeleteWebhookRequest
@@ -448,7 +489,7 @@ export type DeleteWebhookRequest = Message<"agenthub.events.v1.DeleteWebhookRequ
  * Use `create(DeleteWebhookRequestSchema)` to create a new message.
  */
 export const DeleteWebhookRequestSchema: GenMessage<DeleteWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 16);
+  messageDesc(file_agenthub_events_v1_events, 18);
 
 /**
  * @generated from message agenthub.events.v1.DeleteWebhookResponse
@@ -465,7 +506,7 @@ export type DeleteWebhookResponse = Message<"agenthub.events.v1.DeleteWebhookRes
  * Use `create(DeleteWebhookResponseSchema)` to create a new message.
  */
 export const DeleteWebhookResponseSchema: GenMessage<DeleteWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 17);
+  messageDesc(file_agenthub_events_v1_events, 19);
 
 /**
  * @generated from message agenthub.events.v1.RotateWebhookSecretRequest
@@ -487,7 +528,7 @@ export type RotateWebhookSecretRequest = Message<"agenthub.events.v1.RotateWebho
  * Use `create(RotateWebhookSecretRequestSchema)` to create a new message.
  */
 export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 18);
+  messageDesc(file_agenthub_events_v1_events, 20);
 
 /**
  * @generated from message agenthub.events.v1.RotateWebhookSecretResponse
@@ -516,7 +557,7 @@ export type RotateWebhookSecretResponse = Message<"agenthub.events.v1.RotateWebh
  * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
  */
 export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 19);
+  messageDesc(file_agenthub_events_v1_events, 21);
 
 /**
  * @generated from message agenthub.events.v1.TestWebhookRequest
@@ -538,7 +579,7 @@ export type TestWebhookRequest = Message<"agenthub.events.v1.TestWebhookRequest"
  * Use `create(TestWebhookRequestSchema)` to create a new message.
  */
 export const TestWebhookRequestSchema: GenMessage<TestWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 20);
+  messageDesc(file_agenthub_events_v1_events, 22);
 
 /**
  * @generated from message agenthub.events.v1.TestDelivery
@@ -579,7 +620,7 @@ export type TestDelivery = Message<"agenthub.events.v1.TestDelivery"> & {
  * Use `create(TestDeliverySchema)` to create a new message.
  */
 export const TestDeliverySchema: GenMessage<TestDelivery> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 21);
+  messageDesc(file_agenthub_events_v1_events, 23);
 
 /**
  * @generated from message agenthub.events.v1.TestWebhookResponse
@@ -596,7 +637,7 @@ export type TestWebhookResponse = Message<"agenthub.events.v1.TestWebhookRespons
  * Use `create(TestWebhookResponseSchema)` to create a new message.
  */
 export const TestWebhookResponseSchema: GenMessage<TestWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 22);
+  messageDesc(file_agenthub_events_v1_events, 24);
 
 /**
  * @generated from message agenthub.events.v1.Attempt
@@ -632,7 +673,7 @@ export type Attempt = Message<"agenthub.events.v1.Attempt"> & {
  * Use `create(AttemptSchema)` to create a new message.
  */
 export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 23);
+  messageDesc(file_agenthub_events_v1_events, 25);
 
 /**
  * @generated from message agenthub.events.v1.Delivery
@@ -680,7 +721,7 @@ export type Delivery = Message<"agenthub.events.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 24);
+  messageDesc(file_agenthub_events_v1_events, 26);
 
 /**
  * @generated from message agenthub.events.v1.ListDeliveriesRequest
@@ -716,7 +757,7 @@ export type ListDeliveriesRequest = Message<"agenthub.events.v1.ListDeliveriesRe
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 25);
+  messageDesc(file_agenthub_events_v1_events, 27);
 
 /**
  * @generated from message agenthub.events.v1.ListDeliveriesResponse
@@ -735,7 +776,7 @@ export type ListDeliveriesResponse = Message<"agenthub.events.v1.ListDeliveriesR
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 26);
+  messageDesc(file_agenthub_events_v1_events, 28);
 
 /**
  * @generated from message agenthub.events.v1.ReplayDeliveriesRequest
@@ -778,7 +819,7 @@ export type ReplayDeliveriesRequest = Message<"agenthub.events.v1.ReplayDeliveri
  * Use `create(ReplayDeliveriesRequestSchema)` to create a new message.
  */
 export const ReplayDeliveriesRequestSchema: GenMessage<ReplayDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 27);
+  messageDesc(file_agenthub_events_v1_events, 29);
 
 /**
  * @generated from message agenthub.events.v1.ReplayDeliveriesResponse
@@ -797,7 +838,7 @@ export type ReplayDeliveriesResponse = Message<"agenthub.events.v1.ReplayDeliver
  * Use `create(ReplayDeliveriesResponseSchema)` to create a new message.
  */
 export const ReplayDeliveriesResponseSchema: GenMessage<ReplayDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_events_v1_events, 28);
+  messageDesc(file_agenthub_events_v1_events, 30);
 
 /**
  * @generated from enum agenthub.events.v1.DeliveryStatus
@@ -968,6 +1009,17 @@ export const EventsService: GenService<{
     methodKind: "unary";
     input: typeof DeleteTaskPushConfigRequestSchema;
     output: typeof DeleteTaskPushConfigResponseSchema;
+  },
+  /**
+   * Operator only. Each named workspace's webhooks against `webhooks_per_workspace`, each named
+   * agent's agent-wide ones against `webhooks_per_agent` (the gateway names a tenant's).
+   *
+   * @generated from rpc agenthub.events.v1.EventsService.GetUsage
+   */
+  getUsage: {
+    methodKind: "unary";
+    input: typeof GetUsageRequestSchema;
+    output: typeof GetUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agenthub_events_v1_events, 0);

@@ -4,13 +4,15 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { QuotaUsage } from "../../common/v1/quota_pb.js";
+import { file_agenthub_common_v1_quota } from "../../common/v1/quota_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agenthub/identity/v1/identity.proto.
  */
 export const file_agenthub_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("CiNhZ2VudGh1Yi9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIUYWdlbnRodWIuaWRlbnRpdHkudjEiNgoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyK7AQoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiSQoKQWdlbnRTa2lsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHRhZ3MYBCADKAkiXgoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgDEhIKCnJldm9rZWRfYXQYBSABKAMiowEKBUdyYW50EgoKAmlkGAEgASgJEhoKEnJlcXVlc3Rlcl9hZ2VudF9pZBgCIAEoCRIXCg90YXJnZXRfYWdlbnRfaWQYAyABKAkSMQoGc3RhdHVzGAQgASgOMiEuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnRTdGF0dXMSEgoKY3JlYXRlZF9hdBgFIAEoAxISCgp1cGRhdGVkX2F0GAYgASgDIjAKCVByaW5jaXBhbBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkiNgoTQ3JlYXRlVGVuYW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJVChRDcmVhdGVUZW5hbnRSZXNwb25zZRIsCgZ0ZW5hbnQYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnQSDwoHY3JlYXRlZBgCIAEoCCIUChJMaXN0VGVuYW50c1JlcXVlc3QiRAoTTGlzdFRlbmFudHNSZXNwb25zZRItCgd0ZW5hbnRzGAEgAygLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50IisKCVJhdGVMaW1pdBIPCgdwZXJfc2VjGAEgASgBEg0KBWJ1cnN0GAIgASgNIqsBCgxUZW5hbnRMaW1pdHMSLAoDa2V5GAEgASgLMh8uYWdlbnRodWIuaWRlbnRpdHkudjEuUmF0ZUxpbWl0Ei8KBnRlbmFudBgCIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlJhdGVMaW1pdBIiChVtYXhfd2FpdGluZ19wZXJfYWdlbnQYAyABKA1IAIgBAUIYChZfbWF4X3dhaXRpbmdfcGVyX2FnZW50IisKFkdldFRlbmFudExpbWl0c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIk0KF0dldFRlbmFudExpbWl0c1Jlc3BvbnNlEjIKBmxpbWl0cxgBIAEoCzIiLmFnZW50aHViLmlkZW50aXR5LnYxLlRlbmFudExpbWl0cyJfChZTZXRUZW5hbnRMaW1pdHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIyCgZsaW1pdHMYAiABKAsyIi5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnRMaW1pdHMiTQoXU2V0VGVuYW50TGltaXRzUmVzcG9uc2USMgoGbGltaXRzGAEgASgLMiIuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50TGltaXRzItEBChJDcmVhdGVBZ2VudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRIVCg1jcmVhdGVfdGVuYW50GAYgASgIEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiqgEKE0NyZWF0ZUFnZW50UmVzcG9uc2USKgoFYWdlbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5BZ2VudBIpCgNrZXkYAiABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgDIAEoCRIWCg50ZW5hbnRfY3JlYXRlZBgEIAEoCBITCgtwdXNoX3NlY3JldBgFIAEoCSIjCg9HZXRBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiPgoQR2V0QWdlbnRSZXNwb25zZRIqCgVhZ2VudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50IiYKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJBChJMaXN0QWdlbnRzUmVzcG9uc2USKwoGYWdlbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuQWdlbnQiJwoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJSChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkiJgoSTGlzdEFwaUtleXNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkEKE0xpc3RBcGlLZXlzUmVzcG9uc2USKgoEa2V5cxgBIAMoCzIcLmFnZW50aHViLmlkZW50aXR5LnYxLkFwaUtleSIrChdSb3RhdGVQdXNoU2VjcmV0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIvChhSb3RhdGVQdXNoU2VjcmV0UmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiLAoYR2V0UHVzaENyZWRlbnRpYWxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIjAKGUdldFB1c2hDcmVkZW50aWFsUmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIkoKFEF1dGhlbnRpY2F0ZVJlc3BvbnNlEjIKCXByaW5jaXBhbBgBIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlByaW5jaXBhbCInChNSZXF1ZXN0R3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIlMKFFJlcXVlc3RHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSDwoHY3JlYXRlZBgCIAEoCCInChNBcHByb3ZlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkIKFEFwcHJvdmVHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQiJgoSUmV2b2tlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkEKE1Jldm9rZUdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCJtChFMaXN0R3JhbnRzUmVxdWVzdBIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudFN0YXR1cxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJaChJMaXN0R3JhbnRzUmVzcG9uc2USKwoGZ3JhbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIj0KEUNoZWNrR3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhYKDm90aGVyX2FnZW50X2lkGAIgASgJIjgKEkNoZWNrR3JhbnRSZXNwb25zZRIQCghhcHByb3ZlZBgBIAEoCBIQCghncmFudF9pZBgCIAEoCSp6CgtHcmFudFN0YXR1cxIcChhHUkFOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRHUkFOVF9TVEFUVVNfUEVORElORxABEhkKFUdSQU5UX1NUQVRVU19BUFBST1ZFRBACEhgKFEdSQU5UX1NUQVRVU19SRVZPS0VEEAMy0g4KD0lkZW50aXR5U2VydmljZRJlCgxDcmVhdGVUZW5hbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVUZW5hbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlVGVuYW50UmVzcG9uc2USYgoLTGlzdFRlbmFudHMSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1JlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1Jlc3BvbnNlEm4KD0dldFRlbmFudExpbWl0cxIsLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFRlbmFudExpbWl0c1JlcXVlc3QaLS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HZXRUZW5hbnRMaW1pdHNSZXNwb25zZRJuCg9TZXRUZW5hbnRMaW1pdHMSLC5hZ2VudGh1Yi5pZGVudGl0eS52MS5TZXRUZW5hbnRMaW1pdHNSZXF1ZXN0Gi0uYWdlbnRodWIuaWRlbnRpdHkudjEuU2V0VGVuYW50TGltaXRzUmVzcG9uc2USYgoLQ3JlYXRlQWdlbnQSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBZ2VudFJlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBZ2VudFJlc3BvbnNlElkKCEdldEFnZW50EiUuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0QWdlbnRSZXF1ZXN0GiYuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0QWdlbnRSZXNwb25zZRJfCgpMaXN0QWdlbnRzEicuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFnZW50c1JlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QWdlbnRzUmVzcG9uc2USZQoMQ3JlYXRlQXBpS2V5EikuYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEmUKDFJldm9rZUFwaUtleRIpLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUFwaUtleVJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJiCgtMaXN0QXBpS2V5cxIoLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBcGlLZXlzUmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UScQoQUm90YXRlUHVzaFNlY3JldBItLmFnZW50aHViLmlkZW50aXR5LnYxLlJvdGF0ZVB1c2hTZWNyZXRSZXF1ZXN0Gi4uYWdlbnRodWIuaWRlbnRpdHkudjEuUm90YXRlUHVzaFNlY3JldFJlc3BvbnNlEnQKEUdldFB1c2hDcmVkZW50aWFsEi4uYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0UHVzaENyZWRlbnRpYWxSZXF1ZXN0Gi8uYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0UHVzaENyZWRlbnRpYWxSZXNwb25zZRJlCgxBdXRoZW50aWNhdGUSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5BdXRoZW50aWNhdGVSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVzcG9uc2USZQoMUmVxdWVzdEdyYW50EikuYWdlbnRodWIuaWRlbnRpdHkudjEuUmVxdWVzdEdyYW50UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLlJlcXVlc3RHcmFudFJlc3BvbnNlEmUKDEFwcHJvdmVHcmFudBIpLmFnZW50aHViLmlkZW50aXR5LnYxLkFwcHJvdmVHcmFudFJlcXVlc3QaKi5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcHByb3ZlR3JhbnRSZXNwb25zZRJiCgtSZXZva2VHcmFudBIoLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUdyYW50UmVxdWVzdBopLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUdyYW50UmVzcG9uc2USXwoKTGlzdEdyYW50cxInLmFnZW50aHViLmlkZW50aXR5LnYxLkxpc3RHcmFudHNSZXF1ZXN0GiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEdyYW50c1Jlc3BvbnNlEl8KCkNoZWNrR3JhbnQSJy5hZ2VudGh1Yi5pZGVudGl0eS52MS5DaGVja0dyYW50UmVxdWVzdBooLmFnZW50aHViLmlkZW50aXR5LnYxLkNoZWNrR3JhbnRSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("CiNhZ2VudGh1Yi9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIUYWdlbnRodWIuaWRlbnRpdHkudjEiNgoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyK7AQoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiSQoKQWdlbnRTa2lsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEgwKBHRhZ3MYBCADKAkiXgoGQXBpS2V5EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnByZWZpeBgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgDEhIKCnJldm9rZWRfYXQYBSABKAMiowEKBUdyYW50EgoKAmlkGAEgASgJEhoKEnJlcXVlc3Rlcl9hZ2VudF9pZBgCIAEoCRIXCg90YXJnZXRfYWdlbnRfaWQYAyABKAkSMQoGc3RhdHVzGAQgASgOMiEuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnRTdGF0dXMSEgoKY3JlYXRlZF9hdBgFIAEoAxISCgp1cGRhdGVkX2F0GAYgASgDIjAKCVByaW5jaXBhbBIQCghhZ2VudF9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkiNgoTQ3JlYXRlVGVuYW50UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJVChRDcmVhdGVUZW5hbnRSZXNwb25zZRIsCgZ0ZW5hbnQYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnQSDwoHY3JlYXRlZBgCIAEoCCIUChJMaXN0VGVuYW50c1JlcXVlc3QiRAoTTGlzdFRlbmFudHNSZXNwb25zZRItCgd0ZW5hbnRzGAEgAygLMhwuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50IisKCVJhdGVMaW1pdBIPCgdwZXJfc2VjGAEgASgBEg0KBWJ1cnN0GAIgASgNIpoCCgxUZW5hbnRMaW1pdHMSLAoDa2V5GAEgASgLMh8uYWdlbnRodWIuaWRlbnRpdHkudjEuUmF0ZUxpbWl0Ei8KBnRlbmFudBgCIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlJhdGVMaW1pdBIiChVtYXhfd2FpdGluZ19wZXJfYWdlbnQYAyABKA1IAIgBARI+CgZxdW90YXMYBCADKAsyLi5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnRMaW1pdHMuUXVvdGFzRW50cnkaLQoLUXVvdGFzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4AUIYChZfbWF4X3dhaXRpbmdfcGVyX2FnZW50IioKFUdldFRlbmFudFVzYWdlUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiRwoWR2V0VGVuYW50VXNhZ2VSZXNwb25zZRItCgV1c2FnZRgBIAMoCzIeLmFnZW50aHViLmNvbW1vbi52MS5RdW90YVVzYWdlIisKFkdldFRlbmFudExpbWl0c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIk0KF0dldFRlbmFudExpbWl0c1Jlc3BvbnNlEjIKBmxpbWl0cxgBIAEoCzIiLmFnZW50aHViLmlkZW50aXR5LnYxLlRlbmFudExpbWl0cyJfChZTZXRUZW5hbnRMaW1pdHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIyCgZsaW1pdHMYAiABKAsyIi5hZ2VudGh1Yi5pZGVudGl0eS52MS5UZW5hbnRMaW1pdHMiTQoXU2V0VGVuYW50TGltaXRzUmVzcG9uc2USMgoGbGltaXRzGAEgASgLMiIuYWdlbnRodWIuaWRlbnRpdHkudjEuVGVuYW50TGltaXRzItEBChJDcmVhdGVBZ2VudFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFAoMZW5kcG9pbnRfdXJsGAQgASgJEhQKDG91dHB1dF9tb2RlcxgFIAMoCRIVCg1jcmVhdGVfdGVuYW50GAYgASgIEhMKC2Rlc2NyaXB0aW9uGAcgASgJEjAKBnNraWxscxgIIAMoCzIgLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50U2tpbGwiqgEKE0NyZWF0ZUFnZW50UmVzcG9uc2USKgoFYWdlbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5BZ2VudBIpCgNrZXkYAiABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgDIAEoCRIWCg50ZW5hbnRfY3JlYXRlZBgEIAEoCBITCgtwdXNoX3NlY3JldBgFIAEoCSIjCg9HZXRBZ2VudFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkiPgoQR2V0QWdlbnRSZXNwb25zZRIqCgVhZ2VudBgBIAEoCzIbLmFnZW50aHViLmlkZW50aXR5LnYxLkFnZW50IiYKEUxpc3RBZ2VudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJBChJMaXN0QWdlbnRzUmVzcG9uc2USKwoGYWdlbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuQWdlbnQiJwoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSJSChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkSDwoHYXBpX2tleRgCIAEoCSIlChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCSJBChRSZXZva2VBcGlLZXlSZXNwb25zZRIpCgNrZXkYASABKAsyHC5hZ2VudGh1Yi5pZGVudGl0eS52MS5BcGlLZXkiJgoSTGlzdEFwaUtleXNSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIkEKE0xpc3RBcGlLZXlzUmVzcG9uc2USKgoEa2V5cxgBIAMoCzIcLmFnZW50aHViLmlkZW50aXR5LnYxLkFwaUtleSIrChdSb3RhdGVQdXNoU2VjcmV0UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSIvChhSb3RhdGVQdXNoU2VjcmV0UmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiLAoYR2V0UHVzaENyZWRlbnRpYWxSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIjAKGUdldFB1c2hDcmVkZW50aWFsUmVzcG9uc2USEwoLcHVzaF9zZWNyZXQYASABKAkiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIkoKFEF1dGhlbnRpY2F0ZVJlc3BvbnNlEjIKCXByaW5jaXBhbBgBIAEoCzIfLmFnZW50aHViLmlkZW50aXR5LnYxLlByaW5jaXBhbCInChNSZXF1ZXN0R3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJIlMKFFJlcXVlc3RHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSDwoHY3JlYXRlZBgCIAEoCCInChNBcHByb3ZlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkIKFEFwcHJvdmVHcmFudFJlc3BvbnNlEioKBWdyYW50GAEgASgLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQiJgoSUmV2b2tlR3JhbnRSZXF1ZXN0EhAKCGdyYW50X2lkGAEgASgJIkEKE1Jldm9rZUdyYW50UmVzcG9uc2USKgoFZ3JhbnQYASABKAsyGy5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudCJtChFMaXN0R3JhbnRzUmVxdWVzdBIxCgZzdGF0dXMYASABKA4yIS5hZ2VudGh1Yi5pZGVudGl0eS52MS5HcmFudFN0YXR1cxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJaChJMaXN0R3JhbnRzUmVzcG9uc2USKwoGZ3JhbnRzGAEgAygLMhsuYWdlbnRodWIuaWRlbnRpdHkudjEuR3JhbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIj0KEUNoZWNrR3JhbnRSZXF1ZXN0EhAKCGFnZW50X2lkGAEgASgJEhYKDm90aGVyX2FnZW50X2lkGAIgASgJIjgKEkNoZWNrR3JhbnRSZXNwb25zZRIQCghhcHByb3ZlZBgBIAEoCBIQCghncmFudF9pZBgCIAEoCSp6CgtHcmFudFN0YXR1cxIcChhHUkFOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRHUkFOVF9TVEFUVVNfUEVORElORxABEhkKFUdSQU5UX1NUQVRVU19BUFBST1ZFRBACEhgKFEdSQU5UX1NUQVRVU19SRVZPS0VEEAMy8Q8KD0lkZW50aXR5U2VydmljZRJlCgxDcmVhdGVUZW5hbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVUZW5hbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlVGVuYW50UmVzcG9uc2USZwoLTGlzdFRlbmFudHMSKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1JlcXVlc3QaKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0VGVuYW50c1Jlc3BvbnNlIgOQAgEScwoPR2V0VGVuYW50TGltaXRzEiwuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0VGVuYW50TGltaXRzUmVxdWVzdBotLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFRlbmFudExpbWl0c1Jlc3BvbnNlIgOQAgESbgoPU2V0VGVuYW50TGltaXRzEiwuYWdlbnRodWIuaWRlbnRpdHkudjEuU2V0VGVuYW50TGltaXRzUmVxdWVzdBotLmFnZW50aHViLmlkZW50aXR5LnYxLlNldFRlbmFudExpbWl0c1Jlc3BvbnNlEnAKDkdldFRlbmFudFVzYWdlEisuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0VGVuYW50VXNhZ2VSZXF1ZXN0GiwuYWdlbnRodWIuaWRlbnRpdHkudjEuR2V0VGVuYW50VXNhZ2VSZXNwb25zZSIDkAIBEmIKC0NyZWF0ZUFnZW50EiguYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQWdlbnRSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQWdlbnRSZXNwb25zZRJeCghHZXRBZ2VudBIlLmFnZW50aHViLmlkZW50aXR5LnYxLkdldEFnZW50UmVxdWVzdBomLmFnZW50aHViLmlkZW50aXR5LnYxLkdldEFnZW50UmVzcG9uc2UiA5ACARJkCgpMaXN0QWdlbnRzEicuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFnZW50c1JlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0QWdlbnRzUmVzcG9uc2UiA5ACARJlCgxDcmVhdGVBcGlLZXkSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USZQoMUmV2b2tlQXBpS2V5EikuYWdlbnRodWIuaWRlbnRpdHkudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLlJldm9rZUFwaUtleVJlc3BvbnNlEmcKC0xpc3RBcGlLZXlzEiguYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFwaUtleXNSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEFwaUtleXNSZXNwb25zZSIDkAIBEnEKEFJvdGF0ZVB1c2hTZWNyZXQSLS5hZ2VudGh1Yi5pZGVudGl0eS52MS5Sb3RhdGVQdXNoU2VjcmV0UmVxdWVzdBouLmFnZW50aHViLmlkZW50aXR5LnYxLlJvdGF0ZVB1c2hTZWNyZXRSZXNwb25zZRJ5ChFHZXRQdXNoQ3JlZGVudGlhbBIuLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFB1c2hDcmVkZW50aWFsUmVxdWVzdBovLmFnZW50aHViLmlkZW50aXR5LnYxLkdldFB1c2hDcmVkZW50aWFsUmVzcG9uc2UiA5ACARJqCgxBdXRoZW50aWNhdGUSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5BdXRoZW50aWNhdGVSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVzcG9uc2UiA5ACARJlCgxSZXF1ZXN0R3JhbnQSKS5hZ2VudGh1Yi5pZGVudGl0eS52MS5SZXF1ZXN0R3JhbnRSZXF1ZXN0GiouYWdlbnRodWIuaWRlbnRpdHkudjEuUmVxdWVzdEdyYW50UmVzcG9uc2USZQoMQXBwcm92ZUdyYW50EikuYWdlbnRodWIuaWRlbnRpdHkudjEuQXBwcm92ZUdyYW50UmVxdWVzdBoqLmFnZW50aHViLmlkZW50aXR5LnYxLkFwcHJvdmVHcmFudFJlc3BvbnNlEmIKC1Jldm9rZUdyYW50EiguYWdlbnRodWIuaWRlbnRpdHkudjEuUmV2b2tlR3JhbnRSZXF1ZXN0GikuYWdlbnRodWIuaWRlbnRpdHkudjEuUmV2b2tlR3JhbnRSZXNwb25zZRJkCgpMaXN0R3JhbnRzEicuYWdlbnRodWIuaWRlbnRpdHkudjEuTGlzdEdyYW50c1JlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5MaXN0R3JhbnRzUmVzcG9uc2UiA5ACARJkCgpDaGVja0dyYW50EicuYWdlbnRodWIuaWRlbnRpdHkudjEuQ2hlY2tHcmFudFJlcXVlc3QaKC5hZ2VudGh1Yi5pZGVudGl0eS52MS5DaGVja0dyYW50UmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_agenthub_common_v1_quota]);
 
 /**
  * @generated from message agenthub.identity.v1.Tenant
@@ -359,11 +361,20 @@ export type TenantLimits = Message<"agenthub.identity.v1.TenantLimits"> & {
   tenant?: RateLimit | undefined;
 
   /**
-   * Waiting calls one agent may hold open on one gateway replica.
+   * Waiting calls one agent may hold open at once, across gateway replicas.
    *
    * @generated from field: optional uint32 max_waiting_per_agent = 3;
    */
   maxWaitingPerAgent?: number | undefined;
+
+  /**
+   * Quotas overridden for this tenant, by name (`agents_per_tenant`, `members_per_workspace`,
+   * `queued_deliveries_per_agent`); the service owning the resource applies them, and the
+   * configured default (HUB_QUOTA_*) to a quota not named.
+   *
+   * @generated from field: map<string, uint64> quotas = 4;
+   */
+  quotas: { [key: string]: bigint };
 };
 
 /**
@@ -372,6 +383,40 @@ export type TenantLimits = Message<"agenthub.identity.v1.TenantLimits"> & {
  */
 export const TenantLimitsSchema: GenMessage<TenantLimits> = /*@__PURE__*/
   messageDesc(file_agenthub_identity_v1_identity, 11);
+
+/**
+ * @generated from message agenthub.identity.v1.GetTenantUsageRequest
+ */
+export type GetTenantUsageRequest = Message<"agenthub.identity.v1.GetTenantUsageRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message agenthub.identity.v1.GetTenantUsageRequest.
+ * Use `create(GetTenantUsageRequestSchema)` to create a new message.
+ */
+export const GetTenantUsageRequestSchema: GenMessage<GetTenantUsageRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 12);
+
+/**
+ * @generated from message agenthub.identity.v1.GetTenantUsageResponse
+ */
+export type GetTenantUsageResponse = Message<"agenthub.identity.v1.GetTenantUsageResponse"> & {
+  /**
+   * @generated from field: repeated agenthub.common.v1.QuotaUsage usage = 1;
+   */
+  usage: QuotaUsage[];
+};
+
+/**
+ * Describes the message agenthub.identity.v1.GetTenantUsageResponse.
+ * Use `create(GetTenantUsageResponseSchema)` to create a new message.
+ */
+export const GetTenantUsageResponseSchema: GenMessage<GetTenantUsageResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_identity_v1_identity, 13);
 
 /**
  * @generated from message agenthub.identity.v1.GetTenantLimitsRequest
@@ -388,7 +433,7 @@ export type GetTenantLimitsRequest = Message<"agenthub.identity.v1.GetTenantLimi
  * Use `create(GetTenantLimitsRequestSchema)` to create a new message.
  */
 export const GetTenantLimitsRequestSchema: GenMessage<GetTenantLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 12);
+  messageDesc(file_agenthub_identity_v1_identity, 14);
 
 /**
  * @generated from message agenthub.identity.v1.GetTenantLimitsResponse
@@ -405,7 +450,7 @@ export type GetTenantLimitsResponse = Message<"agenthub.identity.v1.GetTenantLim
  * Use `create(GetTenantLimitsResponseSchema)` to create a new message.
  */
 export const GetTenantLimitsResponseSchema: GenMessage<GetTenantLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 13);
+  messageDesc(file_agenthub_identity_v1_identity, 15);
 
 /**
  * @generated from message agenthub.identity.v1.SetTenantLimitsRequest
@@ -427,7 +472,7 @@ export type SetTenantLimitsRequest = Message<"agenthub.identity.v1.SetTenantLimi
  * Use `create(SetTenantLimitsRequestSchema)` to create a new message.
  */
 export const SetTenantLimitsRequestSchema: GenMessage<SetTenantLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 14);
+  messageDesc(file_agenthub_identity_v1_identity, 16);
 
 /**
  * @generated from message agenthub.identity.v1.SetTenantLimitsResponse
@@ -444,7 +489,7 @@ export type SetTenantLimitsResponse = Message<"agenthub.identity.v1.SetTenantLim
  * Use `create(SetTenantLimitsResponseSchema)` to create a new message.
  */
 export const SetTenantLimitsResponseSchema: GenMessage<SetTenantLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 15);
+  messageDesc(file_agenthub_identity_v1_identity, 17);
 
 /**
  * @generated from message agenthub.identity.v1.CreateAgentRequest
@@ -500,7 +545,7 @@ export type CreateAgentRequest = Message<"agenthub.identity.v1.CreateAgentReques
  * Use `create(CreateAgentRequestSchema)` to create a new message.
  */
 export const CreateAgentRequestSchema: GenMessage<CreateAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 16);
+  messageDesc(file_agenthub_identity_v1_identity, 18);
 
 /**
  * @generated from message agenthub.identity.v1.CreateAgentResponse
@@ -542,7 +587,7 @@ export type CreateAgentResponse = Message<"agenthub.identity.v1.CreateAgentRespo
  * Use `create(CreateAgentResponseSchema)` to create a new message.
  */
 export const CreateAgentResponseSchema: GenMessage<CreateAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 17);
+  messageDesc(file_agenthub_identity_v1_identity, 19);
 
 /**
  * @generated from message agenthub.identity.v1.GetAgentRequest
@@ -559,7 +604,7 @@ export type GetAgentRequest = Message<"agenthub.identity.v1.GetAgentRequest"> & 
  * Use `create(GetAgentRequestSchema)` to create a new message.
  */
 export const GetAgentRequestSchema: GenMessage<GetAgentRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 18);
+  messageDesc(file_agenthub_identity_v1_identity, 20);
 
 /**
  * @generated from message agenthub.identity.v1.GetAgentResponse
@@ -576,7 +621,7 @@ export type GetAgentResponse = Message<"agenthub.identity.v1.GetAgentResponse"> 
  * Use `create(GetAgentResponseSchema)` to create a new message.
  */
 export const GetAgentResponseSchema: GenMessage<GetAgentResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 19);
+  messageDesc(file_agenthub_identity_v1_identity, 21);
 
 /**
  * @generated from message agenthub.identity.v1.ListAgentsRequest
@@ -595,7 +640,7 @@ export type ListAgentsRequest = Message<"agenthub.identity.v1.ListAgentsRequest"
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 20);
+  messageDesc(file_agenthub_identity_v1_identity, 22);
 
 /**
  * @generated from message agenthub.identity.v1.ListAgentsResponse
@@ -612,7 +657,7 @@ export type ListAgentsResponse = Message<"agenthub.identity.v1.ListAgentsRespons
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 21);
+  messageDesc(file_agenthub_identity_v1_identity, 23);
 
 /**
  * @generated from message agenthub.identity.v1.CreateApiKeyRequest
@@ -629,7 +674,7 @@ export type CreateApiKeyRequest = Message<"agenthub.identity.v1.CreateApiKeyRequ
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 22);
+  messageDesc(file_agenthub_identity_v1_identity, 24);
 
 /**
  * @generated from message agenthub.identity.v1.CreateApiKeyResponse
@@ -651,7 +696,7 @@ export type CreateApiKeyResponse = Message<"agenthub.identity.v1.CreateApiKeyRes
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 23);
+  messageDesc(file_agenthub_identity_v1_identity, 25);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeApiKeyRequest
@@ -668,7 +713,7 @@ export type RevokeApiKeyRequest = Message<"agenthub.identity.v1.RevokeApiKeyRequ
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 24);
+  messageDesc(file_agenthub_identity_v1_identity, 26);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeApiKeyResponse
@@ -685,7 +730,7 @@ export type RevokeApiKeyResponse = Message<"agenthub.identity.v1.RevokeApiKeyRes
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 25);
+  messageDesc(file_agenthub_identity_v1_identity, 27);
 
 /**
  * @generated from message agenthub.identity.v1.ListApiKeysRequest
@@ -702,7 +747,7 @@ export type ListApiKeysRequest = Message<"agenthub.identity.v1.ListApiKeysReques
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 26);
+  messageDesc(file_agenthub_identity_v1_identity, 28);
 
 /**
  * @generated from message agenthub.identity.v1.ListApiKeysResponse
@@ -719,7 +764,7 @@ export type ListApiKeysResponse = Message<"agenthub.identity.v1.ListApiKeysRespo
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 27);
+  messageDesc(file_agenthub_identity_v1_identity, 29);
 
 /**
  * @generated from message agenthub.identity.v1.RotatePushSecretRequest
@@ -736,7 +781,7 @@ export type RotatePushSecretRequest = Message<"agenthub.identity.v1.RotatePushSe
  * Use `create(RotatePushSecretRequestSchema)` to create a new message.
  */
 export const RotatePushSecretRequestSchema: GenMessage<RotatePushSecretRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 28);
+  messageDesc(file_agenthub_identity_v1_identity, 30);
 
 /**
  * @generated from message agenthub.identity.v1.RotatePushSecretResponse
@@ -753,7 +798,7 @@ export type RotatePushSecretResponse = Message<"agenthub.identity.v1.RotatePushS
  * Use `create(RotatePushSecretResponseSchema)` to create a new message.
  */
 export const RotatePushSecretResponseSchema: GenMessage<RotatePushSecretResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 29);
+  messageDesc(file_agenthub_identity_v1_identity, 31);
 
 /**
  * @generated from message agenthub.identity.v1.GetPushCredentialRequest
@@ -770,7 +815,7 @@ export type GetPushCredentialRequest = Message<"agenthub.identity.v1.GetPushCred
  * Use `create(GetPushCredentialRequestSchema)` to create a new message.
  */
 export const GetPushCredentialRequestSchema: GenMessage<GetPushCredentialRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 30);
+  messageDesc(file_agenthub_identity_v1_identity, 32);
 
 /**
  * @generated from message agenthub.identity.v1.GetPushCredentialResponse
@@ -789,7 +834,7 @@ export type GetPushCredentialResponse = Message<"agenthub.identity.v1.GetPushCre
  * Use `create(GetPushCredentialResponseSchema)` to create a new message.
  */
 export const GetPushCredentialResponseSchema: GenMessage<GetPushCredentialResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 31);
+  messageDesc(file_agenthub_identity_v1_identity, 33);
 
 /**
  * @generated from message agenthub.identity.v1.AuthenticateRequest
@@ -806,7 +851,7 @@ export type AuthenticateRequest = Message<"agenthub.identity.v1.AuthenticateRequ
  * Use `create(AuthenticateRequestSchema)` to create a new message.
  */
 export const AuthenticateRequestSchema: GenMessage<AuthenticateRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 32);
+  messageDesc(file_agenthub_identity_v1_identity, 34);
 
 /**
  * @generated from message agenthub.identity.v1.AuthenticateResponse
@@ -823,7 +868,7 @@ export type AuthenticateResponse = Message<"agenthub.identity.v1.AuthenticateRes
  * Use `create(AuthenticateResponseSchema)` to create a new message.
  */
 export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 33);
+  messageDesc(file_agenthub_identity_v1_identity, 35);
 
 /**
  * @generated from message agenthub.identity.v1.RequestGrantRequest
@@ -842,7 +887,7 @@ export type RequestGrantRequest = Message<"agenthub.identity.v1.RequestGrantRequ
  * Use `create(RequestGrantRequestSchema)` to create a new message.
  */
 export const RequestGrantRequestSchema: GenMessage<RequestGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 34);
+  messageDesc(file_agenthub_identity_v1_identity, 36);
 
 /**
  * @generated from message agenthub.identity.v1.RequestGrantResponse
@@ -864,7 +909,7 @@ export type RequestGrantResponse = Message<"agenthub.identity.v1.RequestGrantRes
  * Use `create(RequestGrantResponseSchema)` to create a new message.
  */
 export const RequestGrantResponseSchema: GenMessage<RequestGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 35);
+  messageDesc(file_agenthub_identity_v1_identity, 37);
 
 /**
  * @generated from message agenthub.identity.v1.ApproveGrantRequest
@@ -881,7 +926,7 @@ export type ApproveGrantRequest = Message<"agenthub.identity.v1.ApproveGrantRequ
  * Use `create(ApproveGrantRequestSchema)` to create a new message.
  */
 export const ApproveGrantRequestSchema: GenMessage<ApproveGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 36);
+  messageDesc(file_agenthub_identity_v1_identity, 38);
 
 /**
  * @generated from message agenthub.identity.v1.ApproveGrantResponse
@@ -898,7 +943,7 @@ export type ApproveGrantResponse = Message<"agenthub.identity.v1.ApproveGrantRes
  * Use `create(ApproveGrantResponseSchema)` to create a new message.
  */
 export const ApproveGrantResponseSchema: GenMessage<ApproveGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 37);
+  messageDesc(file_agenthub_identity_v1_identity, 39);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeGrantRequest
@@ -915,7 +960,7 @@ export type RevokeGrantRequest = Message<"agenthub.identity.v1.RevokeGrantReques
  * Use `create(RevokeGrantRequestSchema)` to create a new message.
  */
 export const RevokeGrantRequestSchema: GenMessage<RevokeGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 38);
+  messageDesc(file_agenthub_identity_v1_identity, 40);
 
 /**
  * @generated from message agenthub.identity.v1.RevokeGrantResponse
@@ -932,7 +977,7 @@ export type RevokeGrantResponse = Message<"agenthub.identity.v1.RevokeGrantRespo
  * Use `create(RevokeGrantResponseSchema)` to create a new message.
  */
 export const RevokeGrantResponseSchema: GenMessage<RevokeGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 39);
+  messageDesc(file_agenthub_identity_v1_identity, 41);
 
 /**
  * @generated from message agenthub.identity.v1.ListGrantsRequest
@@ -965,7 +1010,7 @@ export type ListGrantsRequest = Message<"agenthub.identity.v1.ListGrantsRequest"
  * Use `create(ListGrantsRequestSchema)` to create a new message.
  */
 export const ListGrantsRequestSchema: GenMessage<ListGrantsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 40);
+  messageDesc(file_agenthub_identity_v1_identity, 42);
 
 /**
  * @generated from message agenthub.identity.v1.ListGrantsResponse
@@ -989,7 +1034,7 @@ export type ListGrantsResponse = Message<"agenthub.identity.v1.ListGrantsRespons
  * Use `create(ListGrantsResponseSchema)` to create a new message.
  */
 export const ListGrantsResponseSchema: GenMessage<ListGrantsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 41);
+  messageDesc(file_agenthub_identity_v1_identity, 43);
 
 /**
  * @generated from message agenthub.identity.v1.CheckGrantRequest
@@ -1011,7 +1056,7 @@ export type CheckGrantRequest = Message<"agenthub.identity.v1.CheckGrantRequest"
  * Use `create(CheckGrantRequestSchema)` to create a new message.
  */
 export const CheckGrantRequestSchema: GenMessage<CheckGrantRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 42);
+  messageDesc(file_agenthub_identity_v1_identity, 44);
 
 /**
  * @generated from message agenthub.identity.v1.CheckGrantResponse
@@ -1033,7 +1078,7 @@ export type CheckGrantResponse = Message<"agenthub.identity.v1.CheckGrantRespons
  * Use `create(CheckGrantResponseSchema)` to create a new message.
  */
 export const CheckGrantResponseSchema: GenMessage<CheckGrantResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_identity_v1_identity, 43);
+  messageDesc(file_agenthub_identity_v1_identity, 45);
 
 /**
  * @generated from enum agenthub.identity.v1.GrantStatus
@@ -1095,8 +1140,9 @@ export const IdentityService: GenService<{
     output: typeof ListTenantsResponseSchema;
   },
   /**
-   * A tenant's overrides of the gateway's rate limits (unset: the gateway's defaults). The
-   * operator, or an agent of the tenant (the gateway reads its caller's).
+   * A tenant's overrides of the gateway's rate limits and of the quotas set per tenant (unset:
+   * the defaults). The operator (workspace and messaging read quotas as it), or an agent of the
+   * tenant (the gateway reads its caller's).
    *
    * @generated from rpc agenthub.identity.v1.IdentityService.GetTenantLimits
    */
@@ -1114,6 +1160,16 @@ export const IdentityService: GenService<{
     methodKind: "unary";
     input: typeof SetTenantLimitsRequestSchema;
     output: typeof SetTenantLimitsResponseSchema;
+  },
+  /**
+   * Operator only. The tenant's agents against `agents_per_tenant`.
+   *
+   * @generated from rpc agenthub.identity.v1.IdentityService.GetTenantUsage
+   */
+  getTenantUsage: {
+    methodKind: "unary";
+    input: typeof GetTenantUsageRequestSchema;
+    output: typeof GetTenantUsageResponseSchema;
   },
   /**
    * Registers an agent and issues its first API key (shown only in this response); a push agent

@@ -4,13 +4,56 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { QuotaUsage } from "../../common/v1/quota_pb.js";
+import { file_agenthub_common_v1_quota } from "../../common/v1/quota_pb.js";
 import type { Message as Message$1 } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agenthub/messaging/v1/messaging.proto.
  */
 export const file_agenthub_messaging_v1_messaging: GenFile = /*@__PURE__*/
-  fileDesc("CiVhZ2VudGh1Yi9tZXNzYWdpbmcvdjEvbWVzc2FnaW5nLnByb3RvEhVhZ2VudGh1Yi5tZXNzYWdpbmcudjEiGAoIVGV4dFBhcnQSDAoEdGV4dBgBIAEoCSJGCghGaWxlUGFydBIMCgRuYW1lGAEgASgJEhEKCW1pbWVfdHlwZRgCIAEoCRIMCgRkYXRhGAMgASgJEgsKA3VyaRgEIAEoCSIrCghEYXRhUGFydBIRCgltaW1lX3R5cGUYASABKAkSDAoEZGF0YRgCIAEoCSKkAQoEUGFydBIvCgR0ZXh0GAEgASgLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLlRleHRQYXJ0SAASLwoEZmlsZRgCIAEoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5GaWxlUGFydEgAEi8KBGRhdGEYAyABKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuRGF0YVBhcnRIAEIJCgdjb250ZW50IlcKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIqCgVwYXJ0cxgCIAMoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5QYXJ0EhIKCm1lc3NhZ2VfaWQYAyABKAkiYwoIQXJ0aWZhY3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgltaW1lX3R5cGUYAyABKAkSKgoFcGFydHMYBCADKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUGFydCKrAgoEVGFzaxIKCgJpZBgBIAEoCRISCgpjb250ZXh0X2lkGAIgASgJEi8KBXN0YXRlGAMgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRISCgp1cGRhdGVkX2F0GAQgASgDEjAKCG1lc3NhZ2VzGAUgAygLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USMgoJYXJ0aWZhY3RzGAYgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkFydGlmYWN0EhcKD3NlbmRlcl9hZ2VudF9pZBgHIAEoCRIaChJyZWNpcGllbnRfYWdlbnRfaWQYCCABKAkSEgoKY3JlYXRlZF9hdBgJIAEoAxIPCgd2ZXJzaW9uGAogASgDIpECChJTZW5kTWVzc2FnZVJlcXVlc3QSGgoScmVjaXBpZW50X2FnZW50X2lkGAEgASgJEi8KB21lc3NhZ2UYAiABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRISCgpjb250ZXh0X2lkGAMgASgJEg8KB3Rhc2tfaWQYBCABKAkSGwoOaGlzdG9yeV9sZW5ndGgYBSABKAVIAIgBARIdChVhY2NlcHRlZF9vdXRwdXRfbW9kZXMYBiADKAkSEAoIYmxvY2tpbmcYByABKAgSGAoLdHRsX3NlY29uZHMYCCABKANIAYgBAUIRCg9faGlzdG9yeV9sZW5ndGhCDgoMX3R0bF9zZWNvbmRzIkAKE1NlbmRNZXNzYWdlUmVzcG9uc2USKQoEdGFzaxgBIAEoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrIlEKDkdldFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSGwoOaGlzdG9yeV9sZW5ndGgYAiABKAVIAIgBAUIRCg9faGlzdG9yeV9sZW5ndGgiPAoPR2V0VGFza1Jlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayIkChFDYW5jZWxUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIj8KEkNhbmNlbFRhc2tSZXNwb25zZRIpCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2siqgEKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSEgoKY29udGV4dF9pZBgDIAEoCRIXCg9zZW5kZXJfYWdlbnRfaWQYBCABKAkSLwoHbWVzc2FnZRgFIAEoCzIeLmFnZW50aHViLm1lc3NhZ2luZy52MS5NZXNzYWdlEhIKCmNyZWF0ZWRfYXQYBiABKAMSDwoHYXR0ZW1wdBgHIAEoBSIwChBQb2xsSW5ib3hSZXF1ZXN0Eg8KB3dhaXRfbXMYASABKAUSCwoDbWF4GAIgASgFIkgKEVBvbGxJbmJveFJlc3BvbnNlEjMKCmRlbGl2ZXJpZXMYASADKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuRGVsaXZlcnkiKQoSQWNrRGVsaXZlcnlSZXF1ZXN0EhMKC2RlbGl2ZXJ5X2lkGAEgASgJIiQKE0Fja0RlbGl2ZXJ5UmVzcG9uc2USDQoFYWNrZWQYASABKAgiugEKEVVwZGF0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSLwoFc3RhdGUYAiABKA4yIC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza1N0YXRlEi8KB21lc3NhZ2UYAyABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRIyCglhcnRpZmFjdHMYBCADKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQXJ0aWZhY3QiPwoSVXBkYXRlVGFza1Jlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayL3AQoQTGlzdFRhc2tzUmVxdWVzdBISCgpjb250ZXh0X2lkGAEgASgJEi8KBXN0YXRlGAIgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIbCg5oaXN0b3J5X2xlbmd0aBgFIAEoBUgAiAEBEhUKDXVwZGF0ZWRfYWZ0ZXIYBiABKAMSGQoRaW5jbHVkZV9hcnRpZmFjdHMYByABKAgSFQoNcGVlcl9hZ2VudF9pZBgIIAEoCUIRCg9faGlzdG9yeV9sZW5ndGgibAoRTGlzdFRhc2tzUmVzcG9uc2USKgoFdGFza3MYASADKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEgoKdG90YWxfc2l6ZRgDIAEoBSKBAQoQV2F0Y2hUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhoKDWFmdGVyX3ZlcnNpb24YAiABKANIAIgBARIbCg5oaXN0b3J5X2xlbmd0aBgDIAEoBUgBiAEBQhAKDl9hZnRlcl92ZXJzaW9uQhEKD19oaXN0b3J5X2xlbmd0aCL/AQoOVGFza1RyYW5zaXRpb24SDwoHdGFza19pZBgBIAEoCRISCgpjb250ZXh0X2lkGAIgASgJEg8KB3ZlcnNpb24YAyABKAMSLwoFc3RhdGUYBCABKA4yIC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza1N0YXRlEhIKCnVwZGF0ZWRfYXQYBSABKAMSLwoHbWVzc2FnZRgGIAEoCzIeLmFnZW50aHViLm1lc3NhZ2luZy52MS5NZXNzYWdlEjIKCWFydGlmYWN0cxgHIAMoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5BcnRpZmFjdBINCgVmaW5hbBgIIAEoCCKGAQoRV2F0Y2hUYXNrUmVzcG9uc2USKwoEdGFzaxgBIAEoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrSAASOwoKdHJhbnNpdGlvbhgCIAEoCzIlLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrVHJhbnNpdGlvbkgAQgcKBWV2ZW50KtsBCglUYXNrU3RhdGUSGgoWVEFTS19TVEFURV9VTlNQRUNJRklFRBAAEhgKFFRBU0tfU1RBVEVfU1VCTUlUVEVEEAESFgoSVEFTS19TVEFURV9XT1JLSU5HEAISHQoZVEFTS19TVEFURV9JTlBVVF9SRVFVSVJFRBADEhgKFFRBU0tfU1RBVEVfQ09NUExFVEVEEAQSFQoRVEFTS19TVEFURV9GQUlMRUQQBRIXChNUQVNLX1NUQVRFX0NBTkNFTEVEEAYSFwoTVEFTS19TVEFURV9SRUpFQ1RFRBAHMqAGChBNZXNzYWdpbmdTZXJ2aWNlEmQKC1NlbmRNZXNzYWdlEikuYWdlbnRodWIubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBoqLmFnZW50aHViLm1lc3NhZ2luZy52MS5TZW5kTWVzc2FnZVJlc3BvbnNlElgKB0dldFRhc2sSJS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuR2V0VGFza1JlcXVlc3QaJi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuR2V0VGFza1Jlc3BvbnNlEmEKCkNhbmNlbFRhc2sSKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQ2FuY2VsVGFza1JlcXVlc3QaKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQ2FuY2VsVGFza1Jlc3BvbnNlEl4KCVBvbGxJbmJveBInLmFnZW50aHViLm1lc3NhZ2luZy52MS5Qb2xsSW5ib3hSZXF1ZXN0GiguYWdlbnRodWIubWVzc2FnaW5nLnYxLlBvbGxJbmJveFJlc3BvbnNlEmQKC0Fja0RlbGl2ZXJ5EikuYWdlbnRodWIubWVzc2FnaW5nLnYxLkFja0RlbGl2ZXJ5UmVxdWVzdBoqLmFnZW50aHViLm1lc3NhZ2luZy52MS5BY2tEZWxpdmVyeVJlc3BvbnNlEmEKClVwZGF0ZVRhc2sSKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVXBkYXRlVGFza1JlcXVlc3QaKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVXBkYXRlVGFza1Jlc3BvbnNlEl4KCUxpc3RUYXNrcxInLmFnZW50aHViLm1lc3NhZ2luZy52MS5MaXN0VGFza3NSZXF1ZXN0GiguYWdlbnRodWIubWVzc2FnaW5nLnYxLkxpc3RUYXNrc1Jlc3BvbnNlEmAKCVdhdGNoVGFzaxInLmFnZW50aHViLm1lc3NhZ2luZy52MS5XYXRjaFRhc2tSZXF1ZXN0GiguYWdlbnRodWIubWVzc2FnaW5nLnYxLldhdGNoVGFza1Jlc3BvbnNlMAFiBnByb3RvMw");
+  fileDesc("CiVhZ2VudGh1Yi9tZXNzYWdpbmcvdjEvbWVzc2FnaW5nLnByb3RvEhVhZ2VudGh1Yi5tZXNzYWdpbmcudjEiPQoVR2V0QWdlbnRzVXNhZ2VSZXF1ZXN0EhEKCWFnZW50X2lkcxgBIAMoCRIRCgl0ZW5hbnRfaWQYAiABKAkiRwoWR2V0QWdlbnRzVXNhZ2VSZXNwb25zZRItCgV1c2FnZRgBIAMoCzIeLmFnZW50aHViLmNvbW1vbi52MS5RdW90YVVzYWdlIhgKCFRleHRQYXJ0EgwKBHRleHQYASABKAkiRgoIRmlsZVBhcnQSDAoEbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoCRILCgN1cmkYBCABKAkiKwoIRGF0YVBhcnQSEQoJbWltZV90eXBlGAEgASgJEgwKBGRhdGEYAiABKAkipAEKBFBhcnQSLwoEdGV4dBgBIAEoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5UZXh0UGFydEgAEi8KBGZpbGUYAiABKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuRmlsZVBhcnRIABIvCgRkYXRhGAMgASgLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkRhdGFQYXJ0SABCCQoHY29udGVudCJXCgdNZXNzYWdlEgwKBHJvbGUYASABKAkSKgoFcGFydHMYAiADKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUGFydBISCgptZXNzYWdlX2lkGAMgASgJImMKCEFydGlmYWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJbWltZV90eXBlGAMgASgJEioKBXBhcnRzGAQgAygLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlBhcnQiqwIKBFRhc2sSCgoCaWQYASABKAkSEgoKY29udGV4dF9pZBgCIAEoCRIvCgVzdGF0ZRgDIAEoDjIgLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrU3RhdGUSEgoKdXBkYXRlZF9hdBgEIAEoAxIwCghtZXNzYWdlcxgFIAMoCzIeLmFnZW50aHViLm1lc3NhZ2luZy52MS5NZXNzYWdlEjIKCWFydGlmYWN0cxgGIAMoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5BcnRpZmFjdBIXCg9zZW5kZXJfYWdlbnRfaWQYByABKAkSGgoScmVjaXBpZW50X2FnZW50X2lkGAggASgJEhIKCmNyZWF0ZWRfYXQYCSABKAMSDwoHdmVyc2lvbhgKIAEoAyKRAgoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhoKEnJlY2lwaWVudF9hZ2VudF9pZBgBIAEoCRIvCgdtZXNzYWdlGAIgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USEgoKY29udGV4dF9pZBgDIAEoCRIPCgd0YXNrX2lkGAQgASgJEhsKDmhpc3RvcnlfbGVuZ3RoGAUgASgFSACIAQESHQoVYWNjZXB0ZWRfb3V0cHV0X21vZGVzGAYgAygJEhAKCGJsb2NraW5nGAcgASgIEhgKC3R0bF9zZWNvbmRzGAggASgDSAGIAQFCEQoPX2hpc3RvcnlfbGVuZ3RoQg4KDF90dGxfc2Vjb25kcyJAChNTZW5kTWVzc2FnZVJlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayJRCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhsKDmhpc3RvcnlfbGVuZ3RoGAIgASgFSACIAQFCEQoPX2hpc3RvcnlfbGVuZ3RoIjwKD0dldFRhc2tSZXNwb25zZRIpCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2siJAoRQ2FuY2VsVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSI/ChJDYW5jZWxUYXNrUmVzcG9uc2USKQoEdGFzaxgBIAEoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrIqoBCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEhIKCmNvbnRleHRfaWQYAyABKAkSFwoPc2VuZGVyX2FnZW50X2lkGAQgASgJEi8KB21lc3NhZ2UYBSABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRISCgpjcmVhdGVkX2F0GAYgASgDEg8KB2F0dGVtcHQYByABKAUiMAoQUG9sbEluYm94UmVxdWVzdBIPCgd3YWl0X21zGAEgASgFEgsKA21heBgCIAEoBSJIChFQb2xsSW5ib3hSZXNwb25zZRIzCgpkZWxpdmVyaWVzGAEgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkRlbGl2ZXJ5IikKEkFja0RlbGl2ZXJ5UmVxdWVzdBITCgtkZWxpdmVyeV9pZBgBIAEoCSIkChNBY2tEZWxpdmVyeVJlc3BvbnNlEg0KBWFja2VkGAEgASgIIroBChFVcGRhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEi8KBXN0YXRlGAIgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRIvCgdtZXNzYWdlGAMgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USMgoJYXJ0aWZhY3RzGAQgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkFydGlmYWN0Ij8KElVwZGF0ZVRhc2tSZXNwb25zZRIpCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2si9wEKEExpc3RUYXNrc1JlcXVlc3QSEgoKY29udGV4dF9pZBgBIAEoCRIvCgVzdGF0ZRgCIAEoDjIgLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrU3RhdGUSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSGwoOaGlzdG9yeV9sZW5ndGgYBSABKAVIAIgBARIVCg11cGRhdGVkX2FmdGVyGAYgASgDEhkKEWluY2x1ZGVfYXJ0aWZhY3RzGAcgASgIEhUKDXBlZXJfYWdlbnRfaWQYCCABKAlCEQoPX2hpc3RvcnlfbGVuZ3RoImwKEUxpc3RUYXNrc1Jlc3BvbnNlEioKBXRhc2tzGAEgAygLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2sSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhIKCnRvdGFsX3NpemUYAyABKAUigQEKEFdhdGNoVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIaCg1hZnRlcl92ZXJzaW9uGAIgASgDSACIAQESGwoOaGlzdG9yeV9sZW5ndGgYAyABKAVIAYgBAUIQCg5fYWZ0ZXJfdmVyc2lvbkIRCg9faGlzdG9yeV9sZW5ndGgi/wEKDlRhc2tUcmFuc2l0aW9uEg8KB3Rhc2tfaWQYASABKAkSEgoKY29udGV4dF9pZBgCIAEoCRIPCgd2ZXJzaW9uGAMgASgDEi8KBXN0YXRlGAQgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRISCgp1cGRhdGVkX2F0GAUgASgDEi8KB21lc3NhZ2UYBiABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRIyCglhcnRpZmFjdHMYByADKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQXJ0aWZhY3QSDQoFZmluYWwYCCABKAgihgEKEVdhdGNoVGFza1Jlc3BvbnNlEisKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza0gAEjsKCnRyYW5zaXRpb24YAiABKAsyJS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza1RyYW5zaXRpb25IAEIHCgVldmVudCrbAQoJVGFza1N0YXRlEhoKFlRBU0tfU1RBVEVfVU5TUEVDSUZJRUQQABIYChRUQVNLX1NUQVRFX1NVQk1JVFRFRBABEhYKElRBU0tfU1RBVEVfV09SS0lORxACEh0KGVRBU0tfU1RBVEVfSU5QVVRfUkVRVUlSRUQQAxIYChRUQVNLX1NUQVRFX0NPTVBMRVRFRBAEEhUKEVRBU0tfU1RBVEVfRkFJTEVEEAUSFwoTVEFTS19TVEFURV9DQU5DRUxFRBAGEhcKE1RBU0tfU1RBVEVfUkVKRUNURUQQBzKeBwoQTWVzc2FnaW5nU2VydmljZRJkCgtTZW5kTWVzc2FnZRIpLmFnZW50aHViLm1lc3NhZ2luZy52MS5TZW5kTWVzc2FnZVJlcXVlc3QaKi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJdCgdHZXRUYXNrEiUuYWdlbnRodWIubWVzc2FnaW5nLnYxLkdldFRhc2tSZXF1ZXN0GiYuYWdlbnRodWIubWVzc2FnaW5nLnYxLkdldFRhc2tSZXNwb25zZSIDkAIBEmEKCkNhbmNlbFRhc2sSKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQ2FuY2VsVGFza1JlcXVlc3QaKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQ2FuY2VsVGFza1Jlc3BvbnNlEl4KCVBvbGxJbmJveBInLmFnZW50aHViLm1lc3NhZ2luZy52MS5Qb2xsSW5ib3hSZXF1ZXN0GiguYWdlbnRodWIubWVzc2FnaW5nLnYxLlBvbGxJbmJveFJlc3BvbnNlEmQKC0Fja0RlbGl2ZXJ5EikuYWdlbnRodWIubWVzc2FnaW5nLnYxLkFja0RlbGl2ZXJ5UmVxdWVzdBoqLmFnZW50aHViLm1lc3NhZ2luZy52MS5BY2tEZWxpdmVyeVJlc3BvbnNlEmEKClVwZGF0ZVRhc2sSKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVXBkYXRlVGFza1JlcXVlc3QaKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVXBkYXRlVGFza1Jlc3BvbnNlEmMKCUxpc3RUYXNrcxInLmFnZW50aHViLm1lc3NhZ2luZy52MS5MaXN0VGFza3NSZXF1ZXN0GiguYWdlbnRodWIubWVzc2FnaW5nLnYxLkxpc3RUYXNrc1Jlc3BvbnNlIgOQAgESYAoJV2F0Y2hUYXNrEicuYWdlbnRodWIubWVzc2FnaW5nLnYxLldhdGNoVGFza1JlcXVlc3QaKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuV2F0Y2hUYXNrUmVzcG9uc2UwARJyCg5HZXRBZ2VudHNVc2FnZRIsLmFnZW50aHViLm1lc3NhZ2luZy52MS5HZXRBZ2VudHNVc2FnZVJlcXVlc3QaLS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuR2V0QWdlbnRzVXNhZ2VSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_agenthub_common_v1_quota]);
+
+/**
+ * @generated from message agenthub.messaging.v1.GetAgentsUsageRequest
+ */
+export type GetAgentsUsageRequest = Message$1<"agenthub.messaging.v1.GetAgentsUsageRequest"> & {
+  /**
+   * @generated from field: repeated string agent_ids = 1;
+   */
+  agentIds: string[];
+
+  /**
+   * The agents' tenant, whose quota overrides apply.
+   *
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.GetAgentsUsageRequest.
+ * Use `create(GetAgentsUsageRequestSchema)` to create a new message.
+ */
+export const GetAgentsUsageRequestSchema: GenMessage<GetAgentsUsageRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 0);
+
+/**
+ * @generated from message agenthub.messaging.v1.GetAgentsUsageResponse
+ */
+export type GetAgentsUsageResponse = Message$1<"agenthub.messaging.v1.GetAgentsUsageResponse"> & {
+  /**
+   * @generated from field: repeated agenthub.common.v1.QuotaUsage usage = 1;
+   */
+  usage: QuotaUsage[];
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.GetAgentsUsageResponse.
+ * Use `create(GetAgentsUsageResponseSchema)` to create a new message.
+ */
+export const GetAgentsUsageResponseSchema: GenMessage<GetAgentsUsageResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 1);
 
 /**
  * @generated from message agenthub.messaging.v1.TextPart
@@ -27,7 +70,7 @@ export type TextPart = Message$1<"agenthub.messaging.v1.TextPart"> & {
  * Use `create(TextPartSchema)` to create a new message.
  */
 export const TextPartSchema: GenMessage<TextPart> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 0);
+  messageDesc(file_agenthub_messaging_v1_messaging, 2);
 
 /**
  * @generated from message agenthub.messaging.v1.FilePart
@@ -61,7 +104,7 @@ export type FilePart = Message$1<"agenthub.messaging.v1.FilePart"> & {
  * Use `create(FilePartSchema)` to create a new message.
  */
 export const FilePartSchema: GenMessage<FilePart> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 1);
+  messageDesc(file_agenthub_messaging_v1_messaging, 3);
 
 /**
  * @generated from message agenthub.messaging.v1.DataPart
@@ -85,7 +128,7 @@ export type DataPart = Message$1<"agenthub.messaging.v1.DataPart"> & {
  * Use `create(DataPartSchema)` to create a new message.
  */
 export const DataPartSchema: GenMessage<DataPart> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 2);
+  messageDesc(file_agenthub_messaging_v1_messaging, 4);
 
 /**
  * @generated from message agenthub.messaging.v1.Part
@@ -120,7 +163,7 @@ export type Part = Message$1<"agenthub.messaging.v1.Part"> & {
  * Use `create(PartSchema)` to create a new message.
  */
 export const PartSchema: GenMessage<Part> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 3);
+  messageDesc(file_agenthub_messaging_v1_messaging, 5);
 
 /**
  * @generated from message agenthub.messaging.v1.Message
@@ -149,7 +192,7 @@ export type Message = Message$1<"agenthub.messaging.v1.Message"> & {
  * Use `create(MessageSchema)` to create a new message.
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 4);
+  messageDesc(file_agenthub_messaging_v1_messaging, 6);
 
 /**
  * @generated from message agenthub.messaging.v1.Artifact
@@ -181,7 +224,7 @@ export type Artifact = Message$1<"agenthub.messaging.v1.Artifact"> & {
  * Use `create(ArtifactSchema)` to create a new message.
  */
 export const ArtifactSchema: GenMessage<Artifact> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 5);
+  messageDesc(file_agenthub_messaging_v1_messaging, 7);
 
 /**
  * @generated from message agenthub.messaging.v1.Task
@@ -247,7 +290,7 @@ export type Task = Message$1<"agenthub.messaging.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 6);
+  messageDesc(file_agenthub_messaging_v1_messaging, 8);
 
 /**
  * @generated from message agenthub.messaging.v1.SendMessageRequest
@@ -303,7 +346,7 @@ export type SendMessageRequest = Message$1<"agenthub.messaging.v1.SendMessageReq
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 7);
+  messageDesc(file_agenthub_messaging_v1_messaging, 9);
 
 /**
  * @generated from message agenthub.messaging.v1.SendMessageResponse
@@ -320,7 +363,7 @@ export type SendMessageResponse = Message$1<"agenthub.messaging.v1.SendMessageRe
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 8);
+  messageDesc(file_agenthub_messaging_v1_messaging, 10);
 
 /**
  * @generated from message agenthub.messaging.v1.GetTaskRequest
@@ -342,7 +385,7 @@ export type GetTaskRequest = Message$1<"agenthub.messaging.v1.GetTaskRequest"> &
  * Use `create(GetTaskRequestSchema)` to create a new message.
  */
 export const GetTaskRequestSchema: GenMessage<GetTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 9);
+  messageDesc(file_agenthub_messaging_v1_messaging, 11);
 
 /**
  * @generated from message agenthub.messaging.v1.GetTaskResponse
@@ -359,7 +402,7 @@ export type GetTaskResponse = Message$1<"agenthub.messaging.v1.GetTaskResponse">
  * Use `create(GetTaskResponseSchema)` to create a new message.
  */
 export const GetTaskResponseSchema: GenMessage<GetTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 10);
+  messageDesc(file_agenthub_messaging_v1_messaging, 12);
 
 /**
  * @generated from message agenthub.messaging.v1.CancelTaskRequest
@@ -376,7 +419,7 @@ export type CancelTaskRequest = Message$1<"agenthub.messaging.v1.CancelTaskReque
  * Use `create(CancelTaskRequestSchema)` to create a new message.
  */
 export const CancelTaskRequestSchema: GenMessage<CancelTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 11);
+  messageDesc(file_agenthub_messaging_v1_messaging, 13);
 
 /**
  * @generated from message agenthub.messaging.v1.CancelTaskResponse
@@ -393,7 +436,7 @@ export type CancelTaskResponse = Message$1<"agenthub.messaging.v1.CancelTaskResp
  * Use `create(CancelTaskResponseSchema)` to create a new message.
  */
 export const CancelTaskResponseSchema: GenMessage<CancelTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 12);
+  messageDesc(file_agenthub_messaging_v1_messaging, 14);
 
 /**
  * @generated from message agenthub.messaging.v1.Delivery
@@ -444,7 +487,7 @@ export type Delivery = Message$1<"agenthub.messaging.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 13);
+  messageDesc(file_agenthub_messaging_v1_messaging, 15);
 
 /**
  * @generated from message agenthub.messaging.v1.PollInboxRequest
@@ -470,7 +513,7 @@ export type PollInboxRequest = Message$1<"agenthub.messaging.v1.PollInboxRequest
  * Use `create(PollInboxRequestSchema)` to create a new message.
  */
 export const PollInboxRequestSchema: GenMessage<PollInboxRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 14);
+  messageDesc(file_agenthub_messaging_v1_messaging, 16);
 
 /**
  * @generated from message agenthub.messaging.v1.PollInboxResponse
@@ -487,7 +530,7 @@ export type PollInboxResponse = Message$1<"agenthub.messaging.v1.PollInboxRespon
  * Use `create(PollInboxResponseSchema)` to create a new message.
  */
 export const PollInboxResponseSchema: GenMessage<PollInboxResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 15);
+  messageDesc(file_agenthub_messaging_v1_messaging, 17);
 
 /**
  * @generated from message agenthub.messaging.v1.AckDeliveryRequest
@@ -504,7 +547,7 @@ export type AckDeliveryRequest = Message$1<"agenthub.messaging.v1.AckDeliveryReq
  * Use `create(AckDeliveryRequestSchema)` to create a new message.
  */
 export const AckDeliveryRequestSchema: GenMessage<AckDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 16);
+  messageDesc(file_agenthub_messaging_v1_messaging, 18);
 
 /**
  * @generated from message agenthub.messaging.v1.AckDeliveryResponse
@@ -521,7 +564,7 @@ export type AckDeliveryResponse = Message$1<"agenthub.messaging.v1.AckDeliveryRe
  * Use `create(AckDeliveryResponseSchema)` to create a new message.
  */
 export const AckDeliveryResponseSchema: GenMessage<AckDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 17);
+  messageDesc(file_agenthub_messaging_v1_messaging, 19);
 
 /**
  * @generated from message agenthub.messaging.v1.UpdateTaskRequest
@@ -557,7 +600,7 @@ export type UpdateTaskRequest = Message$1<"agenthub.messaging.v1.UpdateTaskReque
  * Use `create(UpdateTaskRequestSchema)` to create a new message.
  */
 export const UpdateTaskRequestSchema: GenMessage<UpdateTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 18);
+  messageDesc(file_agenthub_messaging_v1_messaging, 20);
 
 /**
  * @generated from message agenthub.messaging.v1.UpdateTaskResponse
@@ -574,7 +617,7 @@ export type UpdateTaskResponse = Message$1<"agenthub.messaging.v1.UpdateTaskResp
  * Use `create(UpdateTaskResponseSchema)` to create a new message.
  */
 export const UpdateTaskResponseSchema: GenMessage<UpdateTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 19);
+  messageDesc(file_agenthub_messaging_v1_messaging, 21);
 
 /**
  * @generated from message agenthub.messaging.v1.ListTasksRequest
@@ -642,7 +685,7 @@ export type ListTasksRequest = Message$1<"agenthub.messaging.v1.ListTasksRequest
  * Use `create(ListTasksRequestSchema)` to create a new message.
  */
 export const ListTasksRequestSchema: GenMessage<ListTasksRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 20);
+  messageDesc(file_agenthub_messaging_v1_messaging, 22);
 
 /**
  * @generated from message agenthub.messaging.v1.ListTasksResponse
@@ -673,7 +716,7 @@ export type ListTasksResponse = Message$1<"agenthub.messaging.v1.ListTasksRespon
  * Use `create(ListTasksResponseSchema)` to create a new message.
  */
 export const ListTasksResponseSchema: GenMessage<ListTasksResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 21);
+  messageDesc(file_agenthub_messaging_v1_messaging, 23);
 
 /**
  * @generated from message agenthub.messaging.v1.WatchTaskRequest
@@ -704,7 +747,7 @@ export type WatchTaskRequest = Message$1<"agenthub.messaging.v1.WatchTaskRequest
  * Use `create(WatchTaskRequestSchema)` to create a new message.
  */
 export const WatchTaskRequestSchema: GenMessage<WatchTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 22);
+  messageDesc(file_agenthub_messaging_v1_messaging, 24);
 
 /**
  * One change of a task: what the version added to it.
@@ -766,7 +809,7 @@ export type TaskTransition = Message$1<"agenthub.messaging.v1.TaskTransition"> &
  * Use `create(TaskTransitionSchema)` to create a new message.
  */
 export const TaskTransitionSchema: GenMessage<TaskTransition> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 23);
+  messageDesc(file_agenthub_messaging_v1_messaging, 25);
 
 /**
  * @generated from message agenthub.messaging.v1.WatchTaskResponse
@@ -795,7 +838,7 @@ export type WatchTaskResponse = Message$1<"agenthub.messaging.v1.WatchTaskRespon
  * Use `create(WatchTaskResponseSchema)` to create a new message.
  */
 export const WatchTaskResponseSchema: GenMessage<WatchTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 24);
+  messageDesc(file_agenthub_messaging_v1_messaging, 26);
 
 /**
  * @generated from enum agenthub.messaging.v1.TaskState
@@ -940,6 +983,17 @@ export const MessagingService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchTaskRequestSchema;
     output: typeof WatchTaskResponseSchema;
+  },
+  /**
+   * Operator only. Each named agent's tasks in flight against `tasks_in_flight_per_sender` and
+   * undelivered deliveries against `queued_deliveries_per_agent` (the gateway names a tenant's agents).
+   *
+   * @generated from rpc agenthub.messaging.v1.MessagingService.GetAgentsUsage
+   */
+  getAgentsUsage: {
+    methodKind: "unary";
+    input: typeof GetAgentsUsageRequestSchema;
+    output: typeof GetAgentsUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agenthub_messaging_v1_messaging, 0);

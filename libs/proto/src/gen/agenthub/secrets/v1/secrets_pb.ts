@@ -4,13 +4,49 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { QuotaUsage } from "../../common/v1/quota_pb.js";
+import { file_agenthub_common_v1_quota } from "../../common/v1/quota_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file agenthub/secrets/v1/secrets.proto.
  */
 export const file_agenthub_secrets_v1_secrets: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudGh1Yi9zZWNyZXRzL3YxL3NlY3JldHMucHJvdG8SE2FnZW50aHViLnNlY3JldHMudjEiQQoKU2VjcmV0SW5mbxILCgNrZXkYASABKAkSEgoKY3JlYXRlZF9hdBgCIAEoAxISCgp1cGRhdGVkX2F0GAMgASgDIkQKEFNldFNlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJVChFTZXRTZWNyZXRSZXNwb25zZRIvCgZzZWNyZXQYASABKAsyHy5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNlY3JldEluZm8SDwoHY3JlYXRlZBgCIAEoCCI1ChBHZXRTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRILCgNrZXkYAiABKAkiUwoRR2V0U2VjcmV0UmVzcG9uc2USLwoGc2VjcmV0GAEgASgLMh8uYWdlbnRodWIuc2VjcmV0cy52MS5TZWNyZXRJbmZvEg0KBXZhbHVlGAIgASgJIioKEkxpc3RTZWNyZXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRwoTTGlzdFNlY3JldHNSZXNwb25zZRIwCgdzZWNyZXRzGAEgAygLMh8uYWdlbnRodWIuc2VjcmV0cy52MS5TZWNyZXRJbmZvIjgKE0RlbGV0ZVNlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA2tleRgCIAEoCSI5ChREZWxldGVTZWNyZXRSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCwoDa2V5GAIgASgJIjEKGVJvdGF0ZVdvcmtzcGFjZUtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIlgKGlJvdGF0ZVdvcmtzcGFjZUtleVJlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpnZW5lcmF0aW9uGAIgASgFEhAKCHJlc2VhbGVkGAMgASgFIhIKEFJvdGF0ZUtla1JlcXVlc3QiWgoRUm90YXRlS2VrUmVzcG9uc2USEwoLa2VrX3ZlcnNpb24YASABKAkSEQoJcmV3cmFwcGVkGAIgASgFEg0KBXRvdGFsGAMgASgFEg4KBmZhaWxlZBgEIAEoBSI1Ch1EZWxldGVXb3Jrc3BhY2VTZWNyZXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiYgoeRGVsZXRlV29ya3NwYWNlU2VjcmV0c1Jlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglkZXN0cm95ZWQYAiABKAgSFwoPc2VjcmV0c19kZWxldGVkGAMgASgFMuYFCg5TZWNyZXRzU2VydmljZRJaCglTZXRTZWNyZXQSJS5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNldFNlY3JldFJlcXVlc3QaJi5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNldFNlY3JldFJlc3BvbnNlEloKCUdldFNlY3JldBIlLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVxdWVzdBomLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVzcG9uc2USYAoLTGlzdFNlY3JldHMSJy5hZ2VudGh1Yi5zZWNyZXRzLnYxLkxpc3RTZWNyZXRzUmVxdWVzdBooLmFnZW50aHViLnNlY3JldHMudjEuTGlzdFNlY3JldHNSZXNwb25zZRJjCgxEZWxldGVTZWNyZXQSKC5hZ2VudGh1Yi5zZWNyZXRzLnYxLkRlbGV0ZVNlY3JldFJlcXVlc3QaKS5hZ2VudGh1Yi5zZWNyZXRzLnYxLkRlbGV0ZVNlY3JldFJlc3BvbnNlEnUKElJvdGF0ZVdvcmtzcGFjZUtleRIuLmFnZW50aHViLnNlY3JldHMudjEuUm90YXRlV29ya3NwYWNlS2V5UmVxdWVzdBovLmFnZW50aHViLnNlY3JldHMudjEuUm90YXRlV29ya3NwYWNlS2V5UmVzcG9uc2USWgoJUm90YXRlS2VrEiUuYWdlbnRodWIuc2VjcmV0cy52MS5Sb3RhdGVLZWtSZXF1ZXN0GiYuYWdlbnRodWIuc2VjcmV0cy52MS5Sb3RhdGVLZWtSZXNwb25zZRKBAQoWRGVsZXRlV29ya3NwYWNlU2VjcmV0cxIyLmFnZW50aHViLnNlY3JldHMudjEuRGVsZXRlV29ya3NwYWNlU2VjcmV0c1JlcXVlc3QaMy5hZ2VudGh1Yi5zZWNyZXRzLnYxLkRlbGV0ZVdvcmtzcGFjZVNlY3JldHNSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("CiFhZ2VudGh1Yi9zZWNyZXRzL3YxL3NlY3JldHMucHJvdG8SE2FnZW50aHViLnNlY3JldHMudjEiMgoZR2V0V29ya3NwYWNlc1VzYWdlUmVxdWVzdBIVCg13b3Jrc3BhY2VfaWRzGAEgAygJIksKGkdldFdvcmtzcGFjZXNVc2FnZVJlc3BvbnNlEi0KBXVzYWdlGAEgAygLMh4uYWdlbnRodWIuY29tbW9uLnYxLlF1b3RhVXNhZ2UiQQoKU2VjcmV0SW5mbxILCgNrZXkYASABKAkSEgoKY3JlYXRlZF9hdBgCIAEoAxISCgp1cGRhdGVkX2F0GAMgASgDIkQKEFNldFNlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJVChFTZXRTZWNyZXRSZXNwb25zZRIvCgZzZWNyZXQYASABKAsyHy5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNlY3JldEluZm8SDwoHY3JlYXRlZBgCIAEoCCI1ChBHZXRTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRILCgNrZXkYAiABKAkiUwoRR2V0U2VjcmV0UmVzcG9uc2USLwoGc2VjcmV0GAEgASgLMh8uYWdlbnRodWIuc2VjcmV0cy52MS5TZWNyZXRJbmZvEg0KBXZhbHVlGAIgASgJIioKEkxpc3RTZWNyZXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRwoTTGlzdFNlY3JldHNSZXNwb25zZRIwCgdzZWNyZXRzGAEgAygLMh8uYWdlbnRodWIuc2VjcmV0cy52MS5TZWNyZXRJbmZvIjgKE0RlbGV0ZVNlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA2tleRgCIAEoCSI5ChREZWxldGVTZWNyZXRSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCwoDa2V5GAIgASgJIjEKGVJvdGF0ZVdvcmtzcGFjZUtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIlgKGlJvdGF0ZVdvcmtzcGFjZUtleVJlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpnZW5lcmF0aW9uGAIgASgFEhAKCHJlc2VhbGVkGAMgASgFIhIKEFJvdGF0ZUtla1JlcXVlc3QiWgoRUm90YXRlS2VrUmVzcG9uc2USEwoLa2VrX3ZlcnNpb24YASABKAkSEQoJcmV3cmFwcGVkGAIgASgFEg0KBXRvdGFsGAMgASgFEg4KBmZhaWxlZBgEIAEoBSI1Ch1EZWxldGVXb3Jrc3BhY2VTZWNyZXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiYgoeRGVsZXRlV29ya3NwYWNlU2VjcmV0c1Jlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglkZXN0cm95ZWQYAiABKAgSFwoPc2VjcmV0c19kZWxldGVkGAMgASgFMuwGCg5TZWNyZXRzU2VydmljZRJaCglTZXRTZWNyZXQSJS5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNldFNlY3JldFJlcXVlc3QaJi5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNldFNlY3JldFJlc3BvbnNlEl8KCUdldFNlY3JldBIlLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVxdWVzdBomLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVzcG9uc2UiA5ACARJlCgtMaXN0U2VjcmV0cxInLmFnZW50aHViLnNlY3JldHMudjEuTGlzdFNlY3JldHNSZXF1ZXN0GiguYWdlbnRodWIuc2VjcmV0cy52MS5MaXN0U2VjcmV0c1Jlc3BvbnNlIgOQAgESYwoMRGVsZXRlU2VjcmV0EiguYWdlbnRodWIuc2VjcmV0cy52MS5EZWxldGVTZWNyZXRSZXF1ZXN0GikuYWdlbnRodWIuc2VjcmV0cy52MS5EZWxldGVTZWNyZXRSZXNwb25zZRJ1ChJSb3RhdGVXb3Jrc3BhY2VLZXkSLi5hZ2VudGh1Yi5zZWNyZXRzLnYxLlJvdGF0ZVdvcmtzcGFjZUtleVJlcXVlc3QaLy5hZ2VudGh1Yi5zZWNyZXRzLnYxLlJvdGF0ZVdvcmtzcGFjZUtleVJlc3BvbnNlEloKCVJvdGF0ZUtlaxIlLmFnZW50aHViLnNlY3JldHMudjEuUm90YXRlS2VrUmVxdWVzdBomLmFnZW50aHViLnNlY3JldHMudjEuUm90YXRlS2VrUmVzcG9uc2USgQEKFkRlbGV0ZVdvcmtzcGFjZVNlY3JldHMSMi5hZ2VudGh1Yi5zZWNyZXRzLnYxLkRlbGV0ZVdvcmtzcGFjZVNlY3JldHNSZXF1ZXN0GjMuYWdlbnRodWIuc2VjcmV0cy52MS5EZWxldGVXb3Jrc3BhY2VTZWNyZXRzUmVzcG9uc2USegoSR2V0V29ya3NwYWNlc1VzYWdlEi4uYWdlbnRodWIuc2VjcmV0cy52MS5HZXRXb3Jrc3BhY2VzVXNhZ2VSZXF1ZXN0Gi8uYWdlbnRodWIuc2VjcmV0cy52MS5HZXRXb3Jrc3BhY2VzVXNhZ2VSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_agenthub_common_v1_quota]);
+
+/**
+ * @generated from message agenthub.secrets.v1.GetWorkspacesUsageRequest
+ */
+export type GetWorkspacesUsageRequest = Message<"agenthub.secrets.v1.GetWorkspacesUsageRequest"> & {
+  /**
+   * @generated from field: repeated string workspace_ids = 1;
+   */
+  workspaceIds: string[];
+};
+
+/**
+ * Describes the message agenthub.secrets.v1.GetWorkspacesUsageRequest.
+ * Use `create(GetWorkspacesUsageRequestSchema)` to create a new message.
+ */
+export const GetWorkspacesUsageRequestSchema: GenMessage<GetWorkspacesUsageRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_secrets_v1_secrets, 0);
+
+/**
+ * @generated from message agenthub.secrets.v1.GetWorkspacesUsageResponse
+ */
+export type GetWorkspacesUsageResponse = Message<"agenthub.secrets.v1.GetWorkspacesUsageResponse"> & {
+  /**
+   * @generated from field: repeated agenthub.common.v1.QuotaUsage usage = 1;
+   */
+  usage: QuotaUsage[];
+};
+
+/**
+ * Describes the message agenthub.secrets.v1.GetWorkspacesUsageResponse.
+ * Use `create(GetWorkspacesUsageResponseSchema)` to create a new message.
+ */
+export const GetWorkspacesUsageResponseSchema: GenMessage<GetWorkspacesUsageResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_secrets_v1_secrets, 1);
 
 /**
  * @generated from message agenthub.secrets.v1.SecretInfo
@@ -39,7 +75,7 @@ export type SecretInfo = Message<"agenthub.secrets.v1.SecretInfo"> & {
  * Use `create(SecretInfoSchema)` to create a new message.
  */
 export const SecretInfoSchema: GenMessage<SecretInfo> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 0);
+  messageDesc(file_agenthub_secrets_v1_secrets, 2);
 
 /**
  * @generated from message agenthub.secrets.v1.SetSecretRequest
@@ -68,7 +104,7 @@ export type SetSecretRequest = Message<"agenthub.secrets.v1.SetSecretRequest"> &
  * Use `create(SetSecretRequestSchema)` to create a new message.
  */
 export const SetSecretRequestSchema: GenMessage<SetSecretRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 1);
+  messageDesc(file_agenthub_secrets_v1_secrets, 3);
 
 /**
  * @generated from message agenthub.secrets.v1.SetSecretResponse
@@ -92,7 +128,7 @@ export type SetSecretResponse = Message<"agenthub.secrets.v1.SetSecretResponse">
  * Use `create(SetSecretResponseSchema)` to create a new message.
  */
 export const SetSecretResponseSchema: GenMessage<SetSecretResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 2);
+  messageDesc(file_agenthub_secrets_v1_secrets, 4);
 
 /**
  * @generated from message agenthub.secrets.v1.GetSecretRequest
@@ -114,7 +150,7 @@ export type GetSecretRequest = Message<"agenthub.secrets.v1.GetSecretRequest"> &
  * Use `create(GetSecretRequestSchema)` to create a new message.
  */
 export const GetSecretRequestSchema: GenMessage<GetSecretRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 3);
+  messageDesc(file_agenthub_secrets_v1_secrets, 5);
 
 /**
  * @generated from message agenthub.secrets.v1.GetSecretResponse
@@ -136,7 +172,7 @@ export type GetSecretResponse = Message<"agenthub.secrets.v1.GetSecretResponse">
  * Use `create(GetSecretResponseSchema)` to create a new message.
  */
 export const GetSecretResponseSchema: GenMessage<GetSecretResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 4);
+  messageDesc(file_agenthub_secrets_v1_secrets, 6);
 
 /**
  * @generated from message agenthub.secrets.v1.ListSecretsRequest
@@ -153,7 +189,7 @@ export type ListSecretsRequest = Message<"agenthub.secrets.v1.ListSecretsRequest
  * Use `create(ListSecretsRequestSchema)` to create a new message.
  */
 export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 5);
+  messageDesc(file_agenthub_secrets_v1_secrets, 7);
 
 /**
  * @generated from message agenthub.secrets.v1.ListSecretsResponse
@@ -172,7 +208,7 @@ export type ListSecretsResponse = Message<"agenthub.secrets.v1.ListSecretsRespon
  * Use `create(ListSecretsResponseSchema)` to create a new message.
  */
 export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 6);
+  messageDesc(file_agenthub_secrets_v1_secrets, 8);
 
 /**
  * @generated from message agenthub.secrets.v1.DeleteSecretRequest
@@ -194,7 +230,7 @@ export type DeleteSecretRequest = Message<"agenthub.secrets.v1.DeleteSecretReque
  * Use `create(DeleteSecretRequestSchema)` to create a new message.
  */
 export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 7);
+  messageDesc(file_agenthub_secrets_v1_secrets, 9);
 
 /**
  * @generated from message agenthub.secrets.v1.DeleteSecretResponse
@@ -216,7 +252,7 @@ export type DeleteSecretResponse = Message<"agenthub.secrets.v1.DeleteSecretResp
  * Use `create(DeleteSecretResponseSchema)` to create a new message.
  */
 export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 8);
+  messageDesc(file_agenthub_secrets_v1_secrets, 10);
 
 /**
  * @generated from message agenthub.secrets.v1.RotateWorkspaceKeyRequest
@@ -233,7 +269,7 @@ export type RotateWorkspaceKeyRequest = Message<"agenthub.secrets.v1.RotateWorks
  * Use `create(RotateWorkspaceKeyRequestSchema)` to create a new message.
  */
 export const RotateWorkspaceKeyRequestSchema: GenMessage<RotateWorkspaceKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 9);
+  messageDesc(file_agenthub_secrets_v1_secrets, 11);
 
 /**
  * @generated from message agenthub.secrets.v1.RotateWorkspaceKeyResponse
@@ -264,7 +300,7 @@ export type RotateWorkspaceKeyResponse = Message<"agenthub.secrets.v1.RotateWork
  * Use `create(RotateWorkspaceKeyResponseSchema)` to create a new message.
  */
 export const RotateWorkspaceKeyResponseSchema: GenMessage<RotateWorkspaceKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 10);
+  messageDesc(file_agenthub_secrets_v1_secrets, 12);
 
 /**
  * @generated from message agenthub.secrets.v1.RotateKekRequest
@@ -277,7 +313,7 @@ export type RotateKekRequest = Message<"agenthub.secrets.v1.RotateKekRequest"> &
  * Use `create(RotateKekRequestSchema)` to create a new message.
  */
 export const RotateKekRequestSchema: GenMessage<RotateKekRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 11);
+  messageDesc(file_agenthub_secrets_v1_secrets, 13);
 
 /**
  * @generated from message agenthub.secrets.v1.RotateKekResponse
@@ -318,7 +354,7 @@ export type RotateKekResponse = Message<"agenthub.secrets.v1.RotateKekResponse">
  * Use `create(RotateKekResponseSchema)` to create a new message.
  */
 export const RotateKekResponseSchema: GenMessage<RotateKekResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 12);
+  messageDesc(file_agenthub_secrets_v1_secrets, 14);
 
 /**
  * @generated from message agenthub.secrets.v1.DeleteWorkspaceSecretsRequest
@@ -335,7 +371,7 @@ export type DeleteWorkspaceSecretsRequest = Message<"agenthub.secrets.v1.DeleteW
  * Use `create(DeleteWorkspaceSecretsRequestSchema)` to create a new message.
  */
 export const DeleteWorkspaceSecretsRequestSchema: GenMessage<DeleteWorkspaceSecretsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 13);
+  messageDesc(file_agenthub_secrets_v1_secrets, 15);
 
 /**
  * @generated from message agenthub.secrets.v1.DeleteWorkspaceSecretsResponse
@@ -366,7 +402,7 @@ export type DeleteWorkspaceSecretsResponse = Message<"agenthub.secrets.v1.Delete
  * Use `create(DeleteWorkspaceSecretsResponseSchema)` to create a new message.
  */
 export const DeleteWorkspaceSecretsResponseSchema: GenMessage<DeleteWorkspaceSecretsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 14);
+  messageDesc(file_agenthub_secrets_v1_secrets, 16);
 
 /**
  * Workspace secrets, sealed with envelope encryption: a versioned key-encryption key (KEK)
@@ -454,6 +490,17 @@ export const SecretsService: GenService<{
     methodKind: "unary";
     input: typeof DeleteWorkspaceSecretsRequestSchema;
     output: typeof DeleteWorkspaceSecretsResponseSchema;
+  },
+  /**
+   * Operator only. Each named workspace's secrets against `secrets_per_workspace` (the gateway
+   * names a tenant's workspaces, which this service does not know).
+   *
+   * @generated from rpc agenthub.secrets.v1.SecretsService.GetWorkspacesUsage
+   */
+  getWorkspacesUsage: {
+    methodKind: "unary";
+    input: typeof GetWorkspacesUsageRequestSchema;
+    output: typeof GetWorkspacesUsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agenthub_secrets_v1_secrets, 0);

@@ -1,20 +1,7 @@
-import type { Db, Queryable } from '@agenthub/runtime';
+import type { Db } from '@agenthub/runtime';
+import { secretsOf } from './webhook-store.js';
 
 export type DeliveryStatusText = 'pending' | 'delivered' | 'failed';
-
-export interface WebhookRecord {
-  id: string;
-  workspaceId: string;
-  url: string;
-  events: string[];
-  description: string;
-  enabled: boolean;
-  disabledReason: string;
-  disabledAt: number;
-  createdAt: number;
-  /** The agent that created the webhook. */
-  createdBy: string;
-}
 
 /** A claimed delivery with what sending it needs. */
 export interface DueDelivery {
@@ -62,36 +49,6 @@ export type Outcome =
   | { kind: 'failed' }
   | { kind: 'disable'; reason: 'gone' | 'failing' | 'creator_access' };
 
-interface WebhookRow {
-  id: string;
-  workspace_id: string;
-  url: string;
-  event_types: string[];
-  description: string;
-  enabled: boolean;
-  disabled_reason: string | null;
-  disabled_at: number | null;
-  created_at: number;
-  created_by: string;
-}
-
-const WEBHOOK_COLUMNS = 'id, workspace_id, url, event_types, description, enabled, disabled_reason, disabled_at, created_at, created_by';
-
-function toWebhook(row: WebhookRow): WebhookRecord {
-  return {
-    id: row.id,
-    workspaceId: row.workspace_id,
-    url: row.url,
-    events: row.event_types,
-    description: row.description,
-    enabled: row.enabled,
-    disabledReason: row.disabled_reason ?? '',
-    disabledAt: Number(row.disabled_at ?? 0),
-    createdAt: Number(row.created_at),
-    createdBy: row.created_by,
-  };
-}
-
 /** What a claim returns, from `deliveries d` joined to `webhooks w`. */
 const DUE_COLUMNS =
   'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.workspace_id, w.created_by, w.workspace_deleted_at, d.traceparent, w.push_token, w.push_auth_scheme, w.push_auth_credentials';
@@ -135,78 +92,15 @@ function toDue(row: DueRow, now: number): DueDelivery {
   };
 }
 
-/** All SQL of the events service, in its own schema. bigint columns arrive as strings from pg. */
-export class EventsStore {
-  constructor(readonly db: Db) {}
-
-  /**
-   * Inserts a webhook unless the workspace (for an agent-wide one, `workspaceId` '': its creator)
-   * already has `max`; false then.
-   */
-  async createWebhook(input: {
-    id: string;
-    workspaceId: string;
-    url: string;
-    events: string[];
-    description: string;
-    secret: string;
-    agentId: string;
-    tenantId: string;
-    now: number;
-    max: number;
-  }): Promise<WebhookRecord | undefined> {
-    return this.db.transaction(async (tx) => {
-      // Serialises creations in one workspace so two concurrent calls cannot both pass the count.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`webhooks:${input.workspaceId || `agent:${input.agentId}`}`]);
-      const count = await tx.query<{ count: number }>(
-        `SELECT count(*)::int AS count FROM webhooks
-          WHERE workspace_id = $1 AND workspace_deleted_at IS NULL AND ($1 <> '' OR created_by = $2)`,
-        [input.workspaceId, input.agentId],
-      );
-      if ((count.rows[0]?.count ?? 0) >= input.max) return undefined;
-      const { rows } = await tx.query<WebhookRow>(
-        `INSERT INTO webhooks (id, workspace_id, url, event_types, description, secret, created_at, created_by, agent_tenant_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
-        [input.id, input.workspaceId, input.url, input.events, input.description, input.secret, input.now, input.agentId, input.tenantId],
-      );
-      return toWebhook(rows[0]!);
-    });
-  }
-
-  /** The workspace's webhooks; for `workspaceId` '', the agent-wide ones `agentId` created. */
-  async listWebhooks(workspaceId: string, agentId: string): Promise<WebhookRecord[]> {
-    const { rows } = await this.db.query<WebhookRow>(
-      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks
-        WHERE workspace_id = $1 AND workspace_deleted_at IS NULL AND ($1 <> '' OR created_by = $2) ORDER BY seq`,
-      [workspaceId, agentId],
-    );
-    return rows.map(toWebhook);
-  }
-
-  /** The webhook of the workspace; for `workspaceId` '', the agent-wide one if `agentId` created it. */
-  async getWebhook(workspaceId: string, webhookId: string, agentId: string): Promise<WebhookRecord | undefined> {
-    const { rows } = await this.db.query<WebhookRow>(
-      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks
-        WHERE id = $1 AND workspace_id = $2 AND workspace_deleted_at IS NULL AND ($2 <> '' OR created_by = $3)`,
-      [webhookId, workspaceId, agentId],
-    );
-    return rows[0] && toWebhook(rows[0]);
-  }
-
-  /** Enabled agent-wide webhooks whose filter takes `type` and that existed at `occurredAt`. */
-  async agentWebhooks(type: string, occurredAt: number | undefined): Promise<{ id: string; agentId: string; tenantId: string }[]> {
-    const { rows } = await this.db.query<{ id: string; created_by: string; agent_tenant_id: string }>(
-      `SELECT id, created_by, agent_tenant_id FROM webhooks
-        WHERE workspace_id = '' AND enabled AND (cardinality(event_types) = 0 OR $1 = ANY (event_types))
-          AND ($2::bigint IS NULL OR created_at <= $2::bigint)
-        ORDER BY seq`,
-      [type, occurredAt ?? null],
-    );
-    return rows.map((r) => ({ id: r.id, agentId: r.created_by, tenantId: r.agent_tenant_id }));
-  }
+/**
+ * The delivery queue of the events service: deliveries queued per webhook, their claims, attempts
+ * and replays. bigint columns arrive as strings from pg.
+ */
+export class DeliveryStore {
+  constructor(private readonly db: Db) {}
 
   /** Queues the event for the given (agent-wide) webhooks; idempotent like `intake`. */
-  async intakeFor(webhookIds: string[], event: { eventId: string; type: string; payload: string; traceparent?: string }, now: number): Promise<string[]> {
+  async intakeFor(signal: AbortSignal, webhookIds: string[], event: { eventId: string; type: string; payload: string; traceparent?: string }, now: number): Promise<string[]> {
     if (webhookIds.length === 0) return [];
     const { rows } = await this.db.query<{ webhook_id: string }>(
       `INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at, traceparent)
@@ -214,37 +108,9 @@ export class EventsStore {
        ON CONFLICT (webhook_id, event_id) DO NOTHING
        RETURNING webhook_id`,
       [webhookIds, event.eventId, event.type, event.payload, now, event.traceparent ?? null],
+      signal,
     );
     return rows.map((row) => row.webhook_id);
-  }
-
-  /** The current secret and, within its window, the previous one: what a delivery is signed with. */
-  async signingSecrets(webhookId: string, now: number): Promise<string[]> {
-    const { rows } = await this.db.query<{ secret: string; previous_secret: string | null; previous_expires_at: number | null }>(
-      'SELECT secret, previous_secret, previous_expires_at FROM webhooks WHERE id = $1',
-      [webhookId],
-    );
-    const row = rows[0];
-    if (!row) return [];
-    return secretsOf(row, now);
-  }
-
-  async deleteWebhook(workspaceId: string, webhookId: string): Promise<boolean> {
-    const { rowCount } = await this.db.query('DELETE FROM webhooks WHERE id = $1 AND workspace_id = $2 AND workspace_deleted_at IS NULL', [
-      webhookId,
-      workspaceId,
-    ]);
-    return rowCount > 0;
-  }
-
-  /** Replaces the secret, keeping the old one signing until `previousUntil`. */
-  async rotateSecret(workspaceId: string, webhookId: string, secret: string, previousUntil: number): Promise<WebhookRecord | undefined> {
-    const { rows } = await this.db.query<WebhookRow>(
-      `UPDATE webhooks SET previous_secret = secret, previous_expires_at = $3, secret = $4
-        WHERE id = $1 AND workspace_id = $2 AND workspace_deleted_at IS NULL RETURNING ${WEBHOOK_COLUMNS}`,
-      [webhookId, workspaceId, previousUntil, secret],
-    );
-    return rows[0] && toWebhook(rows[0]);
   }
 
   /**
@@ -255,6 +121,7 @@ export class EventsStore {
    * delivery was queued for.
    */
   async intake(
+    signal: AbortSignal,
     event: { workspaceId: string; eventId: string; type: string; payload: string; occurredAt: number | undefined; traceparent?: string },
     now: number,
   ): Promise<string[]> {
@@ -277,6 +144,7 @@ export class EventsStore {
        )
        SELECT webhook_id FROM queued`,
       [event.workspaceId, event.eventId, event.type, event.payload, now, event.occurredAt ?? null, event.traceparent ?? null],
+      signal,
     );
     return rows.map((row) => row.webhook_id);
   }
@@ -290,7 +158,7 @@ export class EventsStore {
    * worker's sleep; it comes with the claim to spare the loop a round trip.
    */
   /** `busyWorkspaces`: workspaces whose heads are skipped (they hold their share of the slots). */
-  async claimDue(now: number, limit: number, leaseMs: number, busyWorkspaces: readonly string[] = []): Promise<{ claimed: DueDelivery[]; nextDue: number | undefined }> {
+  async claimDue(signal: AbortSignal, now: number, limit: number, leaseMs: number, busyWorkspaces: readonly string[] = []): Promise<{ claimed: DueDelivery[]; nextDue: number | undefined }> {
     const { rows } = await this.db.query<Partial<DueRow> & { next_due: string | number | null }>(
       `WITH RECURSIVE heads AS (
          -- The first pending delivery of every webhook that has one, by a loose index scan over
@@ -320,6 +188,7 @@ export class EventsStore {
        ) AS next_due
        FROM (VALUES (1)) AS one LEFT JOIN claimed ON true`,
       [now, limit, leaseMs, [...busyWorkspaces]],
+      signal,
     );
     const nextDue = rows[0]?.next_due;
     return {
@@ -329,8 +198,8 @@ export class EventsStore {
   }
 
   /** Gives a claimed delivery back unattempted (shutdown), so another worker may send it at once. */
-  async releaseLease(seq: number): Promise<void> {
-    await this.db.query('UPDATE deliveries SET lease_until = NULL WHERE seq = $1', [seq]);
+  async releaseLease(signal: AbortSignal, seq: number): Promise<void> {
+    await this.db.query('UPDATE deliveries SET lease_until = NULL WHERE seq = $1', [seq], signal);
   }
 
   /**
@@ -340,6 +209,7 @@ export class EventsStore {
    * deleted while the attempt was in flight); else `next` is the claimed head, if any.
    */
   async recordDelivered(
+    signal: AbortSignal,
     delivery: { seq: number },
     attempt: AttemptRecord,
     next: { now: number; leaseMs: number } | undefined,
@@ -368,6 +238,7 @@ export class EventsStore {
        )
        SELECT (SELECT count(*) FROM done)::int AS recorded, claimed.* FROM (VALUES (1)) AS one LEFT JOIN claimed ON true`,
       [delivery.seq, attempt.at, attempt.statusCode, attempt.latencyMs, next !== undefined, next?.now ?? 0, next?.leaseMs ?? 0],
+      signal,
     );
     const row = rows[0];
     if (!row || row.recorded === 0) return undefined;
@@ -380,6 +251,7 @@ export class EventsStore {
    * every pending delivery of the webhook. `undefined` when the delivery is gone.
    */
   async recordFailure(
+    signal: AbortSignal,
     delivery: { seq: number; webhookId: string },
     attempt: AttemptRecord,
     decide: (failingSince: number | undefined) => Outcome,
@@ -424,11 +296,11 @@ export class EventsStore {
           break;
       }
       return outcome;
-    });
+    }, signal);
   }
 
   /** A delivery sent outside the queue (webhooks.test), stored already finished. */
-  async recordTest(input: { webhookId: string; eventId: string; type: string; payload: string; attempt: AttemptRecord }): Promise<void> {
+  async recordTest(signal: AbortSignal, input: { webhookId: string; eventId: string; type: string; payload: string; attempt: AttemptRecord }): Promise<void> {
     await this.db.transaction(async (tx) => {
       const { rows } = await tx.query<{ seq: string | number }>(
         `INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, created_at)
@@ -443,11 +315,11 @@ export class EventsStore {
         attempt.latencyMs,
         attempt.error,
       ]);
-    });
+    }, signal);
   }
 
   /** Newest first, each with its attempts oldest first. */
-  async listDeliveries(webhookId: string, limit: number, status: DeliveryStatusText | undefined): Promise<DeliveryRecord[]> {
+  async listDeliveries(signal: AbortSignal, webhookId: string, limit: number, status: DeliveryStatusText | undefined): Promise<DeliveryRecord[]> {
     const { rows } = await this.db.query<{
       seq: string | number;
       event_id: string;
@@ -459,12 +331,14 @@ export class EventsStore {
       `SELECT seq, event_id, event_type, status, next_attempt_at, created_at FROM deliveries
         WHERE webhook_id = $1 AND ($2::text IS NULL OR status = $2) ORDER BY seq DESC LIMIT $3`,
       [webhookId, status ?? null, limit],
+      signal,
     );
     if (rows.length === 0) return [];
     const seqs = rows.map((row) => Number(row.seq));
     const attempts = await this.db.query<{ delivery_seq: string | number; at: string | number; status_code: number; latency_ms: number; error: string }>(
       'SELECT delivery_seq, at, status_code, latency_ms, error FROM attempts WHERE delivery_seq = ANY ($1::bigint[]) ORDER BY id',
       [seqs],
+      signal,
     );
     const bySeq = new Map<number, AttemptRecord[]>(seqs.map((seq) => [seq, []]));
     for (const a of attempts.rows) {
@@ -487,7 +361,7 @@ export class EventsStore {
    * admin brings a disabled endpoint back, so it also re-enables the webhook. Undefined when
    * `eventId` names no delivery of the webhook.
    */
-  async replay(webhookId: string, target: { eventId: string } | { since: number }, now: number): Promise<number | undefined> {
+  async replay(signal: AbortSignal, webhookId: string, target: { eventId: string } | { since: number }, now: number): Promise<number | undefined> {
     return this.db.transaction(async (tx) => {
       let rowCount: number;
       if ('eventId' in target) {
@@ -512,33 +386,20 @@ export class EventsStore {
         );
       }
       return rowCount;
-    });
+    }, signal);
   }
 
   /**
    * Deletes up to `batch` finished deliveries (and, by cascade, their attempts) created before
    * `before`; pending ones stay whatever their age. Returns how many went.
    */
-  async pruneFinished(before: number, batch = 1000): Promise<number> {
+  async pruneFinished(signal: AbortSignal, before: number, batch = 1000): Promise<number> {
     const { rowCount } = await this.db.query(
       `DELETE FROM deliveries WHERE seq IN (
          SELECT seq FROM deliveries WHERE status <> 'pending' AND created_at < $1 LIMIT $2)`,
       [before, batch],
+      signal,
     );
     return rowCount;
   }
-
-  /** Deletes webhooks of deleted workspaces once nothing is pending for them any more. */
-  async sweepRetired(): Promise<number> {
-    const { rowCount } = await this.db.query(
-      `DELETE FROM webhooks w WHERE w.workspace_deleted_at IS NOT NULL
-          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending')`,
-    );
-    return rowCount;
-  }
-}
-
-function secretsOf(row: { secret: string; previous_secret: string | null; previous_expires_at: string | number | null }, now: number): string[] {
-  const previousValid = row.previous_secret && row.previous_expires_at !== null && Number(row.previous_expires_at) > now;
-  return previousValid ? [row.secret, row.previous_secret!] : [row.secret];
 }
