@@ -64,6 +64,28 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
     }
   });
 
+  it('tells the outbox relays of a transition written in one statement (an update), so it too is published without waiting for a poll', async () => {
+    const sender = await stack.agent('acme', 'notify-update-sender');
+    const recipient = await stack.agent('acme', 'notify-update-recipient');
+    const [messaging] = stack.replicas;
+    const notified: string[] = [];
+    const unlisten = await stack.db.listen(OUTBOX_CHANNEL, (schema) => notified.push(schema));
+    const heard = async () => {
+      const deadline = Date.now() + 10_000;
+      while (!notified.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      return notified.splice(0);
+    };
+    try {
+      const { task } = await messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('work on it')] } }, sender.as);
+      // The send's own notification, heard before the update so that it cannot stand for the update's.
+      expect(await heard()).toContain('messaging');
+      await messaging!.updateTask({ taskId: task!.id, state: messagingv1.TaskState.WORKING }, recipient.as);
+      expect(await heard()).toContain('messaging');
+    } finally {
+      await unlisten();
+    }
+  });
+
   it('fails only the send whose rows cannot be written when it shares a statement with others', async () => {
     const first = { role: 'ROLE_USER', messageId: 'msg_batch', parts: [{ text: 'hello' }] };
     const items = serializeItems('message', [first]);
