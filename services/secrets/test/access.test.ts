@@ -12,7 +12,7 @@ const ctx: CallContext = { principal: undefined, deadline: undefined, signal: ne
 function env(answer: HubError): { env: SecretsEnv; destroyed: string[] } {
   const destroyed: string[] = [];
   const store = {
-    async destroyWorkspace(workspaceId: string) {
+    async destroyWorkspace(_signal: AbortSignal, workspaceId: string) {
       destroyed.push(workspaceId);
       return { destroyed: true, secretsDeleted: 1 };
     },
