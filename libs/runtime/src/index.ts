@@ -37,12 +37,12 @@ export { runProcess, SUPPORTED_NODE_MAJOR, type Stop } from './process.js';
 /** /metrics, /healthz, /readyz (503 from the moment stopping begins) on the ops port. */
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';
 /** The transactional outbox: events are written in the same transaction as their change, in order per partition key. */
-export { appendEvent, OUTBOX_INSERT_COLUMNS, outboxValues, OUTBOX_TABLE_SQL, WORKSPACE_EVENTS_TOPIC, type OutboxEvent, type EventPayload } from './outbox.js';
+export { appendEvent, OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, OUTBOX_TABLE_SQL, WORKSPACE_EVENTS_TOPIC, type OutboxEvent, type EventPayload } from './outbox.js';
 /** The event log: Kafka, or the embedded log in the database; at least once, in order per key, offsets committed after the handler resolves. */
 export * from './bus/index.js';
 /** The outbox relay: publishes committed outbox rows in order, marks a row only after the bus stored it, retries with backoff. */
 export { publishBeforeReturning } from './publish-barrier.js';
-export { startRelay, notifyOutboxWrites, hasOutbox, reportOutboxLag, type Relay, type RelayOptions, type OutboxNotifyingDb } from './relay.js';
+export { startRelay, hasOutbox, reportOutboxLag, type Relay, type RelayOptions } from './relay.js';
 /** The egress guard, the only way out to peers: global unicast only unless allowed, DNS pinned to checked addresses, no redirects, bounded responses. */
 export * from './egress/index.js';
 // Tracing: startTracing once per process; withSpan/withRemoteParent/currentTraceparent at the choke points (no-ops while off).

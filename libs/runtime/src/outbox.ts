@@ -43,6 +43,12 @@ export interface EventPayload {
   data: Record<string, unknown>;
 }
 
+/**
+ * The channel whoever writes outbox rows notifies (`Queryable.notify`, payload: the schema
+ * written to), so the relays of that schema in every process publish them once they commit.
+ */
+export const OUTBOX_CHANNEL = 'agenthub_outbox';
+
 /** The outbox row's columns, in the order `OUTBOX_INSERT_COLUMNS` names them. */
 export const OUTBOX_INSERT_COLUMNS = 'event_id, topic, partition_key, type, payload, created_at, traceparent';
 
@@ -59,9 +65,16 @@ export function outboxValues(
   return [`evt_${randomUUID()}`, event.topic, event.partitionKey, event.type, JSON.stringify(payload), now.getTime(), traceparent];
 }
 
-/** Appends one event inside the caller's transaction, with the active trace context; returns its id. */
+/**
+ * Appends one event inside the caller's transaction, with the active trace context, and notifies
+ * OUTBOX_CHANNEL so the relays publish it as soon as the transaction commits; returns its id.
+ */
 export async function appendEvent(tx: Queryable, event: OutboxEvent, now = new Date()): Promise<string> {
   const values = outboxValues(event, now);
-  await tx.query(`INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, values);
+  const { rows } = await tx.query<{ schema: string }>(
+    `INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING current_schema() AS schema`,
+    values,
+  );
+  tx.notify(OUTBOX_CHANNEL, rows[0]!.schema);
   return values[0];
 }

@@ -20,6 +20,7 @@ export function publishBeforeReturning(db: Db, relay: Pick<Relay, 'flush'>): Db 
       return result;
     },
     exec: (sql) => db.exec(sql),
+    notify: (channel, payload) => db.notify(channel, payload),
     async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
       let wrote = false;
       let seq: string | undefined;
@@ -30,6 +31,7 @@ export function publishBeforeReturning(db: Db, relay: Pick<Relay, 'flush'>): Db 
             return tx.query<R>(sql, params, querySignal);
           },
           exec: (sql) => tx.exec(sql),
+          notify: (channel, payload) => tx.notify(channel, payload),
         });
         // The last row this transaction wrote, so the relay pass already under way (woken by an
         // earlier commit, or by this one) can release the call instead of a pass after it.
@@ -40,6 +42,7 @@ export function publishBeforeReturning(db: Db, relay: Pick<Relay, 'flush'>): Db 
       return result;
     },
     withAdvisoryLock: (name, work) => db.withAdvisoryLock(name, work),
+    listen: (channel, onNotify) => db.listen(channel, onNotify),
     close: () => db.close(),
   };
 }

@@ -1,7 +1,8 @@
 import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, type Bus, type BusMessage } from './bus/bus.js';
-import type { Db, Queryable, QueryResult } from './db/index.js';
+import type { Db, Queryable } from './db/index.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
 import { TRACEPARENT } from './tracing.js';
 
 export interface RelayOptions {
@@ -9,7 +10,7 @@ export interface RelayOptions {
   db: Db;
   bus: Bus;
   log: Logger;
-  /** How often unpublished rows are looked for when nothing woke the relay. */
+  /** How often unpublished rows are looked for when nothing woke the relay (a missed notification). */
   pollMs?: number;
   batchSize?: number;
   /** A publish that has not finished by then counts as failed (its rows are published again). */
@@ -79,8 +80,8 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
  * Publishes one service's outbox to the bus, at least once and in `seq` order: a batch is
  * selected, published and marked in one transaction holding a per-schema advisory lock, so among
  * replicas one publishes at a time and a row is marked only after the bus stored it. A bus
- * failure rolls the batch back and the relay retries with a growing pause. When `db` comes from
- * `notifyOutboxWrites`, each committed outbox write wakes the relay at once.
+ * failure rolls the batch back and the relay retries with a growing pause. Each committed outbox
+ * write to its schema (appendEvent's notification on OUTBOX_CHANNEL, from any process) wakes it at once.
  */
 export function startRelay(options: RelayOptions): Relay {
   const { db, bus, log } = options;
@@ -212,7 +213,10 @@ export function startRelay(options: RelayOptions): Relay {
     }
   };
 
-  const unsubscribe = isOutboxNotifying(db) ? db.onOutboxWrite(wake) : undefined;
+  const listening = listenForWrites(db, wake).catch((err: unknown) => {
+    log.warn({ err }, 'outbox relay cannot listen for writes; it polls only');
+    return undefined;
+  });
   const done = run();
   return {
     wake,
@@ -220,74 +224,31 @@ export function startRelay(options: RelayOptions): Relay {
     async stop() {
       stopped = true;
       stopping.abort();
-      unsubscribe?.();
       interrupt?.();
+      // A handle closed first (a failed start) has stopped listening already.
+      await (await listening)?.().catch(() => undefined);
       await done;
       releaseFlushes(Infinity);
     },
   };
 }
 
+/** Wakes the relay for each committed write to the outbox of `db`'s schema; returns how to stop. */
+async function listenForWrites(db: Db, wake: () => void): Promise<() => Promise<void>> {
+  const { rows } = await db.query<{ schema: string }>('SELECT current_schema() AS schema');
+  const schema = rows[0]?.schema;
+  const unlisten = await db.listen(OUTBOX_CHANNEL, (payload) => {
+    if (payload === schema) wake();
+  });
+  // A write that committed before the listening began would otherwise wait for the next poll.
+  wake();
+  return unlisten;
+}
+
 /** Whether the schema first on `db`'s search path has an outbox (services without events have none). */
 export async function hasOutbox(db: Queryable): Promise<boolean> {
   const { rows } = await db.query<{ present: boolean }>("SELECT to_regclass('outbox') IS NOT NULL AS present");
   return rows[0]?.present === true;
-}
-
-// Anywhere in the statement: a send writes its event in a CTE beside the rows it announces.
-const OUTBOX_INSERT = /\binsert\s+into\s+(\w+\.)?outbox\b/i;
-
-/** A Db that tells listeners when a write to the outbox committed. */
-export interface OutboxNotifyingDb extends Db {
-  /** `listener` runs after each committed statement or transaction that inserted into `outbox`; returns how to stop. */
-  onOutboxWrite(listener: () => void): () => void;
-}
-
-function isOutboxNotifying(db: Db): db is OutboxNotifyingDb {
-  return typeof (db as Partial<OutboxNotifyingDb>).onOutboxWrite === 'function';
-}
-
-/**
- * Wraps a service's Db so that its outbox relay hears of new rows the moment their transaction
- * commits, without the service doing anything (events reach the bus in milliseconds, not a poll
- * interval later). Everything else passes straight through.
- */
-export function notifyOutboxWrites(db: Db): OutboxNotifyingDb {
-  const listeners = new Set<() => void>();
-  const notify = () => {
-    for (const listener of listeners) listener();
-  };
-  return {
-    engine: db.engine,
-    async query<R>(sql: string, params?: readonly unknown[], signal?: AbortSignal): Promise<QueryResult<R>> {
-      const result = await db.query<R>(sql, params, signal);
-      if (OUTBOX_INSERT.test(sql)) notify();
-      return result;
-    },
-    exec: (sql) => db.exec(sql),
-    async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
-      let wrote = false;
-      const result = await db.transaction(
-        (tx) =>
-          work({
-            query<R>(sql: string, params?: readonly unknown[], querySignal?: AbortSignal) {
-              if (OUTBOX_INSERT.test(sql)) wrote = true;
-              return tx.query<R>(sql, params, querySignal);
-            },
-            exec: (sql) => tx.exec(sql),
-          }),
-        signal,
-      );
-      if (wrote) notify();
-      return result;
-    },
-    withAdvisoryLock: (name, work) => db.withAdvisoryLock(name, work),
-    close: () => db.close(),
-    onOutboxWrite(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-  };
 }
 
 /**

@@ -16,7 +16,7 @@ import { Metrics } from './metrics.js';
 import { startOpsServer } from './ops-server.js';
 import type { Stop } from './process.js';
 import { publishBeforeReturning } from './publish-barrier.js';
-import { hasOutbox, notifyOutboxWrites, reportOutboxLag, startRelay } from './relay.js';
+import { hasOutbox, reportOutboxLag, startRelay } from './relay.js';
 
 /** What every service gets from whoever starts it (its `main.ts`, or the all-in-one hub). */
 export interface ServiceDeps {
@@ -36,7 +36,7 @@ export interface ServiceDeps {
   local?: LocalTransport;
   /** The event log; with it, a service whose schema has an `outbox` table relays it there. */
   bus?: Bus;
-  /** How often the outbox relay polls (OUTBOX_POLL_MS); each committed outbox write also wakes it. */
+  /** How often the outbox relay polls (OUTBOX_POLL_MS); each committed outbox write also wakes it (OUTBOX_CHANNEL). */
   outboxPollMs?: number;
   /** GRPC_MAX_CONNECTION_AGE_MS and its grace; the server's defaults when absent. */
   connectionAge?: Pick<GrpcServerOptions, 'maxConnectionAgeMs' | 'maxConnectionAgeGraceMs'>;
@@ -103,14 +103,12 @@ export async function serveGrpc(
  * their URLs are set, else PGlite under `HUB_DATA_DIR/<service>` and an in-process Kv.
  */
 export async function openBackends(config: HubConfig, service: string, options: { kv?: Kv } = {}): Promise<{ db: Db; kv: Kv }> {
-  const opened = await openDb({
+  const db = await openDb({
     url: config.DATABASE_URL,
     dataDir: config.DATABASE_URL ? undefined : join(config.HUB_DATA_DIR, service, 'pgdata'),
     schema: service,
     maxConnections: config.DATABASE_POOL_SIZE,
   });
-  // Each committed outbox write wakes the service's relay (serveGrpc), so events leave at once.
-  const db = notifyOutboxWrites(opened);
   const kv = options.kv ?? (await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX }));
   return { db, kv };
 }

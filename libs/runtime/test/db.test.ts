@@ -5,6 +5,14 @@ import { pathToFileURL } from 'node:url';
 import { isUniqueViolation, migrate, openDb, type Db } from '@agenthub/runtime';
 import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
 
+async function eventually(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 async function migrationsDir(files: Record<string, string>): Promise<{ url: URL; dispose: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'agenthub-migrations-'));
   for (const [name, sql] of Object.entries(files)) await writeFile(join(dir, name), sql);
@@ -44,6 +52,35 @@ describe.each(backends().map((b) => [b.name, b] as const))('Db adapter (%s)', (_
     })).rejects.toThrow('changed my mind');
     const { rows } = await db.query<{ id: string }>("SELECT id FROM items WHERE id IN ('kept', 'dropped')");
     expect(rows.map((r) => r.id)).toEqual(['kept']);
+  });
+
+  it('notifies every listener once the transaction commits, in order, none for a rollback and none after unlistening', async () => {
+    const heard: string[] = [];
+    const left: string[] = [];
+    const until = (payload: string) => eventually(() => heard.includes(payload), `${payload} was heard`);
+    const unlisten = await db.listen('dbtest_channel', (payload) => heard.push(payload));
+    const unlistenLeft = await db.listen('dbtest_channel', (payload) => left.push(payload));
+    try {
+      await db.transaction(async (tx) => {
+        tx.notify('dbtest_channel', 'committed');
+        await tx.query('SELECT 1');
+        // Sent at commit, not before.
+        expect(heard).toEqual([]);
+      });
+      await until('committed');
+      await unlistenLeft();
+      await db.transaction(async (tx) => {
+        tx.notify('dbtest_channel', 'rolled back');
+        throw new Error('changed my mind');
+      }).catch(() => undefined);
+      db.notify('dbtest_channel', 'after');
+      // Notifications arrive in order: hearing 'after' means nothing else is on its way.
+      await until('after');
+      expect(heard).toEqual(['committed', 'after']);
+      expect(left).toEqual(['committed']);
+    } finally {
+      await unlisten();
+    }
   });
 
   it('recognises unique violations', async () => {

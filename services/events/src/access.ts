@@ -1,8 +1,6 @@
 import { workspacev1 } from '@agenthub/proto';
 import { HubError, Reason, type CallContext, type Client } from '@agenthub/runtime';
 
-export { callerOf, type Caller } from '@agenthub/runtime';
-
 const { Role } = workspacev1;
 
 /** The part of the workspace service this one calls: the caller's role in a workspace. */

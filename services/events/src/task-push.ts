@@ -1,7 +1,6 @@
 import { eventsv1 } from '@agenthub/proto';
-import { checkTargetUrl, HubError, newId, Reason, type CallContext } from '@agenthub/runtime';
+import { callerOf, checkTargetUrl, HubError, newId, Reason, type CallContext } from '@agenthub/runtime';
 import { a2aNameOf, stateOfWord } from '@agenthub/tasks';
-import { callerOf } from './access.js';
 import type { EventsEnv } from './env.js';
 import { newSigningSecret } from './signing.js';
 

@@ -1,6 +1,6 @@
 import type { eventsv1 } from '@agenthub/proto';
-import { checkTargetUrl, HubError, newId, type CallContext } from '@agenthub/runtime';
-import { callerOf, requireAdmin } from './access.js';
+import { callerOf, checkTargetUrl, HubError, newId, type CallContext } from '@agenthub/runtime';
+import { requireAdmin } from './access.js';
 import type { EventsEnv } from './env.js';
 import { newSigningSecret } from './signing.js';
 import type { WebhookRecord } from './webhook-store.js';

@@ -1,6 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import type Koa from 'koa';
 import { healthv1, identityv1 } from '@agenthub/proto';
 import { createClient, listenFailure, type GrpcTls, type InternalKey, type Kv, type LocalTransport, type Logger, type Metrics } from '@agenthub/runtime';
 import { adminMethods } from './admin.js';
@@ -97,8 +98,18 @@ export interface RunningGateway {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Starts the HTTP gateway in front of the services of `UPSTREAMS`. */
-export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
+/** The gateway before it listens: its Koa app, and how to close the clients and subscriptions behind it. */
+export interface GatewayApp {
+  readonly app: Koa;
+  close(): Promise<void>;
+}
+
+/**
+ * The gateway's app in front of the services of `UPSTREAMS`, serving nothing yet: startGateway
+ * listens with its `callback()`, and tests call that directly, without a port. `/metrics` is
+ * part of it unless `metricsListen` is set (startGateway serves it there).
+ */
+export async function createGateway(deps: Omit<GatewayDeps, 'host' | 'port'>): Promise<GatewayApp> {
   const clientOptions = { defaultTimeoutMs: deps.grpcTimeoutMs, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, local: deps.local };
   const names = Object.keys(UPSTREAMS) as UpstreamName[];
   // Typed for the authenticator, and also the one identity channel the method tables use.
@@ -159,7 +170,18 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     limits,
     requestLogLevel: deps.requestLogLevel,
   });
+  return {
+    app,
+    async close() {
+      await authMemory?.stop();
+      for (const client of [...clients.values(), ...Object.values(health)]) (client as unknown as { close(): void }).close();
+    },
+  };
+}
 
+/** Starts the HTTP gateway in front of the services of `UPSTREAMS`. */
+export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
+  const { app, close } = await createGateway(deps);
   const server: Server = createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -175,12 +197,16 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(listenFailure(err, deps.host, deps.port, { host: 'HUB_HOST', port: 'HUB_PORT' })));
     server.listen(deps.port, deps.host, () => resolve());
+  }).catch(async (err: unknown) => {
+    await close();
+    throw err;
   });
   const port = (server.address() as AddressInfo).port;
   const host = deps.host.includes(':') ? `[${deps.host}]` : deps.host;
   const metricsServer = deps.metricsListen
-    ? await serveMetrics(deps.metrics, deps.metricsListen).catch((err: unknown) => {
+    ? await serveMetrics(deps.metrics, deps.metricsListen).catch(async (err: unknown) => {
         server.close();
+        await close();
         throw err;
       })
     : undefined;
@@ -200,8 +226,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         });
         server.closeIdleConnections();
       });
-      await authMemory?.stop();
-      for (const client of [...clients.values(), ...Object.values(health)]) (client as unknown as { close(): void }).close();
+      await close();
     },
   };
 }

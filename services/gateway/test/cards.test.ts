@@ -1,28 +1,25 @@
-import { get } from 'node:http';
-import { connect } from 'node:net';
 import { InternalKey, Metrics, openKv, type Kv } from '@agenthub/runtime';
 import { testLogger } from '@agenthub/testing';
-import { startGateway, type RunningGateway } from '@agenthub/gateway';
+import { createGateway, type GatewayApp } from '@agenthub/gateway';
 import { originOf } from '../src/origin.js';
+import { InMemoryHttp, type Peer } from './in-memory-http.js';
 
 /**
  * Issue 12 item 4: behind a TLS ingress the cards said `http://…`, so standard clients sent their
  * API keys in clear text, and any Host header was reflected into a `public` response. The hub's
- * own card needs no upstream service, so a real gateway on a real port (its upstreams unreachable)
- * shows what a client and a cache see.
+ * own card needs no upstream service, so the gateway's app (its upstreams unreachable), spoken to
+ * over HTTP/1.1 from a loopback peer, shows what a client and a cache see.
  */
 describe('Agent Card links', () => {
   let kv: Kv;
-  const running: RunningGateway[] = [];
+  const created: GatewayApp[] = [];
   const gateway = async (settings: { publicUrl?: string; trustedProxies?: string[] }) => {
-    const started = await startGateway({
+    const gw = await createGateway({
       log: testLogger(),
       metrics: new Metrics(),
       kv,
       upstreams: { identity: '127.0.0.1:1', workspace: '127.0.0.1:1', secrets: '127.0.0.1:1', messaging: '127.0.0.1:1', events: '127.0.0.1:1' },
       adminToken: 'aht_cards_test_token_0000',
-      host: '127.0.0.1',
-      port: 0,
       maxBodyBytes: 1024 * 1024,
       maxBatch: 10,
       authCacheMs: 0,
@@ -30,25 +27,20 @@ describe('Agent Card links', () => {
       internalKey: InternalKey.generate(),
       ...settings,
     });
-    running.push(started);
-    return started;
+    created.push(gw);
+    return new InMemoryHttp(gw.app.callback());
   };
-  // node:http, since fetch will not send a Host header of our choosing.
-  const card = (gw: RunningGateway, headers: Record<string, string>) =>
-    new Promise<{ status: number; headers: Record<string, string | undefined>; body: { provider?: { url: string } } }>((resolve, reject) => {
-      get(`${gw.url}/.well-known/agent-card.json`, { headers }, (response) => {
-        let text = '';
-        response.on('data', (chunk) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers as Record<string, string>, body: JSON.parse(text) }));
-      }).on('error', reject);
-    });
+  const card = async (http: InMemoryHttp, headers: Record<string, string>, peer?: Peer) => {
+    const answer = await http.request('/.well-known/agent-card.json', { headers, peer });
+    return { status: answer.status, headers: answer.headers as Record<string, string | undefined>, body: JSON.parse(answer.text) as { provider?: { url: string } } };
+  };
   const forwarded = { Host: 'internal:8080', 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'hub.example.com' };
 
   beforeAll(async () => {
     kv = await openKv({});
   });
   afterAll(async () => {
-    for (const gw of running) await gw.stop(0);
+    for (const gw of created) await gw.close();
     await kv.close();
   });
 
@@ -81,18 +73,23 @@ describe('Agent Card links', () => {
     expect(other.headers.etag).not.toBe(answer.headers.etag);
   });
 
+  it('links https for a request that arrived over TLS, whatever a forwarded header says', async () => {
+    const gw = await gateway({});
+    const answer = await card(gw, { Host: 'hub.example.com', 'X-Forwarded-Proto': 'http' }, { address: '203.0.113.9', encrypted: true });
+    expect(answer.body.provider?.url).toBe('https://hub.example.com');
+  });
+
   it('refuses a Host header that is not a host (400, never reflected)', async () => {
     const gw = await gateway({});
-    // Not even node:http sends a malformed Host, so this goes over a raw socket.
-    const url = new URL(gw.url);
+    // Not even node:http sends a malformed Host, so this goes as raw bytes.
+    const connection = gw.connect();
     const raw = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(url.port), url.hostname, () => {
-        socket.end('GET /.well-known/agent-card.json HTTP/1.1\r\nHost: evil.example/x?y=\r\nConnection: close\r\n\r\n');
-      });
       let text = '';
-      socket.on('data', (chunk) => (text += chunk));
-      socket.on('end', () => resolve(text));
-      socket.on('error', reject);
+      connection.on('data', (chunk) => (text += chunk));
+      connection.on('end', () => resolve(text));
+      connection.on('error', reject);
+      // Not ended: the server ends the connection once it answered (Connection: close).
+      connection.write('GET /.well-known/agent-card.json HTTP/1.1\r\nHost: evil.example/x?y=\r\nConnection: close\r\n\r\n');
     });
     expect(raw).toMatch(/^HTTP\/1\.1 400/);
     expect(raw).toContain('does not name a host');

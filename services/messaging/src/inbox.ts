@@ -1,9 +1,10 @@
 import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { detachedSignal, HubError, waitSignal, type CallContext, type Logger } from '@agenthub/runtime';
+import { detachedSignal, HubError, waitSignal, type CallContext, type Caller, type Logger } from '@agenthub/runtime';
 import type { DeliveryRecord } from './delivery-store.js';
+import { inboxChannel, onlineKey, type MessagingEnv } from './env.js';
+import { announce } from './lifecycle.js';
 import { listen } from './wake.js';
-import { inboxChannel, onlineKey, taskChannel, type Caller, type MessagingEnv } from './tasks.js';
 
 const DEFAULT_MAX = 10;
 const MAX_MAX = 100;
@@ -83,7 +84,7 @@ export async function sweepExpired(env: MessagingEnv, log: Logger, batch = 100, 
     );
     if (moved?.after.state === 'failed' && moved.before.state === 'submitted') {
       failed += 1;
-      await env.kv.publish(taskChannel(taskId), 'failed', signal).catch((err) => log.warn({ err, task_id: taskId }, 'could not announce'));
+      await announce(env, moved.after, { log });
     } else {
       await env.deliveries.deleteExpired(signal, taskId, now);
     }

@@ -6,19 +6,21 @@
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { clientOptions, createClient, egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { reportBacklog } from './backlog.js';
+import { messagingEnv, type MessagingLimits } from './env.js';
 import { startSweeper } from './inbox.js';
 import { startPushWorker, type PushOptions } from './push.js';
-import { createMessagingHandlers, messagingEnv } from './server.js';
-import type { MessagingLimits } from './tasks.js';
+import { createMessagingHandlers } from './server.js';
 
 /** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
 export { messagingOptions } from './options.js';
-/** The MessagingService handlers and the environment they share with the sweeper. */
-export { createMessagingHandlers, messagingEnv } from './server.js';
+/** The MessagingService handlers. */
+export { createMessagingHandlers } from './server.js';
+/** The environment the handlers, the sweeper and the push worker share: stores, identity, Kv, limits, quota overrides, clock. */
+export { messagingEnv } from './env.js';
 /** x-ttl expiry: fails still-submitted tasks whose deliveries expired and drops expired deliveries of tasks that moved on. */
 export { sweepExpired, startSweeper } from './inbox.js';
 /** Blocking, online and claim windows: a polled delivery not acknowledged within claimMs is handed out again (at least once, stable delivery id). */
-export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './tasks.js';
+export { DEFAULT_LIMITS, type MessagingLimits, type MessagingEnv, type IdentityClient } from './env.js';
 /** The service's SQL, in its own schema, every method under the caller's signal. Tasks: task events keyed by task id so each task's transitions stay in order. */
 export { TaskStore, MESSAGING_EVENTS_TOPIC } from './task-store.js';
 /** Recipients' queues: a claimed delivery is hidden until its claim window ends, then handed out again (at least once). */

@@ -8,7 +8,7 @@ import { ClientFactory, JsonRpcTransportFactory, type Client, type RequestOption
 import { isJsonRpcError } from '@a2a-js/sdk/errors';
 import { Counter, Histogram } from 'prom-client';
 import { EgressClient, EgressError, type EgressPolicy, type Kv, type Logger, type Metrics } from '@agenthub/runtime';
-import { onlineKey } from './tasks.js';
+import { onlineKey } from './env.js';
 
 /** The push secret of an agent (empty: it has none, so no credential is sent). */
 export type PushCredentials = (agentId: string, signal: AbortSignal) => Promise<string>;

@@ -10,7 +10,7 @@ import { toA2AMessage } from './a2a-codec.js';
 import type { Outcome, PushCaller } from './push-calls.js';
 import { GRANT_REVOKED_TEXT, nextDelay, type Next, type PushRelay } from './push-relay.js';
 import type { ClaimedDelivery, PushAgentRecord, PushTaskRecord } from './push-store.js';
-import type { MessagingEnv } from './tasks.js';
+import type { MessagingEnv } from './env.js';
 
 /** How forwarding one delivery ended: `skipped` when it waited behind its task's earlier one, which did not go through. */
 export type Forwarded = 'done' | 'unavailable' | 'stopped' | 'skipped';

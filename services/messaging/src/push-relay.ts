@@ -12,7 +12,9 @@ import { FINAL, isSettled, stateFromAgent } from '@agenthub/tasks';
 import { agentText, fromA2AArtifact, fromA2AMessage } from './a2a-codec.js';
 import type { PushTaskView } from './push-store.js';
 import type { StateName } from './task-store.js';
-import { announce, taskGrowthCheck, validateParts, type MessagingEnv } from './tasks.js';
+import type { MessagingEnv } from './env.js';
+import { announce } from './lifecycle.js';
+import { taskGrowthCheck, validateParts } from './tasks.js';
 
 /** The failed task's message when the grant between sender and push agent was revoked meanwhile. */
 export const GRANT_REVOKED_TEXT = 'The access grant between the agents was revoked';

@@ -28,7 +28,7 @@ import { PushForwarder, type Forwarded } from './push-forward.js';
 import { PushRelay } from './push-relay.js';
 import { PushSlots } from './push-slots.js';
 import type { ClaimedDelivery, PushAgentRecord } from './push-store.js';
-import { inboxChannel, type MessagingEnv } from './tasks.js';
+import { inboxChannel, type MessagingEnv } from './env.js';
 
 export interface PushOptions {
   /** Deadline of one call to an agent (MESSAGING_PUSH_TIMEOUT_MS). */

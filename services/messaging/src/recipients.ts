@@ -1,6 +1,6 @@
 import type { identityv1 } from '@agenthub/proto';
 import type { CallContext } from '@agenthub/runtime';
-import type { IdentityClient } from './tasks.js';
+import type { IdentityClient } from './env.js';
 
 /**
  * Recipient agents as identity knows them, kept for a few seconds: every SendMessage needs its

@@ -1,4 +1,4 @@
-import { OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
+import { OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
 import type { TaskRecord } from './task-store.js';
 import type { SerializedItem } from './task-items.js';
 
@@ -85,7 +85,8 @@ export class TaskInsertBatcher {
  * one); returns the ids of the tasks written. A task whose sender has a quota is written only
  * while the sender has room: tasks_in_flight_room (migration 008) serialises the statements that
  * write one sender's tasks and counts after the previous one committed, so concurrent sends of a
- * sender never pass it together; the first ones of a batch take the room left.
+ * sender never pass it together; the first ones of a batch take the room left. Tells the outbox
+ * relays of the events written (OUTBOX_CHANNEL).
  */
 export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<Set<string>> {
   const params: unknown[] = [];
@@ -153,6 +154,11 @@ export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<Se
   if (items.length) withs.push(`item AS (${insert('task_items', 'task_id, kind, seq, item_id, body, bytes', items)})`);
   withs.push(`event AS (${insert('outbox', OUTBOX_INSERT_COLUMNS, events)})`);
   if (deliveries.length) withs.push(`delivery AS (${insert('deliveries', 'id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent', deliveries)})`);
-  const { rows } = await db.query<{ id: string }>(`WITH ${withs.join(',\n')}\n${checked ? 'SELECT id FROM accepted' : 'SELECT 1'}`, params);
-  return checked ? new Set(rows.map((r) => r.id)) : new Set(all.map((r) => r.task.id));
+  // Checked, a row per accepted task (none: nothing was written); unchecked, one row.
+  const { rows } = await db.query<{ id: string | null; schema: string }>(
+    `WITH ${withs.join(',\n')}\n${checked ? 'SELECT id, current_schema() AS schema FROM accepted' : 'SELECT NULL AS id, current_schema() AS schema'}`,
+    params,
+  );
+  if (rows[0]) db.notify(OUTBOX_CHANNEL, rows[0].schema);
+  return checked ? new Set(rows.map((r) => r.id!)) : new Set(all.map((r) => r.task.id));
 }

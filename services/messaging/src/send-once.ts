@@ -4,7 +4,9 @@ import { toJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
 import { FINAL } from '@agenthub/tasks';
-import { listenForSettled, sendMessage, taskView, waitForSettled, type MessagingEnv } from './tasks.js';
+import type { MessagingEnv } from './env.js';
+import { listenForSettled, waitForSettled } from './lifecycle.js';
+import { sendMessage, taskView } from './tasks.js';
 
 /**
  * SendMessage as DESIGN.md states it: a conversation (`contextId`) belongs to the agents whose

@@ -1,55 +1,10 @@
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, QuotaOverrides, Reason, type Db, type Kv, type ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, HubError, Reason, type ServiceHandlers } from '@agenthub/runtime';
+import type { MessagingEnv } from './env.js';
 import { ackDelivery, pollInbox } from './inbox.js';
-import { InboxRoom } from './inbox-room.js';
-import { Recipients } from './recipients.js';
 import { sendMessageOnce } from './send-once.js';
-import { DeliveryStore } from './delivery-store.js';
-import { PushStore } from './push-store.js';
-import { SendKeyStore } from './send-key-store.js';
-import { TaskStore } from './task-store.js';
 import { watchTask } from './streams.js';
-import {
-  callerOf,
-  cancelTask,
-  DEFAULT_LIMITS,
-  getTask,
-  inboxChannel,
-  listTasks,
-  SettledHandoff,
-  updateTask,
-  type IdentityClient,
-  type MessagingEnv,
-  type MessagingLimits,
-} from './tasks.js';
-import { InboxWakes, LocalFirstKv } from './wake.js';
-
-/** The environment the handlers and the sweeper share. */
-export function messagingEnv(deps: {
-  db: Db;
-  kv: Kv;
-  identity: IdentityClient;
-  limits?: Partial<MessagingLimits>;
-  now?: () => number;
-}): MessagingEnv {
-  const kv = new LocalFirstKv(deps.kv);
-  const deliveries = new DeliveryStore(deps.db);
-  return {
-    tasks: new TaskStore(deps.db),
-    deliveries,
-    pushes: new PushStore(deps.db),
-    sendKeys: new SendKeyStore(deps.db),
-    inboxRoom: new InboxRoom(deliveries),
-    identity: deps.identity,
-    recipients: new Recipients(deps.identity),
-    kv,
-    wakes: new InboxWakes(kv, inboxChannel),
-    settled: new SettledHandoff(),
-    limits: { ...DEFAULT_LIMITS, ...deps.limits },
-    overrides: new QuotaOverrides(async (tenantId, signal) => (await deps.identity.getTenantLimits({ tenantId }, { principal: { kind: 'operator' }, signal })).limits?.quotas ?? {}),
-    now: deps.now ?? Date.now,
-  };
-}
+import { cancelTask, getTask, listTasks, updateTask } from './tasks.js';
 
 /** The handlers of `agenthub.messaging.v1.MessagingService`. */
 export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<typeof messagingv1.MessagingService.method> {

@@ -1,10 +1,12 @@
 import { fromJson } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, waitSignal, type CallContext } from '@agenthub/runtime';
+import { HubError, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
 import { FINAL, stateOfWord } from '@agenthub/tasks';
 import type { TransitionRecord } from './task-store.js';
+import type { MessagingEnv } from './env.js';
+import { taskChannel } from './lifecycle.js';
 import { listen } from './wake.js';
-import { taskChannel, taskView, visibleTask, type Caller, type MessagingEnv } from './tasks.js';
+import { taskView, visibleTask } from './tasks.js';
 
 /**
  * A watcher re-reads transitions when the Kv channel announces one, and also this often, so a

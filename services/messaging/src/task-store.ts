@@ -1,4 +1,4 @@
-import { appendEvent, currentTraceparent, OUTBOX_INSERT_COLUMNS, outboxValues, throwIfAborted, type Db, type Queryable } from '@agenthub/runtime';
+import { appendEvent, currentTraceparent, OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, throwIfAborted, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
 import { TaskInsertBatcher } from './send-batch.js';
 import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
@@ -320,9 +320,9 @@ export class TaskStore {
     // writes); the new ones are appended below. A row with no item when there is none.
     const load = options.load ?? { artifacts: true };
     const wantMessages = load.historyLength === undefined || load.historyLength > 0;
-    const { rows } = await this.db.query<{ updated: number; kind: 'message' | 'artifact' | null; body: unknown }>(
+    const { rows } = await this.db.query<{ updated: number; schema: string; kind: 'message' | 'artifact' | null; body: unknown }>(
       `WITH ${withs.join(',\n')}
-       SELECT (SELECT count(*) FROM upd)::int AS updated, i.kind, i.body
+       SELECT (SELECT count(*) FROM upd)::int AS updated, current_schema() AS schema, i.kind, i.body
          FROM (SELECT 1) AS one
          LEFT JOIN task_items i ON i.task_id = ${id}
               AND ((i.kind = 'message' AND ${p(wantMessages)}::boolean AND i.seq >= ${p(next.messageCount - (load.historyLength ?? next.messageCount))}::integer)
@@ -332,6 +332,7 @@ export class TaskStore {
       signal,
     );
     if (!rows[0]?.updated) return undefined;
+    if (next.state !== before.state) this.db.notify(OUTBOX_CHANNEL, rows[0].schema);
     const messages: unknown[] = [];
     const artifacts: unknown[] = [];
     for (const row of rows) {

@@ -1,68 +1,15 @@
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller, type Client, type Kv, type QuotaOverrides } from '@agenthub/runtime';
-import type { InboxRoom } from './inbox-room.js';
-import type { Recipients } from './recipients.js';
-import { listen, type InboxWakes, type Listener } from './wake.js';
-import { acceptsAny, FINAL, isSettled, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
-import type { DeliveryStore } from './delivery-store.js';
-import type { PushStore } from './push-store.js';
-import type { SendKeyStore } from './send-key-store.js';
-import type { GrowthCheck, NewDelivery, StateName, TaskRecord, TaskStore } from './task-store.js';
+import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
+import { onlineKey, type MessagingEnv, type MessagingLimits } from './env.js';
+import { announce, listenForSettled, waitForSettled } from './lifecycle.js';
+import type { Listener } from './wake.js';
+import { acceptsAny, FINAL, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
+import type { GrowthCheck, NewDelivery, TaskRecord } from './task-store.js';
 import type { ItemSelection } from './task-items.js';
-
-export { callerOf, type Caller } from '@agenthub/runtime';
 
 const { TaskState } = messagingv1;
 type TaskState = messagingv1.TaskState;
-
-/** The part of the identity service this one calls. */
-export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant' | 'getTenantLimits'>;
-
-export interface MessagingLimits {
-  /** Quota: tasks one agent has sent that are still submitted or working (HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER; Infinity: none). */
-  maxTasksInFlightPerSender: number;
-  /** Quota: deliveries waiting in one agent's inbox (HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT, overridable per tenant; Infinity: none). */
-  maxQueuedDeliveriesPerAgent: number;
-  /** Longest SendMessage blocking wait (the interface's 60 s). */
-  blockingMs: number;
-  /** A connected agent counts as online this long after its last inbox poll. */
-  onlineMs: number;
-  /** Longest inbox long-poll wait. */
-  maxPollWaitMs: number;
-  /** How long a polled, unacknowledged delivery stays hidden before it is handed out again. */
-  claimMs: number;
-  /** x-ttl when the sender gives none: 30 days. */
-  defaultTtlSeconds: number;
-  /** Messages and parts per message. */
-  maxParts: number;
-  /**
-   * Messages, and artifacts, one task may hold: an endless conversation on one task would make
-   * every full read of it slower. Continue in a new task instead.
-   */
-  maxTaskItems: number;
-  /**
-   * Serialized bytes of all the messages and artifacts of one task (MESSAGING_TASK_MAX_BYTES):
-   * GetTask returns them in one gRPC message, so this stays well under its 8 MiB bound.
-   */
-  maxTaskBytes: number;
-  /** How long a repeated (sender, messageId) is the same send rather than a new one: 24 h. */
-  idempotencyWindowMs: number;
-}
-
-export const DEFAULT_LIMITS: MessagingLimits = {
-  blockingMs: 60_000,
-  onlineMs: 60_000,
-  maxPollWaitMs: 30_000,
-  claimMs: 30_000,
-  defaultTtlSeconds: 30 * 24 * 3600,
-  maxParts: 100,
-  maxTaskItems: 1000,
-  maxTasksInFlightPerSender: 1000,
-  maxQueuedDeliveriesPerAgent: 10_000,
-  maxTaskBytes: 4 * 1024 * 1024,
-  idempotencyWindowMs: 24 * 3600_000,
-};
 
 /**
  * Refuses a change that would grow the task past `maxTaskItems` messages or artifacts or
@@ -98,33 +45,6 @@ async function requireInboxRoom(env: MessagingEnv, ctx: CallContext, agent: iden
     throw HubError.quotaExceeded('queued_deliveries_per_agent', `Quota exceeded: the recipient has ${max} deliveries waiting in its inbox; try again once it has taken some`);
   }
 }
-
-export interface MessagingEnv {
-  tasks: TaskStore;
-  deliveries: DeliveryStore;
-  pushes: PushStore;
-  sendKeys: SendKeyStore;
-  identity: IdentityClient;
-  recipients: Recipients;
-  kv: Kv;
-  /** Wakes recipients' inbox long-polls (and push workers) after a send. */
-  wakes: InboxWakes;
-  /** Settled tasks handed to the blocking sends of this process that wait on them. */
-  settled: SettledHandoff;
-  limits: MessagingLimits;
-  /** Tenants' overrides of the quotas set per tenant (`queued_deliveries_per_agent`). */
-  overrides: QuotaOverrides;
-  inboxRoom: InboxRoom;
-  /** Epoch milliseconds; injectable so tests move time without sleeping. */
-  now: () => number;
-}
-
-/** Kv channel announcing a task's transitions (heard by blocking sends on every replica). */
-export const taskChannel = (taskId: string) => `messaging:task:${taskId}`;
-/** Kv channel waking long-polls of an agent's inbox. */
-export const inboxChannel = (agentId: string) => `messaging:inbox:${agentId}`;
-/** Kv key present while the agent has polled within `onlineMs`. */
-export const onlineKey = (agentId: string) => `messaging:online:${agentId}`;
 
 const messageJson = (message: messagingv1.Message) => toJson(messagingv1.MessageSchema, message);
 const artifactJson = (artifact: messagingv1.Artifact) => toJson(messagingv1.ArtifactSchema, artifact);
@@ -192,64 +112,8 @@ export async function visibleTask(env: MessagingEnv, signal: AbortSignal, caller
   return task;
 }
 
-export async function announce(env: MessagingEnv, task: TaskRecord, ctx: CallContext) {
-  try {
-    // The transition is committed: those waiting on the task hear of it even if this caller left.
-    await env.kv.publish(taskChannel(task.id), task.state, detachedSignal());
-  } catch (err) {
-    ctx.log.warn({ err, task_id: task.id }, 'could not announce a task transition');
-  }
-}
-
-
 function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds: number, now: number): NewDelivery {
   return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000 };
-}
-
-const settled = (state: string) => isSettled(state as StateName);
-
-/** Listens for the task's settling transitions; subscribe before the state it guards is read. */
-export function listenForSettled(env: MessagingEnv, taskId: string, signal: AbortSignal): Promise<Listener> {
-  return listen(env.kv, taskChannel(taskId), signal, settled);
-}
-
-/**
- * Hands a task, as the update that settled it committed it, to a blocking send of this process
- * waiting on it, which then answers without reading the task back (two queries on its path).
- * Only records holding every message and artifact are offered.
- */
-export class SettledHandoff {
-  private readonly waiting = new Map<string, TaskRecord | undefined>();
-
-  /** The caller is about to wait on the task; `take` returns what was offered since. */
-  expect(taskId: string): void {
-    this.waiting.set(taskId, undefined);
-  }
-
-  offer(task: TaskRecord): void {
-    if (this.waiting.has(task.id) && settled(task.state)) this.waiting.set(task.id, task);
-  }
-
-  take(taskId: string): TaskRecord | undefined {
-    const task = this.waiting.get(taskId);
-    this.waiting.delete(taskId);
-    return task;
-  }
-}
-
-/**
- * Waits until the task reaches a terminal or input-required state, or `ms` pass. The
- * unsubscribe is not awaited: the answer does not depend on it.
- */
-export async function waitForSettled(env: MessagingEnv, signal: AbortSignal, taskId: string, ms: number, listening: Promise<Listener>): Promise<void> {
-  const listener = await listening;
-  try {
-    const task = await env.tasks.getTask(signal, taskId, false);
-    if (!task || settled(task.state)) return;
-    await listener.wait(ms);
-  } finally {
-    void listener.close();
-  }
 }
 
 /**

@@ -4,7 +4,7 @@ import { messagingv1 } from '@agenthub/proto';
 import { MemoryKv, type CallContext } from '@agenthub/runtime';
 import { backends, testLogger } from '@agenthub/testing';
 import { pollInbox } from '../src/inbox.js';
-import { messagingEnv } from '../src/server.js';
+import { messagingEnv } from '../src/env.js';
 import { sendMessage, updateTask } from '../src/tasks.js';
 import { LocalFirstKv } from '../src/wake.js';
 import { startStack, type Stack, type TestAgent } from './harness.js';

@@ -53,6 +53,25 @@ describe.each(backends().map((b) => [b.name, b] as const))('messaging service (%
     ]);
   });
 
+  it('x-ttl expiry is announced like every transition: a blocking send on another replica answers at once', async () => {
+    const offline = await stack.agent('acme', 'offline-blocking');
+    const sending = b().sendMessage({ recipientAgentId: offline.id, message: message('waiting'), ttlSeconds: 60n, blocking: true }, sender.as);
+    const deadline = Date.now() + 10_000;
+    let rows: { id: string }[] = [];
+    while (!rows.length && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      ({ rows } = await stack.db.query<{ id: string }>('SELECT id FROM tasks WHERE recipient_agent_id = $1', [offline.id]));
+    }
+    expect(rows).toHaveLength(1);
+    stack.clock.advance(61_000);
+    const swept = Date.now();
+    expect(await sweepExpired(stack.env, quiet)).toBe(1);
+    const { task } = await sending;
+    expect([task!.id, task!.state]).toEqual([rows[0]!.id, TaskState.FAILED]);
+    // Unannounced, the send would answer only when its 10 s wait ran out.
+    expect(Date.now() - swept).toBeLessThan(5_000);
+  });
+
   it('an unacknowledged delivery comes back with the same id after the claim window', async () => {
     const recipient = await stack.agent('acme', 'forgetful');
     const { task } = await a().sendMessage({ recipientAgentId: recipient.id, message: message('again') }, sender.as);

@@ -1,5 +1,5 @@
 import { messagingv1 } from '@agenthub/proto';
-import { isUniqueViolation } from '@agenthub/runtime';
+import { isUniqueViolation, OUTBOX_CHANNEL } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
 import { TaskInsertBatcher, type NewTaskRows } from '../src/send-batch.js';
 import { serializeItems } from '../src/task-items.js';
@@ -47,6 +47,43 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
       for (const d of deliveries) delivered.push(d.taskId);
     }
     expect(delivered.sort()).toEqual([...ids].sort());
+  });
+
+  it('tells the outbox relays of the events it writes, once committed, so they publish without waiting for a poll', async () => {
+    const sender = await stack.agent('acme', 'notify-sender');
+    const recipient = await stack.agent('acme', 'notify-recipient');
+    const notified: string[] = [];
+    const unlisten = await stack.db.listen(OUTBOX_CHANNEL, (schema) => notified.push(schema));
+    try {
+      await stack.replicas[0]!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('hello')] } }, sender.as);
+      const deadline = Date.now() + 10_000;
+      while (!notified.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(notified[0]).toBe('messaging');
+    } finally {
+      await unlisten();
+    }
+  });
+
+  it('tells the outbox relays of a transition written in one statement (an update), so it too is published without waiting for a poll', async () => {
+    const sender = await stack.agent('acme', 'notify-update-sender');
+    const recipient = await stack.agent('acme', 'notify-update-recipient');
+    const [messaging] = stack.replicas;
+    const notified: string[] = [];
+    const unlisten = await stack.db.listen(OUTBOX_CHANNEL, (schema) => notified.push(schema));
+    const heard = async () => {
+      const deadline = Date.now() + 10_000;
+      while (!notified.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      return notified.splice(0);
+    };
+    try {
+      const { task } = await messaging!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('work on it')] } }, sender.as);
+      // The send's own notification, heard before the update so that it cannot stand for the update's.
+      expect(await heard()).toContain('messaging');
+      await messaging!.updateTask({ taskId: task!.id, state: messagingv1.TaskState.WORKING }, recipient.as);
+      expect(await heard()).toContain('messaging');
+    } finally {
+      await unlisten();
+    }
   });
 
   it('fails only the send whose rows cannot be written when it shares a statement with others', async () => {

@@ -3,8 +3,6 @@ import { HubError, Reason, type CallContext, type Client } from '@agenthub/runti
 import type { KeyWrapper } from './keys.js';
 import type { SecretsStore } from './store.js';
 
-export { callerOf, type Caller } from '@agenthub/runtime';
-
 const { Role } = workspacev1;
 type Role = workspacev1.Role;
 
@@ -37,9 +35,12 @@ export function requireOperator(ctx: CallContext): void {
   if (ctx.principal?.kind !== 'operator') throw new HubError(Reason.ACCESS_DENIED, 'Operator access required');
 }
 
-/** The workspace service's answer for a workspace that does not exist (any more). */
+/**
+ * The workspace service's answer for a workspace that does not exist (any more): ResolveAccess
+ * returns NOT_FOUND for nothing else (its contract in workspace.proto), whatever its message says.
+ */
 export function workspaceGone(err: unknown): boolean {
-  return err instanceof HubError && err.reason === Reason.NOT_FOUND && err.message === 'Workspace not found';
+  return err instanceof HubError && err.reason === Reason.NOT_FOUND;
 }
 
 /**

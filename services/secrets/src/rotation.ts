@@ -1,6 +1,6 @@
 import { workspacev1, type secretsv1 } from '@agenthub/proto';
-import { HubError, type CallContext } from '@agenthub/runtime';
-import { callerOf, requireOperator, requireRole, resolveAccess, workspaceGone, type SecretsEnv } from './access.js';
+import { callerOf, HubError, type CallContext } from '@agenthub/runtime';
+import { requireOperator, requireRole, resolveAccess, workspaceGone, type SecretsEnv } from './access.js';
 import { failClosed } from './crypto-errors.js';
 import { KeyUnwrapError, UnknownKekVersionError } from './keys.js';
 import { newDataKey, open, seal, type Sealed } from './seal.js';

@@ -1,6 +1,6 @@
 import { workspacev1, type secretsv1 } from '@agenthub/proto';
-import { HubError, Reason, type CallContext } from '@agenthub/runtime';
-import { requireRole, resolveAccess, type Caller, type SecretsEnv } from './access.js';
+import { HubError, Reason, type CallContext, type Caller } from '@agenthub/runtime';
+import { requireRole, resolveAccess, type SecretsEnv } from './access.js';
 import { failClosed } from './crypto-errors.js';
 import { newDataKey, open, seal } from './seal.js';
 import type { KeyRecord, SecretInfoRecord } from './store.js';

@@ -1,6 +1,6 @@
 import { secretsv1 } from '@agenthub/proto';
-import { HubError, Reason, type Db, type ServiceHandlers } from '@agenthub/runtime';
-import { callerOf, DEFAULT_LIMITS, type SecretsEnv, type SecretsLimits, type WorkspaceClient } from './access.js';
+import { callerOf, HubError, Reason, type Db, type ServiceHandlers } from '@agenthub/runtime';
+import { DEFAULT_LIMITS, type SecretsEnv, type SecretsLimits, type WorkspaceClient } from './access.js';
 import type { KeyWrapper } from './keys.js';
 import { deleteWorkspaceSecrets, rotateKek, rotateWorkspaceKey } from './rotation.js';
 import { deleteSecret, getSecret, listSecrets, setSecret } from './secrets.js';

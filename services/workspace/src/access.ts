@@ -3,8 +3,6 @@ import { HubError, type CallContext, type Caller, type Client, type QuotaOverrid
 import type { WorkspaceQuotas } from './quotas.js';
 import type { MemberRecord, WorkspaceRecord, WorkspaceStore } from './store.js';
 
-export { callerOf, type Caller } from '@agenthub/runtime';
-
 const { Role } = workspacev1;
 type Role = workspacev1.Role;
 

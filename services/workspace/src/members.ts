@@ -1,6 +1,6 @@
 import { workspacev1 } from '@agenthub/proto';
-import { HubError, Reason, type CallContext } from '@agenthub/runtime';
-import { requireRole, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
+import { HubError, Reason, type CallContext, type Caller } from '@agenthub/runtime';
+import { requireRole, resolveAccess, type WorkspaceEnv } from './access.js';
 import type { MemberRecord } from './store.js';
 import * as validate from './validate.js';
 import { memberAdded, memberRemoved } from './events.js';

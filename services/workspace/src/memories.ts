@@ -8,10 +8,11 @@ import {
   sha256Hex,
   WORKSPACE_EVENTS_TOPIC,
   type CallContext,
+  type Caller,
   type Db,
   type Queryable,
 } from '@agenthub/runtime';
-import { requireRole, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
+import { requireRole, resolveAccess, type WorkspaceEnv } from './access.js';
 import type { Embedder } from './embedder.js';
 import * as params from './memories-params.js';
 import { MEMORY_LIMITS } from './memories-params.js';

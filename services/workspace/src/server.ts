@@ -1,6 +1,6 @@
 import { workspacev1 } from '@agenthub/proto';
-import { HubError, QuotaOverrides, Reason, type CallContext, type Db, type ServiceHandlers } from '@agenthub/runtime';
-import { callerOf, resolveAccess, type Caller, type IdentityClient, type WorkspaceEnv } from './access.js';
+import { callerOf, HubError, QuotaOverrides, Reason, type CallContext, type Caller, type Db, type ServiceHandlers } from '@agenthub/runtime';
+import { resolveAccess, type IdentityClient, type WorkspaceEnv } from './access.js';
 import type { Embedder } from './embedder.js';
 import { forgetMemories, listMemories, queryMemories, reembedWorkspace, storeMemory, updateMemory, type MemoryEnv } from './memories.js';
 import { addMember, listMembers, removeMember } from './members.js';

@@ -1,6 +1,6 @@
 import { secretsv1, workspacev1 } from '@agenthub/proto';
-import { HubError, newId, type CallContext, type ClientOf } from '@agenthub/runtime';
-import { membershipCounts, requireOwner, resolveAccess, type Caller, type WorkspaceEnv } from './access.js';
+import { HubError, newId, type CallContext, type Caller, type ClientOf } from '@agenthub/runtime';
+import { membershipCounts, requireOwner, resolveAccess, type WorkspaceEnv } from './access.js';
 import type { WorkspaceRecord } from './store.js';
 import type { VectorStore } from './vectors.js';
 import * as validate from './validate.js';

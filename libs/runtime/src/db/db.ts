@@ -15,6 +15,14 @@ export interface Queryable {
   query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[], signal?: AbortSignal): Promise<QueryResult<R>>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
+  /**
+   * Tells every listener of `channel` (Db.listen: this process's at once, on PostgreSQL other
+   * processes' through pg_notify) `payload` once the transaction this belongs to commits, or at
+   * once outside one; never for a transaction rolled back. Sent after the commit, so unlike a
+   * pg_notify in the transaction it does not make commits wait for one another; repeats while one
+   * is on its way go as one. Best effort: listeners keep a fallback (a poll).
+   */
+  notify(channel: string, payload: string): void;
 }
 
 /**
@@ -30,6 +38,13 @@ export interface Db extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T>;
   /** Runs `work` holding a session-level advisory lock, for one-at-a-time jobs such as migrations. */
   withAdvisoryLock<T>(name: string, work: (db: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Calls `onNotify` with the payload of every `notify` on `channel` (a plain lowercase
+   * identifier) from any handle of the database (on PostgreSQL, from any process), once each,
+   * until the returned function is called. Rejects when it cannot start listening. One sent while
+   * a lost listening connection is being re-established is missed: callers keep a fallback poll.
+   */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

@@ -55,6 +55,8 @@ async function createCluster(dataDir: string | undefined): Promise<PGlite> {
  */
 export class PgliteDb implements Db {
   readonly engine = 'pglite' as const;
+  /** By channel: one process owns the data directory, so notifications never leave it. */
+  private readonly listeners = new Map<string, Set<(payload: string) => void>>();
 
   private constructor(private readonly pg: PGlite) {}
 
@@ -80,10 +82,16 @@ export class PgliteDb implements Db {
     await this.pg.exec(sql);
   }
 
+  notify(channel: string, payload: string): void {
+    for (const onNotify of this.listeners.get(assertIdentifier(channel)) ?? []) onNotify(payload);
+  }
+
   async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
     throwIfAborted(signal);
-    return this.pg.transaction((tx) =>
+    const pending: [string, string][] = [];
+    const result = await this.pg.transaction((tx) =>
       work({
+        notify: (channel, payload) => void pending.push([channel, payload]),
         async query<R>(sql: string, params: readonly unknown[] = [], querySignal = signal) {
           throwIfAborted(querySignal);
           const result = await traceQuery(sql, () => tx.query<R>(sql, params as unknown[]));
@@ -94,11 +102,24 @@ export class PgliteDb implements Db {
         },
       }),
     );
+    for (const [channel, payload] of pending) this.notify(channel, payload);
+    return result;
   }
 
   async withAdvisoryLock<T>(_name: string, work: (db: Queryable) => Promise<T>): Promise<T> {
     // A data directory has exactly one owner process (PGlite holds it), so nothing can race.
     return work(this);
+  }
+
+  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    let listeners = this.listeners.get(assertIdentifier(channel));
+    if (!listeners) this.listeners.set(channel, (listeners = new Set()));
+    // Its own function, so the same callback listening twice is two subscriptions.
+    const listener = (payload: string) => onNotify(payload);
+    listeners.add(listener);
+    return async () => {
+      listeners.delete(listener);
+    };
   }
 
   close(): Promise<void> {

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Db, Queryable, QueryResult } from './db.js';
 import { assertIdentifier, traceQuery } from './db.js';
+import { PgNotifications } from './pg-listen.js';
 import { abortError, throwIfAborted } from '../abort.js';
 
 const INT8_OID = 20;
@@ -28,6 +29,7 @@ export interface PostgresDbOptions {
 export class PostgresDb implements Db {
   readonly engine = 'postgres' as const;
   private readonly pool: pg.Pool;
+  private readonly notifications: PgNotifications;
   private readonly url: string;
   private readonly connectTimeoutMs: number;
   private canceller: Promise<pg.Client> | undefined;
@@ -48,6 +50,19 @@ export class PostgresDb implements Db {
     });
     // An idle client losing its connection must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
+    // Named per schema, so an operator (or a test) can tell whose listening connection it is.
+    // The pool's backends, whose notifications this handle's listeners heard when they were sent.
+    const backends = new Set<number>();
+    const pid = (client: pg.PoolClient) => (client as unknown as { processID: number | null }).processID;
+    this.pool.on('connect', (client) => void backends.add(pid(client) ?? 0));
+    this.pool.on('remove', (client) => void backends.delete(pid(client) ?? 0));
+    this.notifications = new PgNotifications(
+      { connectionString: options.url, application_name: `agenthub-listen:${schema}` },
+      // Its own tiny transaction, which need not wait for its commit to reach the disk: nothing
+      // but the notification depends on it, and that is sent at commit either way.
+      (channel, payload) => this.pool.query("SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", [channel, payload]),
+      (backend) => backends.has(backend),
+    );
   }
 
   async query<R>(sql: string, params: readonly unknown[] = [], signal?: AbortSignal): Promise<QueryResult<R>> {
@@ -68,14 +83,20 @@ export class PostgresDb implements Db {
     await this.pool.query(sql);
   }
 
+  notify(channel: string, payload: string): void {
+    this.notifications.notify(assertIdentifier(channel), payload);
+  }
+
   async transaction<T>(work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
     throwIfAborted(signal);
-    const session = new Session(this, await this.connect(signal), signal);
+    const pending: [string, string][] = [];
+    const session = new Session(this, await this.connect(signal), signal, (channel, payload) => void pending.push([assertIdentifier(channel), payload]));
     const client = session.client;
     try {
       await client.query('BEGIN');
       const result = await work(session);
       await client.query('COMMIT');
+      for (const [channel, payload] of pending) this.notifications.notify(channel, payload);
       return result;
     } catch (err) {
       // A cancelled connection is dropped instead (the server rolls back when it goes).
@@ -101,10 +122,15 @@ export class PostgresDb implements Db {
     }
   }
 
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.notifications.listen(assertIdentifier(channel), onNotify);
+  }
+
   async close(): Promise<void> {
     const canceller = this.canceller;
     this.canceller = undefined;
     await canceller?.then((client) => client.end()).catch(() => undefined);
+    await this.notifications.close();
     await this.pool.end();
   }
 
@@ -155,6 +181,8 @@ class Session implements Queryable {
     private readonly db: PostgresDb,
     readonly client: pg.PoolClient,
     private readonly signal: AbortSignal | undefined,
+    /** Outside a transaction, at once; inside one, queued until its commit. */
+    readonly notify: Queryable['notify'] = (channel, payload) => db.notify(channel, payload),
   ) {}
 
   async query<R>(sql: string, params: readonly unknown[] = [], signal = this.signal): Promise<QueryResult<R>> {

@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
 import { A2A_STATE_NAMES, a2aNameOf, isSettled, partFromProtoJson, partToProtoJson, stateOfA2AName } from '@agenthub/tasks';
 import { bad, isObject, str, type Json } from '../fields.js';
-import { MAX_PARTS, PART_DECODING } from '../methods/messaging.js';
+import { MAX_PARTS, PART_DECODING } from '../methods/messaging-codec.js';
 
 /**
  * The hub's messages, artifacts and tasks (agenthub.messaging.v1) in A2A 1.0 ProtoJSON, the

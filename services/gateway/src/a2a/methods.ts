@@ -3,7 +3,7 @@ import { identityv1, messagingv1 } from '@agenthub/proto';
 import { HubError, type CallOptions } from '@agenthub/runtime';
 import { isFinal } from '@agenthub/tasks';
 import type { RpcContext, RpcMethod, StreamEvent } from '../jsonrpc.js';
-import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS, type StreamOptions } from '../methods/messaging.js';
+import { resumeVersion, STREAM_MAX_MS, WAITING_CALL_MS, type StreamOptions } from '../methods/messaging-streams.js';
 import type { Clients, Route } from '../route.js';
 import { bad, isObject, optionalBool, optionalInt, str, type Json } from '../fields.js';
 import { messageIn, stateIn, stateOut, streamItems, taskOut } from './codec.js';

@@ -1,7 +1,8 @@
 import type { Clients, Route } from '../route.js';
 import { grantMethods } from './grants.js';
 import { memoryMethods } from './memories.js';
-import { messagingMethods, type StreamOptions } from './messaging.js';
+import { messagingMethods } from './messaging.js';
+import type { StreamOptions } from './messaging-streams.js';
 import { secretMethods } from './secrets.js';
 import { webhookMethods } from './webhooks.js';
 import { workspaceMethods } from './workspaces.js';

@@ -1236,7 +1236,8 @@ export const WorkspaceService: GenService<{
   /**
    * The caller's effective role in a workspace, with the same checks as any workspace call.
    * Other services (secrets) authorize through it, so a revoked grant or a removed member is
-   * denied on the very next call.
+   * denied on the very next call. NOT_FOUND means one thing here: the workspace does not exist,
+   * and never will again (ids are not reused); secrets destroys its data key on that reason.
    *
    * @generated from rpc agenthub.workspace.v1.WorkspaceService.ResolveAccess
    */
