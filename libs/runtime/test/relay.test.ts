@@ -242,9 +242,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
         expect(onBus()).toEqual([secretDeleted]);
         const [memberRemoved] = await append(publishBeforeReturning(workspace.db, workspaceRelay), 1, 'ws_same');
         expect(onBus()).toEqual([secretDeleted, memberRemoved]);
-        // A single statement writing the event (as in a CTE) waits the same way.
+        // An event written by a statement of its own (as in a CTE) and announced on the outbox
+        // channel waits the same way; a transaction that announced nothing does not wait.
         const values = outboxValues({ topic: 'agenthub.test.events', partitionKey: 'ws_same', type: 'test.cte', data: {} });
-        await publishBeforeReturning(secrets.db, secretsRelay).query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)) SELECT 1`, values);
+        await publishBeforeReturning(secrets.db, secretsRelay).transaction(async (tx) => {
+          await tx.query(`WITH event AS (INSERT INTO outbox (${OUTBOX_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)) SELECT 1`, values);
+          tx.notify(OUTBOX_CHANNEL, (await tx.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]!.schema);
+        });
         expect(onBus()).toEqual([secretDeleted, memberRemoved, values[0]]);
       } finally {
         clearTimeout(opening);
