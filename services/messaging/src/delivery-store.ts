@@ -14,6 +14,31 @@ export interface DeliveryRecord {
 
 const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.parse(value) as T) : value);
 
+/** A claimed delivery's columns, joined with its task's context and sender. */
+export interface DeliveryRow {
+  id: string;
+  task_id: string;
+  context_id: string;
+  sender_agent_id: string;
+  message: unknown;
+  created_at: number | string;
+  attempts: number;
+  traceparent: string | null;
+}
+
+export function toDelivery(r: DeliveryRow): DeliveryRecord {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    contextId: r.context_id,
+    senderAgentId: r.sender_agent_id,
+    message: json(r.message),
+    createdAt: Number(r.created_at),
+    attempts: r.attempts,
+    ...(r.traceparent ? { traceparent: r.traceparent } : {}),
+  };
+}
+
 /** The recipients' queues: deliveries claimed by inbox polls and push workers, acknowledged, released, expired. */
 export class DeliveryStore {
   constructor(private readonly db: Db) {}
@@ -44,17 +69,7 @@ export class DeliveryStore {
    * One statement (its own transaction): a claim is one round trip on a connected agent's path.
    */
   async claimDeliveries(signal: AbortSignal, recipientAgentId: string, now: number, claimUntil: number, max: number): Promise<DeliveryRecord[]> {
-    const claimed = await this.db.query<{
-      id: string;
-      task_id: string;
-      context_id: string;
-      sender_agent_id: string;
-      message: unknown;
-      created_at: number | string;
-      attempts: number;
-      seq: string;
-      traceparent: string | null;
-    }>(
+    const claimed = await this.db.query<DeliveryRow & { seq: string }>(
       `UPDATE deliveries d SET claimed_until = $4, attempts = d.attempts + 1
          FROM tasks t
         WHERE d.seq = ANY(ARRAY(
@@ -66,18 +81,7 @@ export class DeliveryStore {
       [recipientAgentId, now, max, claimUntil],
       signal,
     );
-    return claimed.rows
-      .sort((a, b) => Number(a.seq) - Number(b.seq))
-      .map((r) => ({
-        id: r.id,
-        taskId: r.task_id,
-        contextId: r.context_id,
-        senderAgentId: r.sender_agent_id,
-        message: json(r.message),
-        createdAt: Number(r.created_at),
-        attempts: r.attempts,
-        ...(r.traceparent ? { traceparent: r.traceparent } : {}),
-      }));
+    return claimed.rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map(toDelivery);
   }
 
   /** Deletes the recipient's delivery; false when it is not (or no longer) queued. */

@@ -1,5 +1,5 @@
 import type { Db } from '@agenthub/runtime';
-import type { DeliveryRecord } from './delivery-store.js';
+import { toDelivery, type DeliveryRecord } from './delivery-store.js';
 import type { StateName, TaskRecord } from './task-store.js';
 
 /** A push agent as the worker claims it. */
@@ -54,8 +54,6 @@ const toPushTask = (r: PushTaskRow): PushTaskRecord => ({
   followDelayMs: r.follow_delay_ms,
   cancelRequested: r.cancel_requested,
 });
-
-const json = <T>(value: T | string): T => (typeof value === 'string' ? (JSON.parse(value) as T) : value);
 
 /**
  * Push agents, their deliveries and the agents' tasks behind hub tasks (push.ts; migrations 002
@@ -175,16 +173,7 @@ export class PushStore {
     return rows
       .sort((a, b) => Number(a.seq) - Number(b.seq))
       .map((r) => ({
-        delivery: {
-          id: r.id,
-          taskId: r.task_id,
-          contextId: r.context_id,
-          senderAgentId: r.sender_agent_id,
-          message: json(r.message),
-          createdAt: Number(r.created_at),
-          attempts: r.attempts,
-          ...(r.traceparent ? { traceparent: r.traceparent } : {}),
-        },
+        delivery: toDelivery(r),
         task: {
           id: r.task_id,
           state: r.state,

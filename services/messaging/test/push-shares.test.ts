@@ -1,11 +1,9 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { egressPolicy, Metrics, migrate, newId, openDb, openKv, type Db, type Kv } from '@agenthub/runtime';
 import { PushStore } from '../src/push-store.js';
 import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
 import { messagingEnv, startPushWorker, type IdentityClient, type MessagingEnv } from '../src/index.js';
 import { startEchoAgent, type EchoAgent } from './echo-agent.js';
-import { eventually } from './push-stack.js';
+import { eventually, startTarpit } from './push-stack.js';
 
 /**
  * Issue 16 item 4, on one replica (no other replica to take up what it leaves): the shares of its
@@ -24,29 +22,6 @@ const identity = {
   }),
   checkGrant: async () => ({ approved: true }),
 } as unknown as IdentityClient;
-
-/** An endpoint that accepts every request and never answers (until it closes). */
-async function startTarpit(): Promise<{ url: string; load: { now: number; max: number }; close(): Promise<void> }> {
-  const load = { now: 0, max: 0 };
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    load.now += 1;
-    load.max = Math.max(load.max, load.now);
-    res.once('close', () => {
-      load.now -= 1;
-    });
-    req.resume();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a`,
-    load,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on one replica (%s)', (_name, backend) => {
   let provisioned: ProvisionedBackend;

@@ -1,11 +1,9 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { messagingv1 } from '@agenthub/proto';
 import { loadConfig } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
 import { messagingOptions } from '../src/index.js';
 import { reservePort, startEchoAgent, type EchoAgent } from './echo-agent.js';
-import { eventually, startPushStack, type PushStack } from './push-stack.js';
+import { eventually, startPushStack, startTarpit, type PushStack } from './push-stack.js';
 
 /**
  * The push worker's slots (issue 13, issue 16 item 4): several calls to one agent at once, up to
@@ -21,29 +19,6 @@ const { TaskState } = messagingv1;
 const text = (t: string) => ({ content: { case: 'text' as const, value: { text: t } } });
 const message = (t: string) => ({ role: 'user', parts: [text(t)] });
 const words = (received: EchoAgent['received']) => received.map((r) => r.parts.map((p) => p.content?.value).join());
-
-/** An endpoint that accepts every request and never answers (until it closes), counting them. */
-async function startTarpit(): Promise<{ url: string; load: { now: number; max: number }; close(): Promise<void> }> {
-  const load = { now: 0, max: 0 };
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    load.now += 1;
-    load.max = Math.max(load.max, load.now);
-    res.once('close', () => {
-      load.now -= 1;
-    });
-    req.resume();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a`,
-    load,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 it('MESSAGING_PUSH_CONCURRENCY and MESSAGING_PUSH_CONCURRENCY_PER_AGENT set the push workers\' slots', () => {
   expect(messagingOptions(loadConfig({})).push).toMatchObject({ concurrency: 64, perAgent: 8 });

@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { startIdentity } from '@agenthub/identity';
@@ -141,3 +141,25 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
   throw new Error(`Timed out waiting for ${what}`);
 }
 
+/** An endpoint that accepts every request and never answers (until it closes), counting them. */
+export async function startTarpit(): Promise<{ url: string; load: { now: number; max: number }; close(): Promise<void> }> {
+  const load = { now: 0, max: 0 };
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    load.now += 1;
+    load.max = Math.max(load.max, load.now);
+    res.once('close', () => {
+      load.now -= 1;
+    });
+    req.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a`,
+    load,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
