@@ -213,9 +213,20 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('A2A 1.0 clients thro
 
     it('a task sent in the interface dialect is read and canceled by the SDK client', async () => {
       const sent = (await hub.call(sender.api_key, 'SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'slow' }] }, configuration: { agentId: recipient.agent_id } }, { headers: A2A })).body.result;
+      // The agent takes it and says it is working (how fast varies): read once it has.
+      for (let i = 0; i < 100; i++) {
+        const { state } = (await hub.call(sender.api_key, 'GetTask', { id: sent.id }, { headers: A2A })).body.result.status;
+        if (state === 'working') break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       const client = await sdkClient(cardUrl(recipient.agent_id), sender.api_key);
       const read = await client.getTask({ tenant: '', id: sent.id, historyLength: undefined });
-      expect(read).toMatchObject({ id: sent.id, contextId: sent.contextId, history: [{ role: Role.ROLE_USER, parts: [textPart('slow')] }] });
+      expect(read).toMatchObject({
+        id: sent.id,
+        contextId: sent.contextId,
+        status: { state: TaskState.TASK_STATE_WORKING },
+        history: [{ role: Role.ROLE_USER, parts: [textPart('slow')] }, { role: Role.ROLE_AGENT, parts: [textPart('Working on it')] }],
+      });
 
       const canceled = await client.cancelTask({ tenant: '', id: sent.id, metadata: undefined });
       expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
