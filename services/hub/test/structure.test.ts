@@ -191,6 +191,32 @@ describe('workspace structure', () => {
     ]);
   });
 
+  /**
+   * Issue 14 item 1: task states, their lifecycle sets and JSON media types live in libs/tasks
+   * only. A list of two or more state words in code (an array, a `z.enum`, an SQL `IN`) or a JSON
+   * media-type test of its own (`isJsonType`) elsewhere is a copy that can drift. Exceptions, each
+   * for its reason: the published client (it depends on none of the hub's packages), and the
+   * in-flight count, whose `IN` must read as the partial index of messaging migration 006 (and the
+   * function of 008) do, for the planner to use that index.
+   */
+  it('the task model has one home: no copy of state lists or isJsonType outside libs/tasks', () => {
+    const WORD = `['"](?:submitted|working|input-required|completed|failed|canceled|rejected)['"]`;
+    const stateList = new RegExp(`${WORD}\\s*,\\s*${WORD}`);
+    const jsonTest = /\b(?:function\s+isJsonType|(?:const|let|var)\s+isJsonType)\b|application\\\/[^/\n]*json/;
+    const ALLOWED = "services/messaging/src/task-store.ts: WHERE sender_agent_id = ANY($1::text[]) AND state IN ('submitted', 'working') GROUP BY 1`,";
+    const found = WORKSPACES.filter((w) => w !== 'libs/tasks' && w !== 'libs/client').flatMap((workspace) =>
+      sourceFiles(join(ROOT, workspace, 'src')).flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((line) => stateList.test(line) || jsonTest.test(line))
+          .map((line) => `${relative(ROOT, file).split(sep).join('/')}: ${line.trim()}`),
+      ),
+    );
+    expect(found.filter((hit) => hit !== ALLOWED)).toEqual([]);
+    // The exception is still where it is said to be (moving it must move it here too).
+    expect(found).toContain(ALLOWED);
+  });
+
   it('every store method takes the caller\'s signal', () => {
     const methods = STORE_FILES.flatMap((file) => storeMethods(readFileSync(file, 'utf8')).map((method) => ({ file, method })));
     // The stores of every service with a database are read (a rename must not empty the check).

@@ -1,7 +1,8 @@
 import type { Db, Metrics } from '@agenthub/runtime';
+import { UPDATABLE } from '@agenthub/tasks';
 
-/** States a task leaves; final states only grow, and counting them would scan every task. */
-const ACTIVE_STATES = ['submitted', 'working', 'input-required'];
+/** States a task leaves (the open ones); final states only grow, and counting them would scan every task. */
+const ACTIVE_STATES = [...UPDATABLE];
 
 /**
  * What SREs alert on in the messaging service, read when Prometheus scrapes: deliveries queued

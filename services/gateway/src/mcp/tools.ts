@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { STATE_WORDS, UPDATE_TARGETS } from '@agenthub/tasks';
 import type { Route } from '../route.js';
 import { field, parseParams } from '../params.js';
 
@@ -43,7 +44,7 @@ const taskInput = z.object({ task_id: field.id, history_length: z.number().int()
 
 const listTasksInput = z.object({
   context_id: z.string().min(1).max(128).optional(),
-  status: z.enum(['submitted', 'working', 'input-required', 'completed', 'failed', 'canceled', 'rejected']).optional(),
+  status: z.enum(STATE_WORDS).optional(),
   page_size: z.number().int().min(1).max(100).optional(),
   page_token: z.string().optional(),
 });
@@ -52,7 +53,7 @@ const inboxInput = z.object({ wait_ms: z.number().int().min(0).max(30_000).optio
 
 const updateInput = z.object({
   task_id: field.id,
-  state: z.enum(['working', 'input-required', 'completed', 'failed', 'rejected']),
+  state: z.enum([...UPDATE_TARGETS]),
   text: z.string().min(1).max(100_000).optional(),
 });
 
