@@ -1,4 +1,5 @@
 import { backends } from '@agenthub/testing';
+import { openRpcDocument } from '@agenthub/gateway';
 import { startTestHub, type Agent, type TestHub } from './harness.js';
 
 /**
@@ -119,6 +120,68 @@ describe.each(backends().map((b) => [b.name, b] as const))('bad input is the cal
       expect([pageToken, viaStrict.body.error?.code]).toEqual([pageToken, -32602]);
       const grants = await hub.call(alice.api_key, 'x-hub/grants.list', { page_token: pageToken });
       expect([pageToken, grants.body.error?.code, grants.body.error?.data?.field]).toEqual([pageToken, -32602, 'page_token']);
+    }
+  });
+
+  /**
+   * Issue 14 item 5, for every method at once: each numeric parameter docs/openrpc.json describes
+   * (generated from the schemas the gateway checks with, so a new one is in here by itself), and
+   * the strict endpoint's, refused with -32602 naming it just outside its range, as a fraction,
+   * and far outside (3e9 overflowed an int32 into -32603; 1e300 is no int64).
+   */
+  it('refuses every numeric parameter outside its documented range with -32602 naming it, on every method', async () => {
+    type Schema = { type?: string; minimum?: number; maximum?: number; enum?: string[]; properties?: Record<string, Schema>; anyOf?: Schema[] };
+    /** An optional parameter's schema is `anyOf` it and null. */
+    const bare = (s: Schema): Schema => s.anyOf?.find((option) => option.type !== 'null') ?? s;
+    type Method = { name: string; params: { name: string; required: boolean; schema: Schema }[]; servers: { url: string }[] };
+    /** Parameter values that pass the schema, for the parameters a method requires. */
+    const filler = (name: string, given: Schema): unknown => {
+      const schema = bare(given);
+      if (name === 'message') return { role: 'user', parts: [{ kind: 'text', text: 'hi' }] };
+      if (name === 'configuration') return { agentId: bob.agent_id };
+      if (schema.enum) return schema.enum[0];
+      return schema.type === 'string' ? 'x' : schema.type === 'boolean' ? false : schema.type === 'array' ? [] : schema.type === 'object' ? {} : 1;
+    };
+    const outside = (s: Schema) => [
+      ...(s.minimum !== undefined ? [s.minimum - 1] : []),
+      ...(s.maximum !== undefined && s.maximum < Number.MAX_SAFE_INTEGER ? [s.maximum + 1] : []),
+      ...(s.type === 'integer' ? [1.5] : []),
+      ...(s.maximum !== undefined && s.maximum < 3e9 ? [3e9] : []),
+      1e300,
+    ];
+    const cases: { method: string; path: string; params: Record<string, unknown>; field: string }[] = [];
+    for (const method of openRpcDocument().methods as Method[]) {
+      const base = Object.fromEntries(method.params.filter((p) => p.required).map((p) => [p.name, filler(p.name, p.schema)]));
+      for (const param of method.params) {
+        // A number at the top, or in an object parameter (configuration.historyLength).
+        const schema = bare(param.schema);
+        const numbers: [string[], Schema][] = schema.properties
+          ? Object.entries(schema.properties).map(([key, s]) => [[param.name, key], bare(s)])
+          : [[[param.name], schema]];
+        for (const [keys, schema] of numbers) {
+          if (schema.type !== 'integer' && schema.type !== 'number') continue;
+          for (const value of outside(schema)) {
+            const params: Record<string, unknown> = { ...base };
+            if (keys.length === 1) params[keys[0]!] = value;
+            else params[keys[0]!] = { ...(params[keys[0]!] as object), [keys[1]!]: value };
+            cases.push({ method: method.name, path: method.servers[0]!.url, params, field: keys.join('.') });
+          }
+        }
+      }
+    }
+    // The strict endpoint's numeric parameters (its methods are not in the OpenRPC document).
+    for (const value of [-1, 101, 1.5, 3e9, 1e300]) cases.push({ method: 'ListTasks', path: strict(), params: { pageSize: value }, field: 'pageSize' });
+    for (const value of [-1, 2 ** 31, 1.5, 1e300]) cases.push({ method: 'GetTask', path: strict(), params: { id: 'task_x', historyLength: value }, field: 'historyLength' });
+    // Every numeric parameter is reached (a change in how schemas are written must not empty this).
+    expect(new Set(cases.map((c) => `${c.path} ${c.method} ${c.field}`)).size).toBeGreaterThanOrEqual(27);
+
+    for (const { method, path, params, field } of cases) {
+      const reply = path === '/admin' ? await hub.call(hub.adminToken, method, params, { path }) : await hub.call(alice.api_key, method, params, { path, headers: A2A });
+      const error = reply.body.error;
+      // The strict endpoint names the field in its google.rpc.ErrorInfo.
+      const named = Array.isArray(error?.data) ? error.data[0]?.metadata?.field : error?.data?.field;
+      const value = field.split('.').reduce((o: any, key) => o?.[key], params);
+      expect(`${path} ${method} ${field}=${value}: ${error?.code} ${named}`).toBe(`${path} ${method} ${field}=${value}: -32602 ${field}`);
     }
   });
 
