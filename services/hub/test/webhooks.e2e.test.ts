@@ -267,6 +267,9 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (
 
       await ok(owner, 'workspace.members.add', { workspace_id: workspaceId, agent_id: member.agent_id, role: 'read' });
       const { memory } = await ok(writer, 'workspace.store', { workspace_id: workspaceId, content: 'We chose Postgres for persistence.', type: 'decision' });
+      // A duplicate store that merges a tag changes the memory (issue 14 item 7); one that adds nothing is silent.
+      expect(await ok(admin, 'workspace.store', { workspace_id: workspaceId, content: 'We chose Postgres for persistence.', tags: ['db'] })).toMatchObject({ duplicate: true, updated: true });
+      expect(await ok(writer, 'workspace.store', { workspace_id: workspaceId, content: 'We chose Postgres for persistence.', tags: ['db'] })).toMatchObject({ duplicate: true, updated: false });
       await ok(writer, 'workspace.update', { workspace_id: workspaceId, id: memory.id, content: 'We chose PostgreSQL 16 for persistence.' });
       await ok(admin, 'workspace.forget', { workspace_id: workspaceId, id: memory.id });
       await ok(writer, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'DB_PASSWORD', value });
@@ -277,6 +280,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('webhooks over HTTP (
       const expected: Array<[string, Record<string, unknown>]> = [
         ['workspace.member.added', { workspace_id: workspaceId, agent_id: member.agent_id, role: 'read', added_by: owner.agent_id }],
         ['workspace.memory.stored', { workspace_id: workspaceId, memory_id: memory.id, type: 'decision', stored_by: writer.agent_id }],
+        ['workspace.memory.updated', { workspace_id: workspaceId, memory_id: memory.id, type: 'decision', updated_by: admin.agent_id }],
         ['workspace.memory.updated', { workspace_id: workspaceId, memory_id: memory.id, type: 'decision', updated_by: writer.agent_id }],
         ['workspace.memory.deleted', { workspace_id: workspaceId, memory_id: memory.id, type: 'decision', deleted_by: admin.agent_id }],
         ['workspace.secret.set', { workspace_id: workspaceId, key: 'DB_PASSWORD', set_by: writer.agent_id }],
