@@ -61,6 +61,30 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('agent-wide webhooks 
     ]);
   });
 
+  it('retries workspace.created as any delivery: a 500 first, then the same signed event, recorded with both attempts', async () => {
+    const at = path();
+    const { webhook } = await hub.ok(owner.api_key, 'x-hub/webhooks.create', { scope: 'agent', url: receiver.url(at), events: ['workspace.created'] });
+    // The first request of each event here fails; its retry succeeds. (The same event also reaches
+    // the earlier tests' agent-wide webhooks, under the same webhook-id: only this path counts.)
+    receiver.respond((r, earlier) => (r.path === at && !earlier.some((e) => e.path === at && e.headers['webhook-id'] === r.headers['webhook-id']) ? 500 : 204));
+    let ws = '';
+    try {
+      ws = (await hub.ok(owner.api_key, 'x-hub/workspace.create', { name: 'retried' })).workspace.id;
+      await receiver.waitFor('the retry', () => receiver.on(at).some((r) => r.status === 204));
+    } finally {
+      receiver.respond(() => 204);
+    }
+    const requests = receiver.on(at);
+    expect(requests.map((r) => [r.status, r.body.event, r.body.data.workspace_id])).toEqual([[500, 'workspace.created', ws], [204, 'workspace.created', ws]]);
+    expect(requests[1]!.headers['webhook-id']).toBe(requests[0]!.headers['webhook-id']);
+    for (const r of requests) expect(verifySignature(webhook.secret, r)).toBe(true);
+    const delivered = await receiver.waitFor('the delivery recorded as delivered', async () => {
+      const [d] = (await hub.ok(owner.api_key, 'x-hub/webhooks.deliveries', { scope: 'agent', webhook_id: webhook.id })).deliveries;
+      return d?.status === 'delivered' && d;
+    });
+    expect(delivered.attempts.map((a: { status_code: number }) => a.status_code)).toEqual([500, 204]);
+  });
+
   it('is managed without a workspace_id, only by its creator; deliveries and replay work as for any webhook', async () => {
     const at = path();
     const { webhook } = await hub.ok(owner.api_key, 'x-hub/webhooks.create', { scope: 'agent', url: receiver.url(at), events: ['workspace.created'] });
