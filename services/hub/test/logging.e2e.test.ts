@@ -117,6 +117,24 @@ describe('request lines', () => {
     expect(stdout).toMatch(new RegExp(` INFO {2}gateway POST /a2a x-hub/workspace\\.list → 401 -32000 \\(\\d+(\\.\\d)? ms\\) request_id=${generated}$`, 'm'));
   }, HOOK_TIMEOUT_MS);
 
+  it('logs every -32603 with its cause: a call its upstream cannot take leaves an error line naming the method and why (issue 14 item 5)', async () => {
+    const served = await serveUntil('gateway', { ...NOWHERE, HUB_ADMIN_TOKEN: TOKEN, HUB_PORT: '0', LOG_FORMAT: 'json' }, /gateway listening/);
+    const url = (JSON.parse(served.output().stdout.split('\n').find((line) => line.includes('gateway listening'))!) as { url: string }).url;
+    const call = await fetch(`${url}/admin`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tenants.list' }),
+    });
+    // The caller hears only that the hub failed; the log says where and why.
+    expect(((await call.json()) as { error?: { code: number } }).error?.code).toBe(-32603);
+    expect(await stop(served)).toEqual({ code: 0, signal: null });
+    const lines = served.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, any>);
+    const failed = lines.filter((line) => line.level === 50 && line.method === 'tenants.list');
+    expect(failed).toHaveLength(1);
+    // The cause: the transport's own words about 127.0.0.1:1 (IDENTITY_ADDR), not just "Internal error".
+    expect(JSON.stringify(failed[0]!.err)).toMatch(/ECONNREFUSED|127\.0\.0\.1:1|No connection established/);
+  }, HOOK_TIMEOUT_MS);
+
   it('keeps request lines at debug outside development', async () => {
     const served = await serveUntil('gateway', { ...NOWHERE, HUB_ADMIN_TOKEN: TOKEN, HUB_PORT: '0', NODE_ENV: 'production' }, /gateway listening/);
     const url = (JSON.parse(served.output().stdout.split('\n').find((line) => line.includes('gateway listening'))!) as { url: string }).url;
