@@ -145,6 +145,9 @@ describe.each(backends().map((b) => [b.name, b] as const))('MCP endpoint (%s)', 
     expect(noText.structuredContent).toMatchObject({ error: { code: -32602, data: { field: 'text' } } });
     const longTag = await mcp.callTool({ name: 'store_memory', arguments: { workspace_id: workspaceId, content: 'x', tags: ['t'.repeat(65)] } });
     expect(longTag.structuredContent).toMatchObject({ error: { code: -32602, data: { field: 'tags.0' } } });
+    // A tool's numeric argument has the method's range, and a refusal names the argument (issue 14 item 5).
+    const tooLong = await mcp.callTool({ name: 'get_task', arguments: { task_id: 'task_x', history_length: 3e9 } });
+    expect(tooLong.structuredContent).toMatchObject({ error: { code: -32602, data: { field: 'history_length' } } });
   });
 
   it('workspace memories are resources; reading one of a stranger\'s workspaces is refused with -32100', async () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { STATE_WORDS, UPDATE_TARGETS } from '@agenthub/tasks';
 import type { Route } from '../route.js';
+import { INT32_MAX } from '../fields.js';
 import { field, parseParams } from '../params.js';
 
 /**
@@ -40,7 +41,8 @@ const sendInput = z.object({
   wait: z.boolean().optional(),
 });
 
-const taskInput = z.object({ task_id: field.id, history_length: z.number().int().min(0).optional() });
+// The method's range (GetTask historyLength), so a refusal names this tool's argument.
+const taskInput = z.object({ task_id: field.id, history_length: z.number().int().min(0).max(INT32_MAX).optional() });
 
 const listTasksInput = z.object({
   context_id: z.string().min(1).max(128).optional(),
