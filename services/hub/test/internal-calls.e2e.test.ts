@@ -136,39 +136,47 @@ const real = backends().find((backend) => backend.name === 'postgres+redis');
 const describeSplit = real ? describe : describe.skip;
 if (!real) console.warn('[internal-calls.e2e] split mode skipped: real PostgreSQL and Redis are not reachable');
 
-describeSplit('split mode with HUB_INTERNAL_KEY and mutual TLS', () => {
+const splitTransports = [
+  // The chart's default (grpcTls.enabled false): plaintext between pods, so signatures alone hold.
+  { transport: 'plaintext', tls: false },
+  { transport: 'mutual TLS', tls: true },
+];
+
+describeSplit.each(splitTransports)('split mode with HUB_INTERNAL_KEY over $transport', ({ tls }) => {
   let hub: TestHub & SplitStack;
-  let certsDir: string;
+  let certsDir: string | undefined;
   let certs: TestCertificates;
   const key = randomBytes(32).toString('base64');
-  let withCert: grpc.ChannelCredentials;
+  /** What an intruder's client presents: a valid certificate under mutual TLS, nothing in plaintext. */
+  let intruder: grpc.ChannelCredentials;
 
   beforeAll(async () => {
-    certsDir = mkdtempSync(join(tmpdir(), 'agenthub-split-mtls-'));
-    certs = makeTestCertificates(certsDir);
-    withCert = grpc.credentials.createSsl(readFileSync(certs.ca), readFileSync(certs.key), readFileSync(certs.cert));
-    hub = await startTestHub(splitMode(real!), {
-      HUB_INTERNAL_KEY: key,
-      GRPC_TLS_CERT_FILE: certs.cert,
-      GRPC_TLS_KEY_FILE: certs.key,
-      GRPC_TLS_CA_FILE: certs.ca,
-    });
+    let env: Record<string, string> = { HUB_INTERNAL_KEY: key };
+    if (tls) {
+      certsDir = mkdtempSync(join(tmpdir(), 'agenthub-split-mtls-'));
+      certs = makeTestCertificates(certsDir);
+      intruder = grpc.credentials.createSsl(readFileSync(certs.ca), readFileSync(certs.key), readFileSync(certs.cert));
+      env = { ...env, GRPC_TLS_CERT_FILE: certs.cert, GRPC_TLS_KEY_FILE: certs.key, GRPC_TLS_CA_FILE: certs.ca };
+    } else {
+      intruder = grpc.credentials.createInsecure();
+    }
+    hub = await startTestHub(splitMode(real!), env);
   }, 180_000);
   afterAll(async () => {
     await hub?.stop();
-    rmSync(certsDir, { recursive: true, force: true });
+    if (certsDir) rmSync(certsDir, { recursive: true, force: true });
   }, 60_000);
 
   /** One address per service (a replica's, where the stack runs two). */
   const address = (name: UpstreamName) => hub.services[UPSTREAMS[name].typeName]!.split(',')[0]!;
 
-  it('serves agents through the gateway over mutual TLS with signed calls', async () => {
+  it('serves agents through the gateway with signed calls', async () => {
     const alice = await hub.agent('acme', 'alice');
     const { workspace } = await hub.ok(alice.api_key, 'x-hub/workspace.create', { name: 'w' });
     expect(workspace.id).toEqual(expect.any(String));
   });
 
-  it('refuses a client without a certificate, or one from another CA, on every service port', async () => {
+  if (tls) it('refuses a client without a certificate, or one from another CA, on every service port', async () => {
     const noCert = grpc.credentials.createSsl(readFileSync(certs.ca));
     const stranger = grpc.credentials.createSsl(readFileSync(certs.ca), readFileSync(certs.strangerKey), readFileSync(certs.strangerCert));
     for (const name of Object.keys(UPSTREAMS) as UpstreamName[]) {
@@ -181,9 +189,9 @@ describeSplit('split mode with HUB_INTERNAL_KEY and mutual TLS', () => {
     }
   }, 120_000);
 
-  it('refuses forged principals from a client with a valid certificate but no key, on every method of every service', async () => {
+  it(`refuses forged principals from a client ${tls ? 'with a valid certificate ' : ''}without the key, on every method of every service`, async () => {
     const trusted: string[] = [];
-    for (const name of Object.keys(UPSTREAMS) as UpstreamName[]) trusted.push(...(await refusedWithoutKey(address(name), name, withCert)));
+    for (const name of Object.keys(UPSTREAMS) as UpstreamName[]) trusted.push(...(await refusedWithoutKey(address(name), name, intruder)));
     expect(trusted).toEqual([]);
   }, 180_000);
 
@@ -199,12 +207,12 @@ describeSplit('split mode with HUB_INTERNAL_KEY and mutual TLS', () => {
       const codes = {
         name,
         // The control: the test signs as the hub does, so the refusals below come from what changed.
-        genuine: await forgedCall(address(name), first.path, false, { principal: aliceP, expires, signature: signed }, withCert),
-        otherMethod: await forgedCall(address(name), second.path, false, { principal: aliceP, expires, signature: signed }, withCert),
-        asOperator: await forgedCall(address(name), first.path, false, { principal: operator, expires, signature: signed }, withCert),
-        asOtherTenant: await forgedCall(address(name), first.path, false, { principal: otherTenantsAgent, expires, signature: signed }, withCert),
-        laterExpiry: await forgedCall(address(name), first.path, false, { principal: aliceP, expires: expires + 3_600_000, signature: signed }, withCert),
-        expired: await forgedCall(address(name), first.path, false, { principal: aliceP, expires: expired, signature: forgeSignature(key, first.path, aliceP, expired) }, withCert),
+        genuine: await forgedCall(address(name), first.path, false, { principal: aliceP, expires, signature: signed }, intruder),
+        otherMethod: await forgedCall(address(name), second.path, false, { principal: aliceP, expires, signature: signed }, intruder),
+        asOperator: await forgedCall(address(name), first.path, false, { principal: operator, expires, signature: signed }, intruder),
+        asOtherTenant: await forgedCall(address(name), first.path, false, { principal: otherTenantsAgent, expires, signature: signed }, intruder),
+        laterExpiry: await forgedCall(address(name), first.path, false, { principal: aliceP, expires: expires + 3_600_000, signature: signed }, intruder),
+        expired: await forgedCall(address(name), first.path, false, { principal: aliceP, expires: expired, signature: forgeSignature(key, first.path, aliceP, expired) }, intruder),
       };
       expect(codes.genuine).not.toBe(UNAUTHENTICATED);
       expect(codes).toEqual({ name, genuine: codes.genuine, otherMethod: UNAUTHENTICATED, asOperator: UNAUTHENTICATED, asOtherTenant: UNAUTHENTICATED, laterExpiry: UNAUTHENTICATED, expired: UNAUTHENTICATED });
