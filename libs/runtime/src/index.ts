@@ -46,4 +46,4 @@ export { startRelay, hasOutbox, reportOutboxLag, type Relay, type RelayOptions }
 /** The egress guard, the only way out to peers: global unicast only unless allowed, DNS pinned to checked addresses, no redirects, bounded responses. */
 export * from './egress/index.js';
 // Tracing: startTracing once per process; withSpan/withRemoteParent/currentTraceparent at the choke points (no-ops while off).
-export { startTracing, tracingOn, tracingRequested, withSpan, withRemoteParent, contextOf, currentTraceparent, injectTraceparent, traceFields, SpanKind, SpanStatusCode, TRACEPARENT, type TracingOptions, type SpanOptions } from './tracing.js';
+export { startTracing, tracingOn, tracingRequested, withSpan, openSpan, withRemoteParent, contextOf, currentTraceparent, injectTraceparent, traceFields, SpanKind, SpanStatusCode, TRACEPARENT, type TracingOptions, type SpanOptions, type OpenSpan } from './tracing.js';

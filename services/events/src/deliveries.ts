@@ -30,8 +30,8 @@ export interface EventMessage {
  * holding up every later event of its workspace.
  */
 export function intakeEvent(env: EventsEnv, message: EventMessage): Promise<void> {
-  // A consumer span in the trace of the call that wrote the event; its deliveries continue from it.
-  const span = { kind: SpanKind.CONSUMER, parent: contextOf(message.headers[TRACEPARENT]), attributes: { 'event.id': message.headers['event-id'] ?? '' } };
+  // A consumer span under the relay's publish span (in the trace of the call that wrote the event); its deliveries continue from it.
+  const span = { kind: SpanKind.CONSUMER, parent: contextOf(message.headers[TRACEPARENT]), attributes: { 'messaging.operation.type': 'process', 'event.id': message.headers['event-id'] ?? '' } };
   return withSpan('event intake', span, () => intake(env, message, AbortSignal.timeout(INTAKE_TIMEOUT_MS)));
 }
 
