@@ -33,7 +33,7 @@ export { serveGrpc, openBackends, serviceProcess, splitSecurity, clientOptions, 
 /** The gateway's API-key cache: a revoked key's tombstone outlives every cached entry, so it fails on the very next call. */
 export { authCacheKey, AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
 /** A process's life: parse config, start, stop gracefully on SIGTERM/SIGINT; operator mistakes exit with a message and a documented status. */
-export { runProcess, SUPPORTED_NODE_MAJOR, type Stop } from './process.js';
+export { runProcess, SUPPORTED_NODE_MAJOR, unsupportedNodeWarning, type Stop } from './process.js';
 /** /metrics, /healthz, /readyz (503 from the moment stopping begins) on the ops port. */
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';
 /** The transactional outbox: events are written in the same transaction as their change, in order per partition key. */
@@ -45,5 +45,5 @@ export { publishBeforeReturning } from './publish-barrier.js';
 export { startRelay, hasOutbox, reportOutboxLag, type Relay, type RelayOptions } from './relay.js';
 /** The egress guard, the only way out to peers: global unicast only unless allowed, DNS pinned to checked addresses, no redirects, bounded responses. */
 export * from './egress/index.js';
-// Tracing: startTracing once per process; withSpan/withRemoteParent/currentTraceparent at the choke points (no-ops while off).
-export { startTracing, tracingOn, tracingRequested, withSpan, withRemoteParent, contextOf, currentTraceparent, injectTraceparent, traceFields, SpanKind, SpanStatusCode, TRACEPARENT, type TracingOptions, type SpanOptions } from './tracing.js';
+// Tracing: startTracing once per process; withSpan/openSpan/withRemoteParent/currentTraceparent at the choke points (no-ops while off).
+export { startTracing, tracingOn, tracingRequested, withSpan, openSpan, withRemoteParent, contextOf, currentTraceparent, injectTraceparent, traceFields, SpanKind, SpanStatusCode, TRACEPARENT, type TracingOptions, type SpanOptions, type OpenSpan } from './tracing.js';

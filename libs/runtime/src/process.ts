@@ -95,10 +95,18 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
 /** The Node.js major version AgentHub is built and tested on (`.nvmrc`, `engines`, the image). */
 export const SUPPORTED_NODE_MAJOR = 24;
 
-/** Older runtimes still start (npm only warns about `engines`), but nobody tests them. */
+/**
+ * The warning a process logs at start on a Node.js older than the supported one (`version` as in
+ * process.versions.node), or undefined. Older runtimes still start (npm only warns about
+ * `engines`), but nobody tests them.
+ */
+export function unsupportedNodeWarning(version: string): string | undefined {
+  const major = Number(version.split('.')[0]);
+  if (major >= SUPPORTED_NODE_MAJOR) return undefined;
+  return `Node v${version} is not supported; run AgentHub on Node ${SUPPORTED_NODE_MAJOR} LTS (nvm use reads .nvmrc)`;
+}
+
 function warnUnsupportedNode(log: Logger): void {
-  const major = Number(process.versions.node.split('.')[0]);
-  if (major < SUPPORTED_NODE_MAJOR) {
-    log.warn({ node: process.version }, `Node ${process.version} is not supported; run AgentHub on Node ${SUPPORTED_NODE_MAJOR} LTS (nvm use reads .nvmrc)`);
-  }
+  const warning = unsupportedNodeWarning(process.versions.node);
+  if (warning) log.warn({ node: process.version }, warning);
 }

@@ -3,7 +3,7 @@ import type { Db, Queryable } from './db/index.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
-import { TRACEPARENT } from './tracing.js';
+import { contextOf, openSpan, SpanKind, TRACEPARENT } from './tracing.js';
 
 export interface RelayOptions {
   /** The service's database; its search path starts with the schema holding `outbox`. */
@@ -48,13 +48,34 @@ interface OutboxRow {
   traceparent: string | null;
 }
 
-function toMessage(row: OutboxRow): BusMessage {
+function toMessage(row: OutboxRow, traceparent: string | null): BusMessage {
   return {
     key: row.partition_key,
     value: JSON.stringify(row.payload),
     // The writer's trace rides along, so the consumer's work (webhook deliveries) continues it.
-    headers: { [EVENT_ID_HEADER]: row.event_id, [EVENT_TYPE_HEADER]: row.type, ...(row.traceparent ? { [TRACEPARENT]: row.traceparent } : {}) },
+    headers: { [EVENT_ID_HEADER]: row.event_id, [EVENT_TYPE_HEADER]: row.type, ...(traceparent ? { [TRACEPARENT]: traceparent } : {}) },
   };
+}
+
+/**
+ * Publishes one topic's rows; each row written in a traced call gets a producer span in that
+ * call's trace for this attempt, and its message carries that span as the consumer's parent.
+ */
+async function publishRun(bus: Bus, topic: string, rows: OutboxRow[], timeoutMs: number): Promise<void> {
+  const spans = rows.map((row) =>
+    openSpan(`publish ${topic}`, {
+      kind: SpanKind.PRODUCER,
+      parent: contextOf(row.traceparent),
+      attributes: { 'messaging.operation.type': 'send', 'messaging.destination.name': topic, 'messaging.message.id': row.event_id },
+    }),
+  );
+  try {
+    await withTimeout(bus.publish(topic, rows.map((row, i) => toMessage(row, spans[i]?.traceparent ?? row.traceparent))), timeoutMs);
+  } catch (err) {
+    for (const span of spans) span?.end(err);
+    throw err;
+  }
+  for (const span of spans) span?.end();
 }
 
 /** Consecutive rows of one topic go in one publish; order across topics stays that of `seq`. */
@@ -152,7 +173,7 @@ export function startRelay(options: RelayOptions): Relay {
         [batchSize],
       );
       if (rows.length === 0) return 'drained';
-      for (const run of runsByTopic(rows)) await withTimeout(bus.publish(run.topic, run.rows.map(toMessage)), publishTimeoutMs);
+      for (const run of runsByTopic(rows)) await publishRun(bus, run.topic, run.rows, publishTimeoutMs);
       releasePublished(rows);
       // The exact rows: one with a lower seq may have committed since the select and is not published yet.
       const seqs = rows.map((r) => r.seq);

@@ -139,6 +139,34 @@ export function withSpan<T>(name: string, options: SpanOptions, work: (span: Spa
   });
 }
 
+/** A span its caller ends, and the `traceparent` that makes it the parent of the receiver's work. */
+export interface OpenSpan {
+  readonly traceparent: string;
+  /** Ends the span; a thrown value marks it failed as withSpan does. */
+  end(err?: unknown): void;
+}
+
+/**
+ * Starts a span that stays open across work shared with other spans (one publish carrying
+ * messages of several traces), unlike withSpan's. Undefined without tracing or without `parent`.
+ */
+export function openSpan(name: string, options: SpanOptions & { parent: Context | undefined }): OpenSpan | undefined {
+  if (!tracer || !options.parent) return undefined;
+  const span = tracer.startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, options.parent);
+  const carrier: Record<string, string> = {};
+  propagation.inject(trace.setSpan(options.parent, span), carrier);
+  return {
+    traceparent: carrier[TRACEPARENT]!,
+    end(err?: unknown) {
+      if (err !== undefined && isFailure(err)) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      span.end();
+    },
+  };
+}
+
 const FAILURES: ReadonlySet<Reason> = new Set([Reason.INTERNAL, Reason.UNAVAILABLE, Reason.DEADLINE_EXCEEDED]);
 
 /** A span fails on the hub's own trouble; a refusal (bad params, not found, denied) is an answer. */

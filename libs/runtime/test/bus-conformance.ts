@@ -172,6 +172,24 @@ export function describeBusConformance(name: string, start: () => Promise<BusSub
       }
     });
 
+    it('reports how many messages each group has not handled yet (consumer lag), 0 once it has', async () => {
+      const bus = await connect();
+      expect(bus.consumerLag).toBeDefined();
+      const topic = unique('lag');
+      const [reading, idle] = [unique('group'), unique('group')];
+      const lag = async (group: string) => (await bus.consumerLag!(group, [topic])).map((row) => [row.topic, row.messages]);
+      await bus.publish(topic, [message('a', 1), message('b', 2), message('a', 3)]);
+      // A fresh Kafka loads its group coordinator on first use, answering NOT_COORDINATOR until then.
+      let before: unknown;
+      await eventually(async () => (before = await lag(reading).catch(() => undefined)) !== undefined, 'the log answered for the group');
+      expect(before).toEqual([[topic, 3]]);
+
+      const reader = await consume(bus, reading, [topic]);
+      subscriptions.push(reader.subscription);
+      await eventually(async () => (await lag(reading))[0]![1] === 0, 'the reading group committed all three');
+      expect(await lag(idle)).toEqual([[topic, 3]]);
+    });
+
     it('never lets two members of one group handle the same message', async () => {
       const group = unique('group');
       const topic = unique('members');

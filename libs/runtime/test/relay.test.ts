@@ -17,6 +17,7 @@ import {
   outboxValues,
   openDb,
   publishBeforeReturning,
+  reportOutboxLag,
   OUTBOX_TABLE_SQL,
   serveGrpc,
   startRelay,
@@ -142,6 +143,36 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     bus.failing = false;
     await eventually(async () => (await unpublished(db)) === 0, 'the rows were published after the bus came back');
     expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
+  });
+
+  it('reports its lag when scraped: the rows the bus has not taken and the oldest one\'s age, both 0 once published', async () => {
+    const { db } = await service();
+    const metrics = new Metrics();
+    const stop = reportOutboxLag(metrics, 'svc', db);
+    const scrape = async () => {
+      const text = await metrics.registry.metrics();
+      const value = (name: string) => Number(new RegExp(`^${name}\\{service="svc"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+      return { pending: value('agenthub_outbox_pending'), age: value('agenthub_outbox_pending_oldest_age_seconds') };
+    };
+    try {
+      expect(await scrape()).toEqual({ pending: 0, age: 0 });
+      const bus = new RecordingBus();
+      bus.failing = true;
+      await append(db, 3);
+      relay({ db, bus, log, pollMs: 10, maxBackoffMs: 50 });
+      await eventually(() => bus.attempts >= 2, 'the relay tried and failed');
+      // A scrape's read is shared by both gauges for a second; wait past that for fresh numbers.
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const behind = await scrape();
+      expect(behind.pending).toBe(3);
+      expect(behind.age).toBeGreaterThanOrEqual(1);
+
+      bus.failing = false;
+      await eventually(async () => (await scrape()).pending === 0, 'the scrape saw the outbox drained');
+      expect((await scrape()).age).toBe(0);
+    } finally {
+      stop();
+    }
   });
 
   it('publishes every row once and in seq order with two replicas relaying the same outbox', async () => {

@@ -30,8 +30,8 @@ export interface EventMessage {
  * holding up every later event of its workspace.
  */
 export function intakeEvent(env: EventsEnv, message: EventMessage): Promise<void> {
-  // A consumer span in the trace of the call that wrote the event; its deliveries continue from it.
-  const span = { kind: SpanKind.CONSUMER, parent: contextOf(message.headers[TRACEPARENT]), attributes: { 'event.id': message.headers['event-id'] ?? '' } };
+  // A consumer span under the relay's publish span (in the trace of the call that wrote the event); its deliveries continue from it.
+  const span = { kind: SpanKind.CONSUMER, parent: contextOf(message.headers[TRACEPARENT]), attributes: { 'messaging.operation.type': 'process', 'event.id': message.headers['event-id'] ?? '' } };
   return withSpan('event intake', span, () => intake(env, message, AbortSignal.timeout(INTAKE_TIMEOUT_MS)));
 }
 
@@ -84,8 +84,20 @@ async function attempt(
   signal?: AbortSignal,
 ) {
   // Each attempt is a span of the trace whose call wrote the event; the sender passes it on to the receiver.
-  const span = { kind: SpanKind.CLIENT, parent: contextOf(target.traceparent), attributes: { 'event.id': target.eventId } };
-  return withSpan('webhook delivery', span, () => sendAttempt(env, target, signal));
+  // HTTP client attributes without url.full: a receiver's URL may carry a token in its path or query.
+  // An unparsable URL is the sender's to refuse (recorded as the attempt's error), not the span's.
+  const url = URL.parse(target.url);
+  const attributes = {
+    'event.id': target.eventId,
+    'http.request.method': 'POST',
+    ...(url && { 'url.scheme': url.protocol.slice(0, -1), 'server.address': url.hostname, 'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)) }),
+  };
+  return withSpan('webhook delivery', { kind: SpanKind.CLIENT, parent: contextOf(target.traceparent), attributes }, async (span) => {
+    const sent = await sendAttempt(env, target, signal);
+    // 0: no response (refused, timed out, or an address the hub may not call).
+    if (sent.result.statusCode > 0) span?.setAttribute('http.response.status_code', sent.result.statusCode);
+    return sent;
+  });
 }
 
 async function sendAttempt(env: EventsEnv, target: { url: string; secrets: string[]; eventId: string; payload: string; headers?: Record<string, string> }, signal?: AbortSignal) {

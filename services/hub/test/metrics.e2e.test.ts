@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { backends } from '@agenthub/testing';
 import { startTestHub, type Agent, type TestHub } from './harness.js';
 
@@ -19,6 +20,13 @@ async function scrape(hub: TestHub): Promise<Map<string, number>> {
     samples.set(line.slice(0, at), Number(line.slice(at + 1)));
   }
   return samples;
+}
+
+/** The metric names of the table under "## Metrics and alerts" in docs/operations.md. */
+function documentedMetrics(): string[] {
+  const doc = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('\n## Metrics and alerts\n'), doc.indexOf('\n### Dashboard\n'));
+  return [...section.matchAll(/^\| `([a-z0-9_]+)` \|/gm)].map((m) => m[1]!);
 }
 
 /** Scrapes until `check` holds (backlogs settle asynchronously: the relay, the consumer). */
@@ -48,6 +56,8 @@ describe.each(backends().map((backend) => [backend.name, backend] as const))('me
       MESSAGING_PUSH_MAX_BACKOFF_MS: '3600000',
       EMBEDDINGS_THREADS: '1',
       HUB_METRICS: 'true',
+      // A blocking send to an agent that never answers returns after this long.
+      MESSAGING_BLOCKING_MS: '300',
     });
     sender = await hub.agent('acme', 'sender');
     offline = await hub.agent('acme', 'offline');
@@ -108,5 +118,44 @@ describe.each(backends().map((backend) => [backend.name, backend] as const))('me
     expect(samples.has('process_cpu_seconds_total')).toBe(true);
     expect([...samples.keys()].some((key) => key.startsWith('nodejs_eventloop_lag_seconds'))).toBe(true);
     expect(samples.has('agenthub_embedder_queue_depth{model="use-lite-en-0.2.0"}')).toBe(true);
+  });
+
+  it('times blocking sends and a stream\'s life as waits, apart from ordinary call latency', async () => {
+    const count = (samples: Map<string, number>, histogram: string, method: string) => samples.get(`${histogram}_count{method="${method}"}`) ?? 0;
+    const before = await scrape(hub);
+    const task = await hub.ok(sender.api_key, 'SendMessage', {
+      message: { role: 'user', parts: [{ kind: 'text', text: 'waits' }] },
+      configuration: { agentId: offline.agent_id, blocking: true },
+    });
+    const sent = await scrape(hub);
+    expect(count(sent, 'agenthub_jsonrpc_wait_seconds', 'SendMessage') - count(before, 'agenthub_jsonrpc_wait_seconds', 'SendMessage')).toBe(1);
+    expect(count(sent, 'agenthub_jsonrpc_request_seconds', 'SendMessage')).toBe(count(before, 'agenthub_jsonrpc_request_seconds', 'SendMessage'));
+
+    // A stream's opening is an ordinary call; its life, timed when it ends (here when its client leaves), a wait.
+    const leave = new AbortController();
+    const stream = await fetch(`${hub.url}/a2a`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${sender.api_key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: task.id } }),
+      signal: leave.signal,
+    });
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await stream.body!.getReader().read();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    leave.abort();
+    const streamed = await eventually(hub, (samples) => count(samples, 'agenthub_jsonrpc_wait_seconds', 'SubscribeToTask') === 1);
+    expect(count(streamed, 'agenthub_jsonrpc_wait_seconds', 'SubscribeToTask')).toBe(1);
+    expect(streamed.get('agenthub_jsonrpc_wait_seconds_sum{method="SubscribeToTask"}')).toBeGreaterThanOrEqual(1);
+    expect(count(streamed, 'agenthub_jsonrpc_request_seconds', 'SubscribeToTask')).toBe(1);
+    expect(streamed.get('agenthub_jsonrpc_request_seconds_sum{method="SubscribeToTask"}')).toBeLessThan(streamed.get('agenthub_jsonrpc_wait_seconds_sum{method="SubscribeToTask"}')!);
+  });
+
+  it('exposes every metric docs/operations.md lists, and every agenthub_ and grpc_ metric it exposes is listed there', async () => {
+    const text = await (await fetch(`${hub.url}/metrics`)).text();
+    const exposed = [...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!);
+    const documented = documentedMetrics();
+    expect(documented.length).toBeGreaterThan(25);
+    expect(documented.filter((name) => !exposed.includes(name))).toEqual([]);
+    expect(exposed.filter((name) => /^(agenthub|grpc)_/.test(name) && !documented.includes(name))).toEqual([]);
   });
 });

