@@ -53,6 +53,24 @@ function expectLimited(reply: { status: number; headers: Headers; body: any }, s
   }
 }
 
+/** The MCP SDK's own client on `url`'s `/mcp`, as the agent of `key`, from the client address `from`. */
+async function mcpClient(url: string, key: string, from: string): Promise<Client> {
+  const mcp = new Client({ name: 'rl-test', version: '1.0.0' });
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { Authorization: `Bearer ${key}`, 'X-Forwarded-For': from } } }),
+  );
+  return mcp;
+}
+
+/** A tool call past the waiting-call cap: a tool error carrying the refusal a JSON-RPC call gets. */
+function expectCapped(result: CallToolResult) {
+  expect(result.isError).toBe(true);
+  const { error } = result.structuredContent as { error: { code: number; message: string; data: { reason: string; retry_after_ms: number } } };
+  expect(error).toMatchObject({ code: -32029, data: { reason: 'rate_limited', retry_after_ms: expect.any(Number) } });
+  expect(error.message.startsWith('Too many waiting calls: an agent may hold at most 2 ')).toBe(true);
+  expect((result.content as { text: string }[])[0]!.text).toBe(`Error -32029: ${error.message}`);
+}
+
 /**
  * The quotas of agents, members and queued deliveries, overridden for one tenant, and the usage
  * of every quota; run on each backend and in split mode, where each is checked by its own service.
@@ -222,21 +240,8 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     const agent = await hub.agent('rl-mcp-wait', 'a');
     const peer = await hub.agent('rl-mcp-wait', 'peer');
     await hub.admin('tenants.set_limits', { tenant_id: 'rl-mcp-wait', limits: { key: { per_sec: 0.01, burst: 100 } } });
-    const mcp = new Client({ name: 'rl-test', version: '1.0.0' });
-    await mcp.connect(
-      new StreamableHTTPClientTransport(new URL('/mcp', hub.url), {
-        requestInit: { headers: { Authorization: `Bearer ${agent.api_key}`, 'X-Forwarded-For': '10.0.0.10' } },
-      }),
-    );
+    const mcp = await mcpClient(hub.url, agent.api_key, '10.0.0.10');
     const tool = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as CallToolResult;
-    /** The refusal a JSON-RPC call gets past the cap, as the tool error's structured content. */
-    const expectCapped = (result: CallToolResult) => {
-      expect(result.isError).toBe(true);
-      const { error } = result.structuredContent as { error: { code: number; message: string; data: { reason: string; retry_after_ms: number } } };
-      expect(error).toMatchObject({ code: -32029, data: { reason: 'rate_limited', retry_after_ms: expect.any(Number) } });
-      expect(error.message.startsWith('Too many waiting calls: an agent may hold at most 2 ')).toBe(true);
-      expect((result.content as { text: string }[])[0]!.text).toBe(`Error -32029: ${error.message}`);
-    };
     try {
       // Two JSON-RPC long-polls hold the cap: a waiting tool call is refused at once, until they end.
       const holding = post(hub.url, agent.api_key, [call('x-hub/inbox.poll', { wait_ms: 8_000 }), call('x-hub/inbox.poll', { wait_ms: 8_000 })], '10.0.0.10');
@@ -382,6 +387,14 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     do third = await post(secondUrl, agent.api_key, poll(100), '10.1.0.3');
     while (third.status !== 429 && Date.now() < until);
     expectLimited(third, 'waiting');
+    // So does its MCP endpoint, for a tool call that waits. (Connected only now: a replica that
+    // already knows the key would admit the third poll before the first replica admits the two.)
+    const mcp = await mcpClient(secondUrl, agent.api_key, '10.1.0.3');
+    try {
+      expectCapped((await mcp.callTool({ name: 'read_inbox', arguments: { wait_ms: 100 } })) as CallToolResult);
+    } finally {
+      await mcp.close();
+    }
     const held = await holding;
     expect(held.status).toBe(200);
     expect(held.body.map((reply: { error?: unknown }) => reply.error)).toEqual([undefined, undefined]);
