@@ -160,7 +160,7 @@ export async function createGateway(deps: Omit<GatewayDeps, 'host' | 'port'>): P
     agentCard: agentCards((request, options) => identity.getAgent(request, options)),
     origin: originOf({ publicUrl: deps.publicUrl, trustedProxies: deps.trustedProxies }),
     authenticator,
-    mcp: mcpEndpoint({ rpc: agentRpc, methods, authenticator, maxBodyBytes: deps.maxBodyBytes, log: deps.log }),
+    mcp: mcpEndpoint({ rpc: agentRpc, methods, authenticator, limits, maxBodyBytes: deps.maxBodyBytes, log: deps.log }),
     adminToken: deps.adminToken,
     maxBodyBytes: deps.maxBodyBytes,
     readiness: () => readiness(health, deps.kv),

@@ -1,3 +1,6 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { backends } from '@agenthub/testing';
 import { startTestHub, type TestHub } from './harness.js';
 import { splitMode, type SplitStack } from './split-hub.js';
@@ -48,6 +51,24 @@ function expectLimited(reply: { status: number; headers: Headers; body: any }, s
     if (scope === 'waiting') expect(error.message.startsWith('Too many waiting calls: an agent may hold at most 2 ')).toBe(true);
     else if (scope) expect(error.message).toBe(`Rate limit exceeded (${scope}); retry after ${reply.headers.get('Retry-After')} s`);
   }
+}
+
+/** The MCP SDK's own client on `url`'s `/mcp`, as the agent of `key`, from the client address `from`. */
+async function mcpClient(url: string, key: string, from: string): Promise<Client> {
+  const mcp = new Client({ name: 'rl-test', version: '1.0.0' });
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { Authorization: `Bearer ${key}`, 'X-Forwarded-For': from } } }),
+  );
+  return mcp;
+}
+
+/** A tool call past the waiting-call cap: a tool error carrying the refusal a JSON-RPC call gets. */
+function expectCapped(result: CallToolResult) {
+  expect(result.isError).toBe(true);
+  const { error } = result.structuredContent as { error: { code: number; message: string; data: { reason: string; retry_after_ms: number } } };
+  expect(error).toMatchObject({ code: -32029, data: { reason: 'rate_limited', retry_after_ms: expect.any(Number) } });
+  expect(error.message.startsWith('Too many waiting calls: an agent may hold at most 2 ')).toBe(true);
+  expect((result.content as { text: string }[])[0]!.text).toBe(`Error -32029: ${error.message}`);
 }
 
 /**
@@ -215,6 +236,50 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect((await post(hub.url, agent.api_key, call('x-hub/inbox.poll', { wait_ms: 10 }), '10.0.0.5')).status).toBe(200);
   });
 
+  it('counts the MCP endpoint\'s waiting tool calls against the same cap, refusing with the same error', async () => {
+    const agent = await hub.agent('rl-mcp-wait', 'a');
+    const peer = await hub.agent('rl-mcp-wait', 'peer');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-mcp-wait', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const mcp = await mcpClient(hub.url, agent.api_key, '10.0.0.10');
+    const tool = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+    try {
+      // Two JSON-RPC long-polls hold the cap: a waiting tool call is refused at once, until they end.
+      const holding = post(hub.url, agent.api_key, [call('x-hub/inbox.poll', { wait_ms: 8_000 }), call('x-hub/inbox.poll', { wait_ms: 8_000 })], '10.0.0.10');
+      const until = Date.now() + 7_000;
+      let polled: CallToolResult;
+      do polled = await tool('read_inbox', { wait_ms: 100 });
+      while (!polled.isError && Date.now() < until);
+      expectCapped(polled);
+      // A send that waits for its answer is refused before anything is sent; one that does not wait passes.
+      expectCapped(await tool('send_message', { agent_id: peer.agent_id, text: 'refused' }));
+      const sent = await tool('send_message', { agent_id: peer.agent_id, text: 'not waiting', wait: false });
+      expect(sent.isError).toBeFalsy();
+      const inbox = await post(hub.url, peer.api_key, call('x-hub/inbox.poll', { max: 10 }), '10.0.0.10');
+      expect(inbox.body.result.deliveries.map((d: any) => d.message.parts[0].text)).toEqual(['not waiting']);
+      expect((await holding).status).toBe(200);
+
+      // And the other way: two waiting tool calls hold the cap against a JSON-RPC long-poll. (The
+      // polls' slots are freed just after their answer is written: a read refused till then is tried again.)
+      const read = async () => {
+        let result: CallToolResult;
+        do result = await tool('read_inbox', { wait_ms: 8_000 });
+        while (result.isError && (result.structuredContent as { error: { code: number } }).error.code === -32029);
+        return result;
+      };
+      const reading = [read(), read()];
+      const readUntil = Date.now() + 7_000;
+      let third: Awaited<ReturnType<typeof post>>;
+      do third = await post(hub.url, agent.api_key, call('x-hub/inbox.poll', { wait_ms: 100 }), '10.0.0.10');
+      while (third.status !== 429 && Date.now() < readUntil);
+      expectLimited(third, 'waiting');
+      for (const read of await Promise.all(reading)) expect(read.isError).toBeFalsy();
+      // Freed when the tool calls end.
+      expect((await tool('read_inbox', { wait_ms: 10 })).isError).toBeFalsy();
+    } finally {
+      await mcp.close();
+    }
+  }, 60_000);
+
   it('refuses past a quota, naming it', async () => {
     const agent = await hub.agent('rl-quota', 'a');
     const other = await hub.agent('rl-quota-other', 'b');
@@ -322,6 +387,14 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     do third = await post(secondUrl, agent.api_key, poll(100), '10.1.0.3');
     while (third.status !== 429 && Date.now() < until);
     expectLimited(third, 'waiting');
+    // So does its MCP endpoint, for a tool call that waits. (Connected only now: a replica that
+    // already knows the key would admit the third poll before the first replica admits the two.)
+    const mcp = await mcpClient(secondUrl, agent.api_key, '10.1.0.3');
+    try {
+      expectCapped((await mcp.callTool({ name: 'read_inbox', arguments: { wait_ms: 100 } })) as CallToolResult);
+    } finally {
+      await mcp.close();
+    }
     const held = await holding;
     expect(held.status).toBe(200);
     expect(held.body.map((reply: { error?: unknown }) => reply.error)).toEqual([undefined, undefined]);

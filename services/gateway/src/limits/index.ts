@@ -4,7 +4,7 @@ import type { identityv1 } from '@agenthub/proto';
 import { HubError, sha256Hex, type ClientOf, type HubConfig, type Kv, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
 import { bearerToken } from '../auth.js';
 import { toA2aRpcError } from '../a2a/errors.js';
-import { toRpcError } from '../errors.js';
+import { toRpcError, type RpcError } from '../errors.js';
 import type { RpcMethod } from '../jsonrpc.js';
 import { clientAddressOf, type ProxyTrust } from '../origin.js';
 import { parseParams } from '../params.js';
@@ -91,9 +91,7 @@ export class Limits {
     if (waits > 0) {
       const release = await this.waiting.acquire(principal.agentId, waits, limits.maxWaitingPerAgent);
       if (!release) {
-        const max = limits.maxWaitingPerAgent;
-        const refusal = this.buckets.refused('waiting', principal.tenantId, { perSec: 0, burst: max }, 0, 1_000);
-        refuse(ctx, refusal, body, strict, `Too many waiting calls: an agent may hold at most ${max} long-polls, blocking sends and streams open at once`);
+        refuse(ctx, this.waitingRefused(principal.tenantId, limits.maxWaitingPerAgent), body, strict, tooManyWaiting(limits.maxWaitingPerAgent));
         return false;
       }
       // The client may have gone while the slots were acquired: its 'close' has passed then.
@@ -102,6 +100,26 @@ export class Limits {
     }
     rateHeaders(ctx, drawn);
     return true;
+  }
+
+  /**
+   * Holds a slot of the agent's waiting-call cap for one call made outside a request body that
+   * `admit` saw: an MCP tool call, whose JSON-RPC call is only known once the MCP server has read
+   * the message. A call that does not wait holds nothing. Past the cap, the error `admit` answers
+   * each call with (-32029, `Too many waiting calls: …`, `data.retry_after_ms`).
+   */
+  async holdWaiting(principal: Principal, call: { method: string; params: unknown }): Promise<{ release: () => void } | { error: RpcError }> {
+    if (principal.kind !== 'agent' || waitingCalls(call, false) === 0) return { release: () => {} };
+    const limits = await this.buckets.limitsOf(principal.tenantId, principal);
+    const release = await this.waiting.acquire(principal.agentId, 1, limits.maxWaitingPerAgent);
+    if (release) return { release };
+    const refusal = this.waitingRefused(principal.tenantId, limits.maxWaitingPerAgent);
+    return { error: toRpcError(HubError.rateLimited(refusal.retryAfterMs, tooManyWaiting(limits.maxWaitingPerAgent))) };
+  }
+
+  /** A call past the waiting-call cap: counted, and retried after a second (slots free as calls end). */
+  private waitingRefused(tenantId: string, max: number): Refusal {
+    return this.buckets.refused('waiting', tenantId, { perSec: 0, burst: max }, 0, 1_000);
   }
 
   /** `tenants.set_limits` and `tenants.get_limits` of `POST /admin`. */
@@ -135,6 +153,10 @@ export class Limits {
       }],
     ];
   }
+}
+
+function tooManyWaiting(max: number): string {
+  return `Too many waiting calls: an agent may hold at most ${max} long-polls, blocking sends and streams open at once`;
 }
 
 function rateHeaders(ctx: Koa.Context, at: Admission | Refusal): void {

@@ -15,6 +15,7 @@ import { BodyTooLarge, readBody } from '../app.js';
 import type { Authenticator } from '../auth.js';
 import { protocolError, RpcCode, toRpcError, type RpcError } from '../errors.js';
 import type { JsonRpcHandler, RpcContext } from '../jsonrpc.js';
+import type { Limits } from '../limits/index.js';
 import type { Route } from '../route.js';
 import { describeTool, paramsOf, TOOLS, type ToolDescription } from './tools.js';
 
@@ -26,6 +27,12 @@ export interface McpOptions {
   /** Its method table, whose params schemas describe the tools. */
   methods: ReadonlyMap<string, Route>;
   authenticator: Authenticator;
+  /**
+   * The agent's waiting-call cap (HUB_MAX_WAITING_PER_AGENT), which a tool call that waits (a send
+   * waiting for its answer, an inbox read with `wait_ms`) counts against like the JSON-RPC call
+   * it makes; absent, nothing is capped.
+   */
+  limits?: Pick<Limits, 'holdWaiting'>;
   maxBodyBytes: number;
   log: Logger;
 }
@@ -97,7 +104,10 @@ export function mcpEndpoint(options: McpOptions): McpEndpoint {
       } catch (err) {
         return toolError(toRpcError(HubError.from(err)));
       }
-      const { result, error } = await call(tool.method, params, extra.signal);
+      // `POST /mcp` was admitted before its messages were read: a waiting call takes its slot here.
+      const held = (await options.limits?.holdWaiting(principal, { method: tool.method, params })) ?? { release: () => {} };
+      if ('error' in held) return toolError(held.error);
+      const { result, error } = await call(tool.method, params, extra.signal).finally(held.release);
       if (error) return toolError(error);
       return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
     });
