@@ -1,6 +1,6 @@
 import { backends } from '@agenthub/testing';
 import { startTestHub, type TestHub } from './harness.js';
-import { splitMode, type SplitStack } from './split-hub.js';
+import { splitMode, type SplitProcessName, type SplitStack } from './split-hub.js';
 
 /** A token every 100 s, so no bucket refills while a test runs. */
 const LIMITS = {
@@ -22,7 +22,18 @@ const LIMITS = {
   HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '5',
   // Webhook URLs are taken without a DNS look-up.
   HUB_EGRESS_ALLOW_PRIVATE: 'true',
+  // Every scrape reads quota usage afresh.
+  HUB_METRICS_QUOTA_REFRESH_MS: '0',
 };
+
+/** The quota gauges of one tenant and quota in a /metrics text: used, limit and their ratio. */
+function quotaGauges(text: string, tenant: string, quota: string) {
+  const value = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`tenant="${tenant}"`) && l.includes(`quota="${quota}"`));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  return { used: value('agenthub_quota_used'), limit: value('agenthub_quota_limit'), ratio: value('agenthub_quota_usage_ratio') };
+}
 
 let nextId = 1;
 
@@ -270,6 +281,28 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     // The operator creates agents: the refusal has no caller tenant.
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="agents_per_tenant",tenant=""\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="queued_deliveries_per_agent",tenant="rl-q2"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="tasks_in_flight_per_sender",tenant="rl-inflight"\} 1/);
+  });
+
+  it('shows each tenant’s quota usage and limit (its override, else the default) in /metrics', async () => {
+    const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
+    // Identity: agents, overridden to 3 for rl-q2; others keep HUB_QUOTA_AGENTS_PER_TENANT.
+    expect(quotaGauges(text, 'rl-q2', 'agents_per_tenant')).toEqual({ used: 3, limit: 3, ratio: 1 });
+    expect(quotaGauges(text, 'rl-key', 'agents_per_tenant')).toEqual({ used: 2, limit: 5, ratio: 0.4 });
+    // Workspace: workspaces, and the fullest workspace's memories, bytes and members.
+    expect(quotaGauges(text, 'rl-quota', 'workspaces_per_tenant')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    expect(quotaGauges(text, 'rl-quota', 'memories_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    const bytes = 'The first memory.The second memory.'.length;
+    expect(quotaGauges(text, 'rl-quota', 'memory_bytes_per_workspace')).toEqual({ used: bytes, limit: 1000, ratio: bytes / 1000 });
+    expect(quotaGauges(text, 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    // Messaging: the busiest sender's tasks in flight.
+    expect(quotaGauges(text, 'rl-inflight', 'tasks_in_flight_per_sender')).toEqual({ used: 2, limit: 2, ratio: 1 });
+
+    // Read at scrape time: a new workspace shows in the next scrape.
+    const agent = await hub.agent('rl-gauge', 'a');
+    expect(quotaGauges(await (await fetch(`${hub.metricsUrl}/metrics`)).text(), 'rl-gauge', 'workspaces_per_tenant').used).toBeUndefined();
+    expect((await post(hub.url, agent.api_key, call('x-hub/workspace.create', { name: 'g' }), '10.0.0.10')).status).toBe(200);
+    expect(quotaGauges(await (await fetch(`${hub.metricsUrl}/metrics`)).text(), 'rl-gauge', 'workspaces_per_tenant')).toEqual({ used: 1, limit: 2, ratio: 0.5 });
   });
 
   it('keeps a tenant’s overrides across a restart', async () => {
@@ -308,6 +341,17 @@ const real = backends().find((b) => b.name === 'postgres+redis');
   });
 
   it('refuses agents, members and queued deliveries past the tenant’s quotas, each service reading the tenant’s overrides', () => tenantQuotas(hub), 60_000);
+
+  it('shows each quota’s usage on the /metrics of the service owning it', async () => {
+    const metrics = async (name: SplitProcessName) => (await fetch(`${hub.processes[name].opsUrl}/metrics`)).text();
+    expect(quotaGauges(await metrics('identity'), 'rl-q2', 'agents_per_tenant')).toEqual({ used: 3, limit: 3, ratio: 1 });
+    // Either replica of a service reads the same database.
+    expect(quotaGauges(await metrics('workspace-b'), 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    expect(quotaGauges(await metrics('messaging-a'), 'rl-q2', 'tasks_in_flight_per_sender')).toEqual({ used: 1, limit: 2, ratio: 0.5 });
+    // A quota's gauges are the owning service's alone.
+    expect(quotaGauges(await metrics('workspace-a'), 'rl-q2', 'agents_per_tenant').used).toBeUndefined();
+    expect(quotaGauges(await (await fetch(`${hub.gatewayOpsUrl}/metrics`)).text(), 'rl-q2', 'members_per_workspace').used).toBeUndefined();
+  });
 
   it('holds an agent’s waiting-call cap across replicas, and frees it when the calls end', async () => {
     const agent = await hub.agent('rl-split-wait', 'a');
