@@ -297,6 +297,8 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(quotaGauges(text, 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
     // Messaging: the busiest sender's tasks in flight.
     expect(quotaGauges(text, 'rl-inflight', 'tasks_in_flight_per_sender')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    // Events: the agent with the most agent-wide webhooks.
+    expect(quotaGauges(text, 'rl-q2', 'webhooks_per_agent')).toEqual({ used: 2, limit: 20, ratio: 0.1 });
 
     // Read at scrape time: a new workspace shows in the next scrape.
     const agent = await hub.agent('rl-gauge', 'a');
@@ -348,6 +350,7 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     // Either replica of a service reads the same database.
     expect(quotaGauges(await metrics('workspace-b'), 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
     expect(quotaGauges(await metrics('messaging-a'), 'rl-q2', 'tasks_in_flight_per_sender')).toEqual({ used: 1, limit: 2, ratio: 0.5 });
+    expect(quotaGauges(await metrics('events'), 'rl-q2', 'webhooks_per_agent')).toEqual({ used: 2, limit: 20, ratio: 0.1 });
     // A quota's gauges are the owning service's alone.
     expect(quotaGauges(await metrics('workspace-a'), 'rl-q2', 'agents_per_tenant').used).toBeUndefined();
     expect(quotaGauges(await (await fetch(`${hub.gatewayOpsUrl}/metrics`)).text(), 'rl-q2', 'members_per_workspace').used).toBeUndefined();
