@@ -120,6 +120,47 @@ async function tenantQuotas(hub: TestHub) {
   expect(usage).toContainEqual({ quota: 'queued_deliveries_per_agent', scope: third.agent_id, used: 1, limit: 1 });
 }
 
+/**
+ * The quotas of workspaces per tenant and of memories (count and bytes) per workspace, each
+ * refusal naming its quota; run on each backend and in split mode.
+ */
+async function workspaceQuotas(hub: TestHub) {
+  const agent = await hub.agent('rl-quota', 'a');
+  const other = await hub.agent('rl-quota-other', 'b');
+  await hub.admin('tenants.set_limits', { tenant_id: 'rl-quota', limits: { key: { per_sec: 0.01, burst: 100 } } });
+  const create = (key: string) => post(hub.url, key, call('x-hub/workspace.create', { name: 'q' }), '10.0.0.6');
+  const first = await create(agent.api_key);
+  const second = await create(agent.api_key);
+  const refused = await create(agent.api_key);
+  expect(refused.status).toBe(429);
+  expect(refused.body.error).toMatchObject({ code: -32029, message: expect.stringContaining('at most 2 workspaces'), data: { reason: 'quota_exceeded', field: 'workspaces_per_tenant' } });
+  expect(refused.body.error.data.retry_after_ms).toBeUndefined();
+  // Another tenant has its own quota.
+  expect((await create(other.api_key)).status).toBe(200);
+
+  const ws = first.body.result.workspace.id;
+  const store = (content: string) => post(hub.url, agent.api_key, call('x-hub/workspace.store', { workspace_id: ws, content }), '10.0.0.6');
+  expect((await store('The first memory.')).status).toBe(200);
+  expect((await store('The second memory.')).status).toBe(200);
+  const full = await store('One memory too many.');
+  expect(full.body.error).toMatchObject({ code: -32029, data: { field: 'memories_per_workspace' } });
+  // A duplicate merges into an existing memory: no new one, no refusal.
+  expect((await store('The first memory.')).status).toBe(200);
+
+  // Bytes of content per workspace (HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE, 1000): the second
+  // workspace takes 600 and refuses 600 more, with one memory of its two left.
+  const storeIn = (content: string) => post(hub.url, agent.api_key, call('x-hub/workspace.store', { workspace_id: second.body.result.workspace.id, content }), '10.0.0.6');
+  expect((await storeIn(`${'a'.repeat(599)}.`)).status).toBe(200);
+  const heavy = await storeIn(`${'b'.repeat(599)}.`);
+  expect(heavy.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a workspace holds at most 1000 bytes of memories; forget some first', data: { reason: 'quota_exceeded', field: 'memory_bytes_per_workspace' } });
+
+  const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-quota' });
+  expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 2, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'memories_per_workspace', scope: ws, used: 2, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'memory_bytes_per_workspace', scope: ws, used: 'The first memory.The second memory.'.length, limit: 1000 });
+
+}
+
 describe.each(backends())('Rate limits and caps on $name', (backend) => {
   let hub: TestHub;
   beforeAll(async () => {
@@ -226,34 +267,7 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect((await post(hub.url, agent.api_key, call('x-hub/inbox.poll', { wait_ms: 10 }), '10.0.0.5')).status).toBe(200);
   });
 
-  it('refuses past a quota, naming it', async () => {
-    const agent = await hub.agent('rl-quota', 'a');
-    const other = await hub.agent('rl-quota-other', 'b');
-    await hub.admin('tenants.set_limits', { tenant_id: 'rl-quota', limits: { key: { per_sec: 0.01, burst: 100 } } });
-    const create = (key: string) => post(hub.url, key, call('x-hub/workspace.create', { name: 'q' }), '10.0.0.6');
-    const first = await create(agent.api_key);
-    await create(agent.api_key);
-    const refused = await create(agent.api_key);
-    expect(refused.status).toBe(429);
-    expect(refused.body.error).toMatchObject({ code: -32029, message: expect.stringContaining('at most 2 workspaces'), data: { reason: 'quota_exceeded', field: 'workspaces_per_tenant' } });
-    expect(refused.body.error.data.retry_after_ms).toBeUndefined();
-    // Another tenant has its own quota.
-    expect((await create(other.api_key)).status).toBe(200);
-
-    const ws = first.body.result.workspace.id;
-    const store = (content: string) => post(hub.url, agent.api_key, call('x-hub/workspace.store', { workspace_id: ws, content }), '10.0.0.6');
-    expect((await store('The first memory.')).status).toBe(200);
-    expect((await store('The second memory.')).status).toBe(200);
-    const full = await store('One memory too many.');
-    expect(full.body.error).toMatchObject({ code: -32029, data: { field: 'memories_per_workspace' } });
-    // A duplicate merges into an existing memory: no new one, no refusal.
-    expect((await store('The first memory.')).status).toBe(200);
-
-    const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-quota' });
-    expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 2, limit: 2 });
-    expect(usage).toContainEqual({ quota: 'memories_per_workspace', scope: ws, used: 2, limit: 2 });
-    expect(usage).toContainEqual({ quota: 'memory_bytes_per_workspace', scope: ws, used: 'The first memory.The second memory.'.length, limit: 1000 });
-  });
+  it('refuses past a quota, naming it', () => workspaceQuotas(hub));
 
   it('refuses a send past the sender\'s tasks in flight (submitted or working), naming the quota', async () => {
     const sender = await hub.agent('rl-inflight', 'sender');
@@ -277,6 +291,7 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="waiting",tenant="rl-wait"\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="workspaces_per_tenant",tenant="rl-quota"\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="memories_per_workspace",tenant="rl-quota"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="memory_bytes_per_workspace",tenant="rl-quota"\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="members_per_workspace",tenant="rl-q2"\} 1/);
     // The operator creates agents: the refusal has no caller tenant.
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="agents_per_tenant",tenant=""\} 1/);
@@ -292,8 +307,8 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     // Workspace: workspaces, and the fullest workspace's memories, bytes and members.
     expect(quotaGauges(text, 'rl-quota', 'workspaces_per_tenant')).toEqual({ used: 2, limit: 2, ratio: 1 });
     expect(quotaGauges(text, 'rl-quota', 'memories_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
-    const bytes = 'The first memory.The second memory.'.length;
-    expect(quotaGauges(text, 'rl-quota', 'memory_bytes_per_workspace')).toEqual({ used: bytes, limit: 1000, ratio: bytes / 1000 });
+    // The fullest workspace's: the second one's 600 bytes, not the first one's 35.
+    expect(quotaGauges(text, 'rl-quota', 'memory_bytes_per_workspace')).toEqual({ used: 600, limit: 1000, ratio: 0.6 });
     expect(quotaGauges(text, 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
     // Messaging: the busiest sender's tasks in flight.
     expect(quotaGauges(text, 'rl-inflight', 'tasks_in_flight_per_sender')).toEqual({ used: 2, limit: 2, ratio: 1 });
@@ -334,6 +349,16 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     expectLimited(await post(hub.url, agent.api_key, list(), '10.1.0.1'), 'key');
   });
 
+  it('holds a tenant’s limit across replicas', async () => {
+    const a = await hub.agent('rl-split-tenant', 'a');
+    const b = await hub.agent('rl-split-tenant', 'b');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-split-tenant', limits: { tenant: { per_sec: 0.01, burst: 3 } } });
+    expect((await post(hub.url, a.api_key, [list(), list()], '10.1.0.4')).status).toBe(200);
+    expect((await post(secondUrl, b.api_key, list(), '10.1.0.4')).status).toBe(200);
+    expectLimited(await post(secondUrl, b.api_key, list(), '10.1.0.4'), 'tenant');
+    expectLimited(await post(hub.url, a.api_key, list(), '10.1.0.4'), 'tenant');
+  });
+
   it('holds an address’s limit across replicas', async () => {
     const badKey = `ahk_${'y'.repeat(43)}`;
     expect((await post(hub.url, badKey, list(), '10.1.0.2')).status).toBe(401);
@@ -343,6 +368,8 @@ const real = backends().find((b) => b.name === 'postgres+redis');
   });
 
   it('refuses agents, members and queued deliveries past the tenant’s quotas, each service reading the tenant’s overrides', () => tenantQuotas(hub), 60_000);
+
+  it('refuses workspaces and memories past their quotas, naming them', () => workspaceQuotas(hub), 60_000);
 
   it('shows each quota’s usage on the /metrics of the service owning it', async () => {
     const metrics = async (name: SplitProcessName) => (await fetch(`${hub.processes[name].opsUrl}/metrics`)).text();
