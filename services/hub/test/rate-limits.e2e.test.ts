@@ -267,6 +267,32 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect((await post(hub.url, agent.api_key, call('x-hub/inbox.poll', { wait_ms: 10 }), '10.0.0.5')).status).toBe(200);
   });
 
+  it('counts open streams and blocking sends against the waiting-call cap, not plain sends; a closed stream frees its slot', async () => {
+    const agent = await hub.agent('rl-wait-kinds', 'a');
+    const peer = await hub.agent('rl-wait-kinds', 'peer');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-wait-kinds', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const hangUp = new AbortController();
+    const stream = () =>
+      fetch(`${hub.url}/a2a`, {
+        method: 'POST',
+        signal: hangUp.signal,
+        headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', Authorization: `Bearer ${agent.api_key}`, 'X-Forwarded-For': '10.0.0.11' },
+        body: JSON.stringify(call('x-hub/inbox.stream', {})),
+      });
+    const streams = [await stream(), await stream()];
+    expect(streams.map((s) => s.status)).toEqual([200, 200]);
+    const send = (configuration: Record<string, unknown>) =>
+      post(hub.url, agent.api_key, call('SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] }, configuration: { agentId: peer.agent_id, ...configuration } }), '10.0.0.11');
+    expectLimited(await send({ blocking: true }), 'waiting');
+    expectLimited(await post(hub.url, agent.api_key, call('x-hub/inbox.stream', {}), '10.0.0.11'), 'waiting');
+    expect((await send({})).body.result.status.state).toBe('submitted');
+    hangUp.abort();
+    // The gateway frees the slots when it sees the connections close.
+    let after: Awaited<ReturnType<typeof post>> | undefined;
+    for (let i = 0; i < 50 && after?.status !== 200; i++) after = await post(hub.url, agent.api_key, [call('x-hub/inbox.poll', { wait_ms: 10 }), call('x-hub/inbox.poll', { wait_ms: 10 })], '10.0.0.11');
+    expect(after!.status).toBe(200);
+  });
+
   it('refuses past a quota, naming it', () => workspaceQuotas(hub));
 
   it('refuses a send past the sender\'s tasks in flight (submitted or working), naming the quota', async () => {
