@@ -244,6 +244,20 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(elsewhere.status).toBe(200);
   });
 
+  it('limits failed operator authentications on /admin per client address', async () => {
+    const admin = (token: string) =>
+      fetch(`${hub.url}/admin`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, 'X-Forwarded-For': '10.0.0.12' },
+        body: JSON.stringify(call('tenants.list')),
+      });
+    for (let i = 0; i < 3; i++) expect((await admin('not-the-token')).status).toBe(401);
+    const refused = await admin('not-the-token');
+    expectLimited({ status: refused.status, headers: refused.headers, body: await refused.json() }, 'address');
+    // Refused before the token is even compared: the right one waits for the address's tokens too.
+    expect((await admin(hub.adminToken)).status).toBe(429);
+  });
+
   it('caps the waiting calls of an agent, counting those inside a batch', async () => {
     const agent = await hub.agent('rl-wait', 'a');
     // Enough calls that only the cap refuses.
