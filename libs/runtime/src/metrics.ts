@@ -113,11 +113,16 @@ export class Metrics {
   quotaUsage(read: (top: number) => Promise<QuotaUsage[]>): () => void {
     let last: { at: number; rows: Promise<QuotaUsage[]> } | undefined;
     const shared = () => {
-      if (!last || Date.now() - last.at >= this.quotaRefreshMs) {
+      // Strictly older: with an interval of 0, the gauges one scrape collects in the same
+      // millisecond still share a read.
+      if (!last || Date.now() - last.at > this.quotaRefreshMs) {
         const rows = read(this.tenantLabels).then((all) => nearest(all, this.tenantLabels));
+        const current = { at: Date.now(), rows };
         // A failed read is not kept: the next scrape tries again.
-        rows.catch(() => (last = undefined));
-        last = { at: Date.now(), rows };
+        rows.catch(() => {
+          if (last === current) last = undefined;
+        });
+        last = current;
       }
       return last.rows;
     };
