@@ -114,6 +114,11 @@ const schema = z.object({
   HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: z.coerce.number().int().min(0).default(10_000),
   HUB_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   HUB_METRICS: bool.default(true),
+  // Per-tenant metric series are bounded: the first N refused tenants keep their own label in
+  // agenthub_limited_requests_total, and each quota's gauges show the N tenants nearest the limit.
+  HUB_METRICS_TENANTS: positiveInt.default(100),
+  // How long one read of quota usage (a grouped query over all tenants) serves scrapes.
+  HUB_METRICS_QUOTA_REFRESH_MS: z.coerce.number().int().min(0).default(60_000),
   // Gateway: the public base URL the hub is reached at (`https://hub.example.com`), from which
   // Agent Cards build their links; without it, from the request (forwarded headers honoured only
   // from HUB_TRUSTED_PROXIES, comma-separated addresses or CIDR ranges).

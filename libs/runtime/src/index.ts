@@ -19,7 +19,7 @@ export { resolveLogFormat, prettyDestination, type LogFormat, type LogFormatSett
 /** A taken or unusable listen address, named by its variables; runProcess prints it without a stack and exits 3. */
 export { ListenError, listenFailure } from './listen.js';
 /** The process's Prometheus registry and the gRPC call histograms; one per process. */
-export { Metrics, type GaugeSample, type GrpcCallRecorder } from './metrics.js';
+export { Metrics, OTHER_TENANTS, type GaugeSample, type GrpcCallRecorder, type QuotaUsage } from './metrics.js';
 /** The data directory 0700 and key files 0600, repaired with a warning when wider. */
 export { ensurePrivateDir, ensurePrivateFile } from './private-files.js';
 /** The relational store: PostgreSQL or PGlite behind one Db, one schema per service, migrations applied in order once. */

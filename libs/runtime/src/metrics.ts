@@ -6,6 +6,20 @@ export interface GaugeSample<L extends string> {
   value: number;
 }
 
+/**
+ * A tenant's use of one quota: its fullest scope (the workspace, agent or sender nearest the limit
+ * for per-workspace and per-agent quotas; the tenant itself for per-tenant ones).
+ */
+export interface QuotaUsage {
+  tenant: string;
+  quota: string;
+  used: number;
+  limit: number;
+}
+
+/** Label of the tenants past the `tenantLabels` first ones in agenthub_limited_requests_total. */
+export const OTHER_TENANTS = '_other';
+
 /** A gRPC call's duration, recorded under AgentHub's names and the names stock dashboards use. */
 export interface GrpcCallRecorder {
   observe(labels: { service: string; method: string; code: string }, seconds: number): void;
@@ -25,9 +39,16 @@ export class Metrics {
   /** Calls that wait by design (blocking sends, long-polls, streams), kept out of rpcDuration. */
   readonly rpcWaitDuration: Histogram<'method'>;
   readonly httpRequests: Counter<'route' | 'status'>;
-  readonly limitedRequests: Counter<'reason' | 'tenant'>;
+  private readonly limitedRequests: Counter<'reason' | 'tenant'>;
+  /** HUB_METRICS_TENANTS: most tenants named in one per-tenant family. */
+  private readonly tenantLabels: number;
+  /** HUB_METRICS_QUOTA_REFRESH_MS: how long a quota usage read serves scrapes. */
+  private readonly quotaRefreshMs: number;
+  private readonly labelledTenants = new Set<string>();
 
-  constructor(options: { defaultMetrics?: boolean } = {}) {
+  constructor(options: { defaultMetrics?: boolean; tenantLabels?: number; quotaRefreshMs?: number } = {}) {
+    this.tenantLabels = options.tenantLabels ?? 100;
+    this.quotaRefreshMs = options.quotaRefreshMs ?? 60_000;
     // Unprefixed (process_*, nodejs_*), as the stock Node.js dashboards expect.
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
     const buckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60];
@@ -61,10 +82,58 @@ export class Metrics {
     });
     this.limitedRequests = new Counter({
       name: 'agenthub_limited_requests_total',
-      help: 'Requests refused by a rate limit, concurrency cap or quota, by reason (key, tenant, address, waiting, or the quota) and tenant ("" before authentication).',
+      help: 'Requests refused by a rate limit, concurrency cap or quota, by reason (key, tenant, address, waiting, or the quota) and tenant ("" before authentication or for the operator; "_other" past the HUB_METRICS_TENANTS first tenants refused).',
       labelNames: ['reason', 'tenant'],
       registers: [this.registry],
     });
+  }
+
+  /**
+   * Counts a refusal. A refused tenant keeps its own series, up to HUB_METRICS_TENANTS of them
+   * per process (tenants are unbounded, Prometheus series must not be); later ones count as
+   * "_other", so the total stays right and the first noisy tenants stay visible.
+   */
+  limited(reason: string, tenantId: string): void {
+    let tenant = tenantId;
+    if (tenant && !this.labelledTenants.has(tenant)) {
+      if (this.labelledTenants.size < this.tenantLabels) this.labelledTenants.add(tenant);
+      else tenant = OTHER_TENANTS;
+    }
+    this.limitedRequests.inc({ reason, tenant });
+  }
+
+  /**
+   * Quotas' usage as three gauges by tenant and quota: `agenthub_quota_used`,
+   * `agenthub_quota_limit` and `agenthub_quota_usage_ratio` (used / limit). `read` runs the
+   * service's grouped usage query over all tenants; its answer serves scrapes for
+   * HUB_METRICS_QUOTA_REFRESH_MS, so a scrape every few seconds costs one query a minute. Of each
+   * quota, only the HUB_METRICS_TENANTS tenants nearest their limit are shown: those an SRE needs,
+   * with a bounded number of series however many tenants there are.
+   */
+  quotaUsage(read: (top: number) => Promise<QuotaUsage[]>): () => void {
+    let last: { at: number; rows: Promise<QuotaUsage[]> } | undefined;
+    const shared = () => {
+      // Strictly older: with an interval of 0, the gauges one scrape collects in the same
+      // millisecond still share a read.
+      if (!last || Date.now() - last.at > this.quotaRefreshMs) {
+        const rows = read(this.tenantLabels).then((all) => nearest(all, this.tenantLabels));
+        const current = { at: Date.now(), rows };
+        // A failed read is not kept: the next scrape tries again.
+        rows.catch(() => {
+          if (last === current) last = undefined;
+        });
+        last = current;
+      }
+      return last.rows;
+    };
+    const labels = ['tenant', 'quota'] as const;
+    const of = (value: (row: QuotaUsage) => number) => async () => (await shared()).map((row) => ({ labels: { tenant: row.tenant, quota: row.quota }, value: value(row) }));
+    const stops = [
+      this.gauge('agenthub_quota_used', "A tenant's use of a quota (its fullest workspace, agent or sender for per-workspace and per-agent quotas), for the tenants nearest their limit.", labels, of((row) => row.used)),
+      this.gauge('agenthub_quota_limit', "A tenant's limit of a quota (its override, else the HUB_QUOTA_* default).", labels, of((row) => row.limit)),
+      this.gauge('agenthub_quota_usage_ratio', "agenthub_quota_used / agenthub_quota_limit: 1 means the next request is refused.", labels, of((row) => row.used / row.limit)),
+    ];
+    return () => stops.forEach((stop) => stop());
   }
 
   private readonly readers = new Map<string, Set<() => Promise<GaugeSample<string>[]>>>();
@@ -185,6 +254,18 @@ export class Metrics {
       },
     };
   }
+}
+
+/** Of each quota, the `top` rows of the highest usage ratio. */
+function nearest(rows: QuotaUsage[], top: number): QuotaUsage[] {
+  const byQuota = new Map<string, QuotaUsage[]>();
+  for (const row of rows) {
+    if (row.limit <= 0) continue;
+    const list = byQuota.get(row.quota);
+    if (list) list.push(row);
+    else byQuota.set(row.quota, [row]);
+  }
+  return [...byQuota.values()].flatMap((list) => list.sort((a, b) => b.used / b.limit - a.used / a.limit).slice(0, top));
 }
 
 /** grpc-js names codes in capitals (`NOT_FOUND`); the stock dashboards use Go's (`NotFound`). */

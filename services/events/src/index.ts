@@ -121,7 +121,7 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
     // Task events feed task push notification configs (task-push.ts).
     const topics = [WORKSPACE_EVENTS_TOPIC, MESSAGING_EVENTS_TOPIC];
     const subscription = await deps.bus.subscribe(CONSUMER_GROUP, topics, (message) => intakeEvent(env, message));
-    const stopBacklog = reportBacklog(deps.metrics, deps.db, deps.bus, { group: CONSUMER_GROUP, topics });
+    const stopBacklog = reportBacklog(deps.metrics, deps.db, deps.bus, { group: CONSUMER_GROUP, topics }, env.limits.maxWebhooksPerWorkspace);
     const service = running;
     return {
       name: service.name,

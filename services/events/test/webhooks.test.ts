@@ -142,6 +142,20 @@ describe.each(backends().map((b) => [b.name, b] as const))('webhooks (%s)', (_na
     await create(owner, workspaceId);
   });
 
+  test(`an agent holds at most ${MAX_WEBHOOKS} agent-wide webhooks; another agent has its own; deleting one makes room`, async () => {
+    const [hooker, other] = await Promise.all([stack.agent('acme', 'Hooker'), stack.agent('acme', 'Other hooker')]);
+    const made = [];
+    for (let i = 0; i < MAX_WEBHOOKS; i += 1) made.push(await create(hooker, ''));
+    expect(await failure(create(hooker, ''))).toEqual({
+      reason: Reason.QUOTA_EXCEEDED,
+      message: `Quota exceeded: an agent holds at most ${MAX_WEBHOOKS} agent-wide webhooks; delete one first`,
+      field: 'webhooks_per_agent',
+    });
+    await create(other, '');
+    await stack.events.deleteWebhook({ workspaceId: '', webhookId: made[0]!.webhook!.id }, hooker.as);
+    await create(hooker, '');
+  });
+
   test('rotate_secret returns a new secret and when the previous one stops signing', async () => {
     const workspaceId = await staffed();
     const created = await create(owner, workspaceId);

@@ -405,6 +405,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
       'AgentHubEventLogConsumerLag',
       'AgentHubWebhookBacklogOld',
       'AgentHubPushBacklogOld',
+      'AgentHubTenantNearQuota',
       'AgentHubNotReady',
     ]);
     const runbooks = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
@@ -418,11 +419,14 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     expect(alerts[0]!.expr).toContain('> 0.05');
     // helm --set reads 0.01 as a string; a values file keeps it a number.
     const tunedValues = join(('dir' in obtained ? obtained.dir : tmpdir()), 'tuned-rules.yaml');
-    writeFileSync(tunedValues, 'prometheusRule:\n  errorRatio: 0.01\n  outboxAgeSeconds: 60\n');
+    writeFileSync(tunedValues, 'prometheusRule:\n  errorRatio: 0.01\n  outboxAgeSeconds: 60\n  quotaUsageRatio: 0.75\n');
     const tuned = render([PRODUCTION, tunedValues]);
     const tunedAlerts = find(tuned, 'PrometheusRule', 'hub-agenthub').spec.groups[0].rules as { alert: string; expr: string }[];
     expect(tunedAlerts.find((a) => a.alert === 'AgentHubErrorRate')!.expr).toContain('> 0.01');
     expect(tunedAlerts.find((a) => a.alert === 'AgentHubOutboxLag')!.expr).toContain('> 60');
+    // A tenant near any quota, named with the quota: the gauges read per tenant and quota.
+    expect(alerts.find((a) => a.alert === 'AgentHubTenantNearQuota')!.expr).toBe('max by (tenant, quota) (agenthub_quota_usage_ratio{namespace="agents", job=~"hub-agenthub-.*"}) >= 0.9');
+    expect(tunedAlerts.find((a) => a.alert === 'AgentHubTenantNearQuota')!.expr).toContain('>= 0.75');
   });
 
   it.each([
@@ -446,6 +450,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['a ServiceMonitor interval that is not a duration', 'serviceMonitor.interval=often', '/serviceMonitor/interval'],
     ['a misspelt networkPolicy setting', 'networkPolicy.enable=false', '/networkPolicy'],
     ['an outbox age of 0 seconds', 'prometheusRule.outboxAgeSeconds=0', '/prometheusRule/outboxAgeSeconds'],
+    ['a quota usage ratio above 1', 'prometheusRule.quotaUsageRatio=2', '/prometheusRule/quotaUsageRatio'],
     ['a misspelt dashboard setting', 'grafanaDashboard.enable=true', '/grafanaDashboard'],
   ])('refuses %s at lint and template time (values.schema.json)', (_name, set, where) => {
     const credentials = CREDENTIALS.flatMap((credential) => ['--set', credential]);

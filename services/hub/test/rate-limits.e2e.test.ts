@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { backends } from '@agenthub/testing';
 import { startTestHub, type TestHub } from './harness.js';
-import { splitMode, type SplitStack } from './split-hub.js';
+import { splitMode, type SplitProcessName, type SplitStack } from './split-hub.js';
 
 /** A token every 100 s, so no bucket refills while a test runs. */
 const LIMITS = {
@@ -25,7 +25,18 @@ const LIMITS = {
   HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '5',
   // Webhook URLs are taken without a DNS look-up.
   HUB_EGRESS_ALLOW_PRIVATE: 'true',
+  // Every scrape reads quota usage afresh.
+  HUB_METRICS_QUOTA_REFRESH_MS: '0',
 };
+
+/** The quota gauges of one tenant and quota in a /metrics text: used, limit and their ratio. */
+function quotaGauges(text: string, tenant: string, quota: string) {
+  const value = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`tenant="${tenant}"`) && l.includes(`quota="${quota}"`));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  return { used: value('agenthub_quota_used'), limit: value('agenthub_quota_limit'), ratio: value('agenthub_quota_usage_ratio') };
+}
 
 let nextId = 1;
 
@@ -130,6 +141,46 @@ async function tenantQuotas(hub: TestHub) {
   expect(usage).toContainEqual({ quota: 'queued_deliveries_per_agent', scope: third.agent_id, used: 1, limit: 1 });
 }
 
+/**
+ * The quotas of workspaces per tenant and of memories (count and bytes) per workspace, each
+ * refusal naming its quota; run on each backend and in split mode.
+ */
+async function workspaceQuotas(hub: TestHub) {
+  const agent = await hub.agent('rl-quota', 'a');
+  const other = await hub.agent('rl-quota-other', 'b');
+  await hub.admin('tenants.set_limits', { tenant_id: 'rl-quota', limits: { key: { per_sec: 0.01, burst: 100 } } });
+  const create = (key: string) => post(hub.url, key, call('x-hub/workspace.create', { name: 'q' }), '10.0.0.6');
+  const first = await create(agent.api_key);
+  const second = await create(agent.api_key);
+  const refused = await create(agent.api_key);
+  expect(refused.status).toBe(429);
+  expect(refused.body.error).toMatchObject({ code: -32029, message: expect.stringContaining('at most 2 workspaces'), data: { reason: 'quota_exceeded', field: 'workspaces_per_tenant' } });
+  expect(refused.body.error.data.retry_after_ms).toBeUndefined();
+  // Another tenant has its own quota.
+  expect((await create(other.api_key)).status).toBe(200);
+
+  const ws = first.body.result.workspace.id;
+  const store = (content: string) => post(hub.url, agent.api_key, call('x-hub/workspace.store', { workspace_id: ws, content }), '10.0.0.6');
+  expect((await store('The first memory.')).status).toBe(200);
+  expect((await store('The second memory.')).status).toBe(200);
+  const full = await store('One memory too many.');
+  expect(full.body.error).toMatchObject({ code: -32029, data: { field: 'memories_per_workspace' } });
+  // A duplicate merges into an existing memory: no new one, no refusal.
+  expect((await store('The first memory.')).status).toBe(200);
+
+  // Bytes of content per workspace (HUB_QUOTA_MEMORY_BYTES_PER_WORKSPACE, 1000): the second
+  // workspace takes 600 and refuses 600 more, with one memory of its two left.
+  const storeIn = (content: string) => post(hub.url, agent.api_key, call('x-hub/workspace.store', { workspace_id: second.body.result.workspace.id, content }), '10.0.0.6');
+  expect((await storeIn(`${'a'.repeat(599)}.`)).status).toBe(200);
+  const heavy = await storeIn(`${'b'.repeat(599)}.`);
+  expect(heavy.body.error).toMatchObject({ code: -32029, message: 'Quota exceeded: a workspace holds at most 1000 bytes of memories; forget some first', data: { reason: 'quota_exceeded', field: 'memory_bytes_per_workspace' } });
+
+  const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-quota' });
+  expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 2, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'memories_per_workspace', scope: ws, used: 2, limit: 2 });
+  expect(usage).toContainEqual({ quota: 'memory_bytes_per_workspace', scope: ws, used: 'The first memory.The second memory.'.length, limit: 1000 });
+}
+
 describe.each(backends())('Rate limits and caps on $name', (backend) => {
   let hub: TestHub;
   beforeAll(async () => {
@@ -213,6 +264,20 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(elsewhere.status).toBe(200);
   });
 
+  it('limits failed operator authentications on /admin per client address', async () => {
+    const admin = (token: string) =>
+      fetch(`${hub.url}/admin`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, 'X-Forwarded-For': '10.0.0.12' },
+        body: JSON.stringify(call('tenants.list')),
+      });
+    for (let i = 0; i < 3; i++) expect((await admin('not-the-token')).status).toBe(401);
+    const refused = await admin('not-the-token');
+    expectLimited({ status: refused.status, headers: refused.headers, body: await refused.json() }, 'address');
+    // Refused before the token is even compared: the right one waits for the address's tokens too.
+    expect((await admin(hub.adminToken)).status).toBe(429);
+  });
+
   it('caps the waiting calls of an agent, counting those inside a batch', async () => {
     const agent = await hub.agent('rl-wait', 'a');
     // Enough calls that only the cap refuses.
@@ -280,34 +345,33 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     }
   }, 60_000);
 
-  it('refuses past a quota, naming it', async () => {
-    const agent = await hub.agent('rl-quota', 'a');
-    const other = await hub.agent('rl-quota-other', 'b');
-    await hub.admin('tenants.set_limits', { tenant_id: 'rl-quota', limits: { key: { per_sec: 0.01, burst: 100 } } });
-    const create = (key: string) => post(hub.url, key, call('x-hub/workspace.create', { name: 'q' }), '10.0.0.6');
-    const first = await create(agent.api_key);
-    await create(agent.api_key);
-    const refused = await create(agent.api_key);
-    expect(refused.status).toBe(429);
-    expect(refused.body.error).toMatchObject({ code: -32029, message: expect.stringContaining('at most 2 workspaces'), data: { reason: 'quota_exceeded', field: 'workspaces_per_tenant' } });
-    expect(refused.body.error.data.retry_after_ms).toBeUndefined();
-    // Another tenant has its own quota.
-    expect((await create(other.api_key)).status).toBe(200);
-
-    const ws = first.body.result.workspace.id;
-    const store = (content: string) => post(hub.url, agent.api_key, call('x-hub/workspace.store', { workspace_id: ws, content }), '10.0.0.6');
-    expect((await store('The first memory.')).status).toBe(200);
-    expect((await store('The second memory.')).status).toBe(200);
-    const full = await store('One memory too many.');
-    expect(full.body.error).toMatchObject({ code: -32029, data: { field: 'memories_per_workspace' } });
-    // A duplicate merges into an existing memory: no new one, no refusal.
-    expect((await store('The first memory.')).status).toBe(200);
-
-    const { usage } = await hub.admin('tenants.usage', { tenant_id: 'rl-quota' });
-    expect(usage).toContainEqual({ quota: 'workspaces_per_tenant', scope: '', used: 2, limit: 2 });
-    expect(usage).toContainEqual({ quota: 'memories_per_workspace', scope: ws, used: 2, limit: 2 });
-    expect(usage).toContainEqual({ quota: 'memory_bytes_per_workspace', scope: ws, used: 'The first memory.The second memory.'.length, limit: 1000 });
+  it('counts open streams and blocking sends against the waiting-call cap, not plain sends; a closed stream frees its slot', async () => {
+    const agent = await hub.agent('rl-wait-kinds', 'a');
+    const peer = await hub.agent('rl-wait-kinds', 'peer');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-wait-kinds', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    const hangUp = new AbortController();
+    const stream = () =>
+      fetch(`${hub.url}/a2a`, {
+        method: 'POST',
+        signal: hangUp.signal,
+        headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', Authorization: `Bearer ${agent.api_key}`, 'X-Forwarded-For': '10.0.0.11' },
+        body: JSON.stringify(call('x-hub/inbox.stream', {})),
+      });
+    const streams = [await stream(), await stream()];
+    expect(streams.map((s) => s.status)).toEqual([200, 200]);
+    const send = (configuration: Record<string, unknown>) =>
+      post(hub.url, agent.api_key, call('SendMessage', { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }] }, configuration: { agentId: peer.agent_id, ...configuration } }), '10.0.0.11');
+    expectLimited(await send({ blocking: true }), 'waiting');
+    expectLimited(await post(hub.url, agent.api_key, call('x-hub/inbox.stream', {}), '10.0.0.11'), 'waiting');
+    expect((await send({})).body.result.status.state).toBe('submitted');
+    hangUp.abort();
+    // The gateway frees the slots when it sees the connections close.
+    let after: Awaited<ReturnType<typeof post>> | undefined;
+    for (let i = 0; i < 50 && after?.status !== 200; i++) after = await post(hub.url, agent.api_key, [call('x-hub/inbox.poll', { wait_ms: 10 }), call('x-hub/inbox.poll', { wait_ms: 10 })], '10.0.0.11');
+    expect(after!.status).toBe(200);
   });
+
+  it('refuses past a quota, naming it', () => workspaceQuotas(hub));
 
   it('refuses a send past the sender\'s tasks in flight (submitted or working), naming the quota', async () => {
     const sender = await hub.agent('rl-inflight', 'sender');
@@ -331,10 +395,35 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="waiting",tenant="rl-wait"\} [1-9]/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="workspaces_per_tenant",tenant="rl-quota"\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="memories_per_workspace",tenant="rl-quota"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="memory_bytes_per_workspace",tenant="rl-quota"\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="members_per_workspace",tenant="rl-q2"\} 1/);
     // The operator creates agents: the refusal has no caller tenant.
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="agents_per_tenant",tenant=""\} 1/);
     expect(text).toMatch(/agenthub_limited_requests_total\{reason="queued_deliveries_per_agent",tenant="rl-q2"\} 1/);
+    expect(text).toMatch(/agenthub_limited_requests_total\{reason="tasks_in_flight_per_sender",tenant="rl-inflight"\} 1/);
+  });
+
+  it('shows each tenant’s quota usage and limit (its override, else the default) in /metrics', async () => {
+    const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
+    // Identity: agents, overridden to 3 for rl-q2; others keep HUB_QUOTA_AGENTS_PER_TENANT.
+    expect(quotaGauges(text, 'rl-q2', 'agents_per_tenant')).toEqual({ used: 3, limit: 3, ratio: 1 });
+    expect(quotaGauges(text, 'rl-key', 'agents_per_tenant')).toEqual({ used: 2, limit: 5, ratio: 0.4 });
+    // Workspace: workspaces, and the fullest workspace's memories, bytes and members.
+    expect(quotaGauges(text, 'rl-quota', 'workspaces_per_tenant')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    expect(quotaGauges(text, 'rl-quota', 'memories_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    // The fullest workspace's: the second one's 600 bytes, not the first one's 35.
+    expect(quotaGauges(text, 'rl-quota', 'memory_bytes_per_workspace')).toEqual({ used: 600, limit: 1000, ratio: 0.6 });
+    expect(quotaGauges(text, 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    // Messaging: the busiest sender's tasks in flight.
+    expect(quotaGauges(text, 'rl-inflight', 'tasks_in_flight_per_sender')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    // Events: the agent with the most agent-wide webhooks.
+    expect(quotaGauges(text, 'rl-q2', 'webhooks_per_agent')).toEqual({ used: 2, limit: 20, ratio: 0.1 });
+
+    // Read at scrape time: a new workspace shows in the next scrape.
+    const agent = await hub.agent('rl-gauge', 'a');
+    expect(quotaGauges(await (await fetch(`${hub.metricsUrl}/metrics`)).text(), 'rl-gauge', 'workspaces_per_tenant').used).toBeUndefined();
+    expect((await post(hub.url, agent.api_key, call('x-hub/workspace.create', { name: 'g' }), '10.0.0.10')).status).toBe(200);
+    expect(quotaGauges(await (await fetch(`${hub.metricsUrl}/metrics`)).text(), 'rl-gauge', 'workspaces_per_tenant')).toEqual({ used: 1, limit: 2, ratio: 0.5 });
   });
 
   it('keeps a tenant’s overrides across a restart', async () => {
@@ -364,6 +453,16 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     expectLimited(await post(hub.url, agent.api_key, list(), '10.1.0.1'), 'key');
   });
 
+  it('holds a tenant’s limit across replicas', async () => {
+    const a = await hub.agent('rl-split-tenant', 'a');
+    const b = await hub.agent('rl-split-tenant', 'b');
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-split-tenant', limits: { tenant: { per_sec: 0.01, burst: 3 } } });
+    expect((await post(hub.url, a.api_key, [list(), list()], '10.1.0.4')).status).toBe(200);
+    expect((await post(secondUrl, b.api_key, list(), '10.1.0.4')).status).toBe(200);
+    expectLimited(await post(secondUrl, b.api_key, list(), '10.1.0.4'), 'tenant');
+    expectLimited(await post(hub.url, a.api_key, list(), '10.1.0.4'), 'tenant');
+  });
+
   it('holds an address’s limit across replicas', async () => {
     const badKey = `ahk_${'y'.repeat(43)}`;
     expect((await post(hub.url, badKey, list(), '10.1.0.2')).status).toBe(401);
@@ -373,6 +472,20 @@ const real = backends().find((b) => b.name === 'postgres+redis');
   });
 
   it('refuses agents, members and queued deliveries past the tenant’s quotas, each service reading the tenant’s overrides', () => tenantQuotas(hub), 60_000);
+
+  it('refuses workspaces and memories past their quotas, naming them', () => workspaceQuotas(hub), 60_000);
+
+  it('shows each quota’s usage on the /metrics of the service owning it', async () => {
+    const metrics = async (name: SplitProcessName) => (await fetch(`${hub.processes[name].opsUrl}/metrics`)).text();
+    expect(quotaGauges(await metrics('identity'), 'rl-q2', 'agents_per_tenant')).toEqual({ used: 3, limit: 3, ratio: 1 });
+    // Either replica of a service reads the same database.
+    expect(quotaGauges(await metrics('workspace-b'), 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    expect(quotaGauges(await metrics('messaging-a'), 'rl-q2', 'tasks_in_flight_per_sender')).toEqual({ used: 1, limit: 2, ratio: 0.5 });
+    expect(quotaGauges(await metrics('events'), 'rl-q2', 'webhooks_per_agent')).toEqual({ used: 2, limit: 20, ratio: 0.1 });
+    // A quota's gauges are the owning service's alone.
+    expect(quotaGauges(await metrics('workspace-a'), 'rl-q2', 'agents_per_tenant').used).toBeUndefined();
+    expect(quotaGauges(await (await fetch(`${hub.gatewayOpsUrl}/metrics`)).text(), 'rl-q2', 'members_per_workspace').used).toBeUndefined();
+  });
 
   it('holds an agent’s waiting-call cap across replicas, and frees it when the calls end', async () => {
     const agent = await hub.agent('rl-split-wait', 'a');

@@ -4,7 +4,8 @@
  */
 import { identityv1 } from '@agenthub/proto';
 import { egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
-import { createIdentityHandlers, type IdentityQuotas } from './server.js';
+import { createIdentityHandlers, DEFAULT_IDENTITY_QUOTAS, type IdentityQuotas } from './server.js';
+import { IdentityStore } from './store.js';
 
 /** The service's settings from configuration; its main.ts and the all-in-one hub both use it. */
 export { identityOptions } from './options.js';
@@ -22,12 +23,26 @@ export interface IdentityDeps extends ServiceDeps {
 }
 
 /** Migrates the `identity` schema, then serves IdentityService on `deps.listen`. */
-export function startIdentity(deps: IdentityDeps): Promise<RunningService> {
+export async function startIdentity(deps: IdentityDeps): Promise<RunningService> {
   const egress = egressPolicy(deps.egress?.allowPrivate ?? false, deps.egress?.resolve);
-  return serveGrpc(
+  const running = await serveGrpc(
     'identity',
     deps,
     { schema: 'identity', migrations: new URL('../migrations/', import.meta.url) },
     (server) => server.add(identityv1.IdentityService, createIdentityHandlers({ db: deps.db, kv: deps.kv, egress, quotas: deps.quotas })),
   );
+  const maxAgents = deps.quotas?.agentsPerTenant ?? DEFAULT_IDENTITY_QUOTAS.agentsPerTenant;
+  const store = new IdentityStore(deps.db);
+  // Each tenant's agents against agents_per_tenant, in /metrics (the tenants nearest it).
+  const stopQuotaGauges = deps.metrics.quotaUsage(async () =>
+    (await store.agentCounts()).map((row) => ({ tenant: row.tenant, quota: 'agents_per_tenant', used: row.agents, limit: row.quota === null ? maxAgents : Number(row.quota) })),
+  );
+  return {
+    name: running.name,
+    address: running.address,
+    async stop(graceMs) {
+      stopQuotaGauges();
+      await running.stop(graceMs);
+    },
+  };
 }

@@ -196,6 +196,15 @@ export class IdentityStore {
     return raw === undefined ? undefined : typeof raw === 'string' ? (JSON.parse(raw) as StoredLimits) : raw;
   }
 
+  /** Every tenant's agents and its override of `agents_per_tenant` (null: the default). */
+  async agentCounts(): Promise<{ tenant: string; agents: number; quota: string | null }[]> {
+    const { rows } = await this.q.query<{ tenant: string; agents: number; quota: string | null }>(
+      `SELECT t.id AS tenant, count(a.id)::int AS agents, t.limits->'quotas'->>'agents_per_tenant' AS quota
+         FROM tenants t LEFT JOIN agents a ON a.tenant_id = t.id GROUP BY t.id`,
+    );
+    return rows;
+  }
+
   async agentCount(signal: AbortSignal, tenantId: string): Promise<number> {
     const { rows } = await this.q.query<{ n: string | number }>('SELECT count(*) AS n FROM agents WHERE tenant_id = $1', [tenantId], signal);
     return Number(rows[0]?.n ?? 0);

@@ -8,9 +8,9 @@ const ACTIVE_STATES = [...UPDATABLE];
  * What SREs alert on in the messaging service, read when Prometheus scrapes: deliveries queued
  * for connected agents (their inboxes, in total: one series per agent would be unbounded),
  * deliveries queued per push agent (one series per registered push endpoint), and tasks in each
- * active state. Returns how to stop reporting them.
+ * active state; and each tenant's use of the tasks-in-flight quota. Returns how to stop reporting them.
  */
-export function reportBacklog(metrics: Metrics, db: Db): () => void {
+export function reportBacklog(metrics: Metrics, db: Db, maxTasksInFlightPerSender: number): () => void {
   // One read of the queue feeds both families (inbox totals and push per agent).
   let last: { at: number; rows: Promise<{ agent_id: string; push: boolean; n: number; oldest: string | number }[]> } | undefined;
   const queue = () => {
@@ -43,5 +43,19 @@ export function reportBacklog(metrics: Metrics, db: Db): () => void {
       return ACTIVE_STATES.map((state) => ({ labels: { state }, value: counts.get(state) ?? 0 }));
     }),
   ];
+  if (Number.isFinite(maxTasksInFlightPerSender)) {
+    // Each tenant's busiest sender against tasks_in_flight_per_sender; the partial index of
+    // in-flight tasks keeps the read to those.
+    stops.push(
+      metrics.quotaUsage(async () => {
+        const { rows } = await db.query<{ tenant: string; n: number }>(
+          `SELECT tenant, max(n)::int AS n FROM (
+             SELECT sender_tenant_id AS tenant, count(*) AS n FROM tasks WHERE state IN ('submitted', 'working') GROUP BY sender_tenant_id, sender_agent_id
+           ) AS senders GROUP BY tenant`,
+        );
+        return rows.map((row) => ({ tenant: row.tenant, quota: 'tasks_in_flight_per_sender', used: row.n, limit: maxTasksInFlightPerSender }));
+      }),
+    );
+  }
   return () => stops.forEach((stop) => stop());
 }

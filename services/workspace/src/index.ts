@@ -6,7 +6,9 @@ import { identityv1, workspacev1 } from '@agenthub/proto';
 import { clientOptions, createClient, serveGrpc, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import type { Embedder } from './embedder.js';
 import { createEmbedder, createVectorStore, describeMemoryBackends, type MemoryConfig } from './memories-backends.js';
-import { createWorkspaceHandlers } from './server.js';
+import { createWorkspaceHandlers, quotaOverridesOf } from './server.js';
+import { DEFAULT_WORKSPACE_QUOTAS, reportQuotaUsage } from './quotas.js';
+import { WorkspaceStore } from './store.js';
 import type { VectorStore } from './vectors.js';
 import type { AfterDelete } from './workspaces.js';
 import type { WorkspaceQuotas } from './quotas.js';
@@ -62,23 +64,26 @@ export async function startWorkspace(deps: WorkspaceDeps): Promise<RunningServic
   const vectors = deps.vectors ?? createVectorStore(deps.memory ?? {}, deps.db, deps.log);
   const closeEmbedder = () => (deps.embedder ? Promise.resolve() : embedder.close());
   const identity = createClient(identityv1.IdentityService, deps.identityAddr, clientOptions(deps));
+  const overrides = quotaOverridesOf(identity);
   try {
     const running = await serveGrpc(
       'workspace',
       deps,
       // Its events share their keys (workspace ids) with the secrets service's: see serveGrpc.
       { schema: 'workspace', migrations: new URL('../migrations/', import.meta.url), publishBeforeAnswer: true },
-      (server, db) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db, identity, embedder, vectors, afterDelete: deps.afterDelete, quotas: deps.quotas })),
+      (server, db) => server.add(workspacev1.WorkspaceService, createWorkspaceHandlers({ db, identity, embedder, vectors, afterDelete: deps.afterDelete, quotas: deps.quotas, overrides })),
     );
     deps.log.info(describeMemoryBackends(embedder, vectors), 'memory backends');
     const stopQueueGauge = deps.metrics.gauge('agenthub_embedder_queue_depth', 'Texts waiting for an embedding worker thread of the built-in model.', ['model'], async () =>
       embedder.queueDepth ? [{ labels: { model: embedder.modelId }, value: embedder.queueDepth() }] : [],
     );
+    const stopQuotaGauges = reportQuotaUsage(deps.metrics, new WorkspaceStore(deps.db), deps.quotas ?? DEFAULT_WORKSPACE_QUOTAS, overrides);
     return {
       name: running.name,
       address: running.address,
       async stop(graceMs) {
         stopQueueGauge();
+        stopQuotaGauges();
         await running.stop(graceMs);
         identity.close();
         await closeEmbedder();

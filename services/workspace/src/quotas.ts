@@ -1,5 +1,6 @@
-import { HubError, Reason, type CallContext, type HubConfig } from '@agenthub/runtime';
+import { HubError, Reason, type CallContext, type HubConfig, type Metrics, type QuotaOverrides, type QuotaUsage } from '@agenthub/runtime';
 import type { WorkspaceEnv } from './access.js';
+import type { WorkspaceStore } from './store.js';
 
 /** Per-tenant and per-workspace quotas of the workspace service (HUB_QUOTA_*). */
 export interface WorkspaceQuotas {
@@ -58,4 +59,29 @@ export async function tenantUsage(env: WorkspaceEnv, ctx: CallContext, tenantId:
       ]),
     ],
   };
+}
+
+/**
+ * The workspace service's quotas in /metrics: each tenant's workspaces, and its fullest
+ * workspace's memories, bytes and members. Members may be overridden per tenant: the overrides
+ * are asked (of identity, cached) only for the `top` tenants nearest the default limit, so a
+ * refresh costs at most that many identity calls however many tenants there are.
+ */
+export function reportQuotaUsage(metrics: Metrics, store: WorkspaceStore, quotas: WorkspaceQuotas, overrides: QuotaOverrides): () => void {
+  return metrics.quotaUsage(async (top) => {
+    const rows = await store.quotaUsageByTenant();
+    const usage = (tenant: string, quota: string, used: number, limit: number): QuotaUsage => ({ tenant, quota, used, limit });
+    const nearest = [...rows].sort((a, b) => b.members - a.members).slice(0, top);
+    const members = await Promise.all(
+      nearest.map(async (r) => usage(r.tenant, 'members_per_workspace', r.members, await overrides.limit(r.tenant, 'members_per_workspace', quotas.membersPerWorkspace))),
+    );
+    return [
+      ...rows.flatMap((r) => [
+        usage(r.tenant, 'workspaces_per_tenant', r.workspaces, quotas.workspacesPerTenant),
+        usage(r.tenant, 'memories_per_workspace', r.memories, quotas.memoriesPerWorkspace),
+        usage(r.tenant, 'memory_bytes_per_workspace', Number(r.bytes), quotas.memoryBytesPerWorkspace),
+      ]),
+      ...members,
+    ];
+  });
 }

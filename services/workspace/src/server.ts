@@ -22,6 +22,11 @@ function accessSubject(ctx: CallContext, agentId: string): Caller {
   return { agentId: validate.agentId(agentId), tenantId: '' };
 }
 
+/** The tenants' quota overrides as identity keeps them, read as the operator. */
+export function quotaOverridesOf(identity: IdentityClient): QuotaOverrides {
+  return new QuotaOverrides(async (tenantId, signal) => (await identity.getTenantLimits({ tenantId }, { principal: { kind: 'operator' }, signal })).limits?.quotas ?? {});
+}
+
 /** The handlers of `agenthub.workspace.v1.WorkspaceService` over a migrated database. */
 export function createWorkspaceHandlers(deps: {
   db: Db;
@@ -31,6 +36,8 @@ export function createWorkspaceHandlers(deps: {
   vectors?: VectorStore;
   afterDelete?: AfterDelete;
   quotas?: WorkspaceQuotas;
+  /** The tenants' quota overrides; absent, read from `identity` (quotaOverridesOf). */
+  overrides?: QuotaOverrides;
 }): ServiceHandlers<typeof workspacev1.WorkspaceService.method> {
   const env: DeleteEnv = {
     store: new WorkspaceStore(deps.db),
@@ -38,7 +45,7 @@ export function createWorkspaceHandlers(deps: {
     vectors: deps.vectors,
     afterDelete: deps.afterDelete,
     quotas: deps.quotas ?? DEFAULT_WORKSPACE_QUOTAS,
-    overrides: new QuotaOverrides(async (tenantId, signal) => (await deps.identity.getTenantLimits({ tenantId }, { principal: { kind: 'operator' }, signal })).limits?.quotas ?? {}),
+    overrides: deps.overrides ?? quotaOverridesOf(deps.identity),
   };
   const memory = (): MemoryEnv => {
     if (!deps.embedder || !deps.vectors) throw new HubError(Reason.UNAVAILABLE, 'Memories are not configured on this server');

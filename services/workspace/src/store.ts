@@ -115,6 +115,22 @@ export class WorkspaceStore {
     }, signal);
   }
 
+  /**
+   * Every tenant's workspaces, and the most memories, bytes of memories and members any one of
+   * them holds: one grouped read of all tenants for the quota gauges.
+   */
+  async quotaUsageByTenant(): Promise<{ tenant: string; workspaces: number; memories: number; bytes: string | number; members: number }[]> {
+    const { rows } = await this.db.query<{ tenant: string; workspaces: number; memories: number; bytes: string | number; members: number }>(
+      `SELECT w.owner_tenant_id AS tenant, count(*)::int AS workspaces, coalesce(max(m.n), 0)::int AS memories,
+              coalesce(max(m.bytes), 0)::bigint AS bytes, coalesce(max(mb.n), 0)::int AS members
+         FROM workspaces w
+         LEFT JOIN (SELECT workspace_id, count(*) AS n, sum(octet_length(content)) AS bytes FROM memories GROUP BY workspace_id) m ON m.workspace_id = w.id
+         LEFT JOIN (SELECT workspace_id, count(*) AS n FROM members GROUP BY workspace_id) mb ON mb.workspace_id = w.id
+        GROUP BY w.owner_tenant_id`,
+    );
+    return rows;
+  }
+
   /** Each workspace the tenant owns, with its memories and their content's bytes. */
   async tenantUsage(signal: AbortSignal, tenantId: string): Promise<{ id: string; memories: number; bytes: string | number; members: number }[]> {
     const { rows } = await this.db.query<{ id: string; memories: number; bytes: string | number; members: number }>(

@@ -217,7 +217,7 @@ export class GrpcServer {
       code = toStatus(hubError).code ?? grpc.status.UNKNOWN;
       if (hubError.reason === Reason.QUOTA_EXCEEDED) {
         // Who is held back by which quota, for whoever watches this service's metrics.
-        this.options.metrics.limitedRequests.inc({ reason: hubError.field, tenant: ctx.principal?.kind === 'agent' ? ctx.principal.tenantId : '' });
+        this.options.metrics.limited(hubError.field, ctx.principal?.kind === 'agent' ? ctx.principal.tenantId : '');
       }
       throw hubError;
     } finally {

@@ -168,7 +168,7 @@ export class Buckets {
   }
 
   refused(scope: Scope, tenantId: string, r: Rate, remaining: number, retryAfterMs: number): Refusal {
-    this.metrics.limitedRequests.inc({ reason: scope, tenant: tenantId });
+    this.metrics.limited(scope, tenantId);
     return { scope, retryAfterMs, limit: r.burst, remaining };
   }
 }
