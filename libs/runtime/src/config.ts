@@ -38,6 +38,9 @@ const schema = z.object({
   HUB_HOST: z.string().min(1).default('127.0.0.1'),
   HUB_PORT: port.default(8080),
   HUB_DATA_DIR: z.string().min(1).default('./.agenthub'),
+  // Where embedded (PGlite) databases live without DATABASE_URL: files under HUB_DATA_DIR, or
+  // memory only (nothing survives the process: a throwaway hub, and test hubs that never restart).
+  HUB_EMBEDDED_STORAGE: z.enum(['disk', 'memory']).default('disk'),
   HUB_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   DATABASE_POOL_SIZE: positiveInt.default(10),

@@ -3,7 +3,7 @@ import { ensurePrivateDir } from './private-files.js';
 import type { Bus } from './bus/bus.js';
 import { openBus } from './bus/open.js';
 import { ConfigError, type HubConfig } from './config.js';
-import { migrate, openDb, type Db } from './db/index.js';
+import { embeddedDataDir, migrate, openDb, type Db } from './db/index.js';
 import type { ClientOptions } from './grpc/client.js';
 import type { LocalTransport } from './grpc/local.js';
 import { GrpcServer, type GrpcServerOptions } from './grpc/server.js';
@@ -100,12 +100,12 @@ export async function serveGrpc(
 
 /**
  * The one place a service's backends are chosen from configuration: PostgreSQL and Redis when
- * their URLs are set, else PGlite under `HUB_DATA_DIR/<service>` and an in-process Kv.
+ * their URLs are set, else PGlite under `HUB_DATA_DIR/<service>` (see embeddedDataDir) and an in-process Kv.
  */
 export async function openBackends(config: HubConfig, service: string, options: { kv?: Kv } = {}): Promise<{ db: Db; kv: Kv }> {
   const db = await openDb({
     url: config.DATABASE_URL,
-    dataDir: config.DATABASE_URL ? undefined : join(config.HUB_DATA_DIR, service, 'pgdata'),
+    dataDir: embeddedDataDir(config, service),
     schema: service,
     maxConnections: config.DATABASE_POOL_SIZE,
   });

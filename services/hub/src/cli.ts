@@ -32,7 +32,7 @@ const services: Record<string, () => Promise<Main>> = {
 async function startAll(config: HubConfig, log: Logger): Promise<Stop> {
   const { startHub } = await import('./index.js');
   const hub = await startHub(config, log);
-  process.stdout.write(`AgentHub is listening on ${hub.url} (data in ${config.HUB_DATA_DIR}; database ${config.DATABASE_URL ? 'PostgreSQL' : 'embedded PGlite'}; kv ${config.REDIS_URL ? 'Redis' : 'in-process'})\n`);
+  process.stdout.write(`AgentHub is listening on ${hub.url} (data in ${config.HUB_DATA_DIR}; database ${config.DATABASE_URL ? 'PostgreSQL' : config.HUB_EMBEDDED_STORAGE === 'memory' ? 'embedded PGlite in memory, lost on exit' : 'embedded PGlite'}; kv ${config.REDIS_URL ? 'Redis' : 'in-process'})\n`);
   return hub.stop;
 }
 

@@ -14,7 +14,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('restart with queued 
   let recipient: Agent;
 
   beforeAll(async () => {
-    hub = await startTestHub(backend, { MESSAGING_CLAIM_MS: String(CLAIM_MS) });
+    hub = await startTestHub(backend, { MESSAGING_CLAIM_MS: String(CLAIM_MS), HUB_EMBEDDED_STORAGE: 'disk' });
     sender = await hub.agent('acme', 'sender');
     recipient = await hub.agent('acme', 'recipient');
   });

@@ -184,7 +184,7 @@ async function workspaceQuotas(hub: TestHub) {
 describe.each(backends())('Rate limits and caps on $name', (backend) => {
   let hub: TestHub;
   beforeAll(async () => {
-    hub = await startTestHub(backend, LIMITS);
+    hub = await startTestHub(backend, { ...LIMITS, HUB_EMBEDDED_STORAGE: 'disk' });
   });
   afterAll(() => hub?.stop());
 

@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import type { HubConfig } from '../config.js';
-import { openDb } from '../db/index.js';
+import { embeddedDataDir, openDb } from '../db/index.js';
 import type { Kv } from '../kv/index.js';
 import type { Logger } from '../logger.js';
 import type { Bus } from './bus.js';
@@ -22,7 +21,7 @@ export async function openBus(config: HubConfig, log: Logger, options: { kv?: Kv
   }
   const db = await openDb({
     url: config.DATABASE_URL,
-    dataDir: config.DATABASE_URL ? undefined : join(config.HUB_DATA_DIR, 'bus', 'pgdata'),
+    dataDir: embeddedDataDir(config, 'bus'),
     schema: 'bus',
     // Publishes, one consumer loop per subscription and heartbeats: a few connections suffice.
     maxConnections: Math.min(config.DATABASE_POOL_SIZE, 4),

@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import type { HubConfig } from '../config.js';
 import type { Db } from './db.js';
 import { PgliteDb } from './pglite.js';
 import { PostgresDb } from './postgres.js';
@@ -11,4 +13,12 @@ export { migrate } from './migrate.js';
 export async function openDb(options: { url?: string; dataDir?: string; schema: string; maxConnections?: number }): Promise<Db> {
   if (options.url) return new PostgresDb({ url: options.url, schema: options.schema, maxConnections: options.maxConnections });
   return PgliteDb.open({ dataDir: options.dataDir, schema: options.schema });
+}
+
+/**
+ * Where the embedded database `name` keeps its files: `HUB_DATA_DIR/<name>/pgdata`, or nowhere
+ * (in memory) with HUB_EMBEDDED_STORAGE=memory or when DATABASE_URL names the database.
+ */
+export function embeddedDataDir(config: Pick<HubConfig, 'DATABASE_URL' | 'HUB_DATA_DIR' | 'HUB_EMBEDDED_STORAGE'>, name: string): string | undefined {
+  return config.DATABASE_URL || config.HUB_EMBEDDED_STORAGE === 'memory' ? undefined : join(config.HUB_DATA_DIR, name, 'pgdata');
 }
