@@ -1,3 +1,4 @@
+import type { HubConfig } from './config.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** One sample of a gauge read at scrape time. */
@@ -45,6 +46,11 @@ export class Metrics {
   /** HUB_METRICS_QUOTA_REFRESH_MS: how long a quota usage read serves scrapes. */
   private readonly quotaRefreshMs: number;
   private readonly labelledTenants = new Set<string>();
+
+  /** A process's registry as its configuration sets it (HUB_METRICS, HUB_METRICS_TENANTS, HUB_METRICS_QUOTA_REFRESH_MS). */
+  static fromConfig(config: Pick<HubConfig, 'HUB_METRICS' | 'HUB_METRICS_TENANTS' | 'HUB_METRICS_QUOTA_REFRESH_MS'>): Metrics {
+    return new Metrics({ defaultMetrics: config.HUB_METRICS, tenantLabels: config.HUB_METRICS_TENANTS, quotaRefreshMs: config.HUB_METRICS_QUOTA_REFRESH_MS });
+  }
 
   constructor(options: { defaultMetrics?: boolean; tenantLabels?: number; quotaRefreshMs?: number } = {}) {
     this.tenantLabels = options.tenantLabels ?? 100;

@@ -126,7 +126,7 @@ export async function serviceProcess(
   options: { bus?: boolean } = {},
 ): Promise<Stop> {
   const { internalKey, tls } = await splitSecurity(config);
-  const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS, tenantLabels: config.HUB_METRICS_TENANTS, quotaRefreshMs: config.HUB_METRICS_QUOTA_REFRESH_MS });
+  const metrics = Metrics.fromConfig(config);
   if (!config.DATABASE_URL) await ensurePrivateDir(config.HUB_DATA_DIR, log);
   const { db, kv } = await openBackends(config, name);
   let bus: Bus | undefined;

@@ -11,7 +11,7 @@ export async function main(config: HubConfig, log: Logger): Promise<Stop> {
   const missing = (['IDENTITY_ADDR', 'WORKSPACE_ADDR', 'SECRETS_ADDR', 'MESSAGING_ADDR', 'EVENTS_ADDR', 'HUB_ADMIN_TOKEN'] as const).filter((name) => !config[name]);
   if (missing.length) throw new ConfigError(`The gateway needs ${missing.join(', ')} in split mode`);
   const { internalKey, tls } = await splitSecurity(config);
-  const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS, tenantLabels: config.HUB_METRICS_TENANTS, quotaRefreshMs: config.HUB_METRICS_QUOTA_REFRESH_MS });
+  const metrics = Metrics.fromConfig(config);
   const kv = await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX });
   const gateway = await startGateway({
     log,

@@ -34,7 +34,7 @@ export interface RunningHub {
  * internal key, metrics, loopback listen) and the addresses of the services it started.
  */
 export async function startHub(config: HubConfig, log: Logger): Promise<RunningHub> {
-  const metrics = new Metrics({ defaultMetrics: config.HUB_METRICS, tenantLabels: config.HUB_METRICS_TENANTS, quotaRefreshMs: config.HUB_METRICS_QUOTA_REFRESH_MS });
+  const metrics = Metrics.fromConfig(config);
   const kv = await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX });
   const stops: Stop[] = [() => kv.close()];
   const stopAll: Stop = async () => {
