@@ -11,6 +11,7 @@ export {
   STATE_WORDS,
   STATES,
   UPDATABLE,
+  IN_FLIGHT,
   UPDATE_TARGETS,
   a2aNameOf,
   isFinal,

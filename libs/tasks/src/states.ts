@@ -44,6 +44,8 @@ export const FINAL: ReadonlySet<StateWord> = new Set(['completed', 'failed', 'ca
 export const INTERRUPTED: ReadonlySet<StateWord> = new Set(['input-required']);
 /** Open: the recipient may update the task, the sender cancel or continue it. */
 export const UPDATABLE: ReadonlySet<StateWord> = new Set(['submitted', 'working', 'input-required']);
+/** In flight: counted against the sender's tasks_in_flight_per_sender quota (input-required waits on the sender, so it is not). */
+export const IN_FLIGHT: ReadonlySet<StateWord> = new Set(['submitted', 'working']);
 /** What the recipient may move an open task to (`x-hub/tasks.update`); canceling is the sender's. */
 export const UPDATE_TARGETS: ReadonlySet<StateWord> = new Set(['working', 'input-required', 'completed', 'failed', 'rejected']);
 

@@ -3,7 +3,7 @@
  * gRPC as `agenthub.identity.v1.IdentityService`.
  */
 import { identityv1 } from '@agenthub/proto';
-import { egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
+import { detachedSignal, egressPolicy, serveGrpc, type Resolver, type RunningService, type ServiceDeps } from '@agenthub/runtime';
 import { createIdentityHandlers, DEFAULT_IDENTITY_QUOTAS, type IdentityQuotas } from './server.js';
 import { IdentityStore } from './store.js';
 
@@ -35,7 +35,7 @@ export async function startIdentity(deps: IdentityDeps): Promise<RunningService>
   const store = new IdentityStore(deps.db);
   // Each tenant's agents against agents_per_tenant, in /metrics (the tenants nearest it).
   const stopQuotaGauges = deps.metrics.quotaUsage(async () =>
-    (await store.agentCounts()).map((row) => ({ tenant: row.tenant, quota: 'agents_per_tenant', used: row.agents, limit: row.quota === null ? maxAgents : Number(row.quota) })),
+    (await store.agentCounts(detachedSignal())).map((row) => ({ tenant: row.tenant, quota: 'agents_per_tenant', used: row.agents, limit: row.quota === null ? maxAgents : Number(row.quota) })),
   );
   return {
     name: running.name,

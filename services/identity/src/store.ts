@@ -197,10 +197,12 @@ export class IdentityStore {
   }
 
   /** Every tenant's agents and its override of `agents_per_tenant` (null: the default). */
-  async agentCounts(): Promise<{ tenant: string; agents: number; quota: string | null }[]> {
+  async agentCounts(signal: AbortSignal): Promise<{ tenant: string; agents: number; quota: string | null }[]> {
     const { rows } = await this.q.query<{ tenant: string; agents: number; quota: string | null }>(
       `SELECT t.id AS tenant, count(a.id)::int AS agents, t.limits->'quotas'->>'agents_per_tenant' AS quota
          FROM tenants t LEFT JOIN agents a ON a.tenant_id = t.id GROUP BY t.id`,
+      [],
+      signal,
     );
     return rows;
   }

@@ -1,8 +1,9 @@
 import type { Db, Metrics } from '@agenthub/runtime';
-import { UPDATABLE } from '@agenthub/tasks';
+import { IN_FLIGHT, UPDATABLE } from '@agenthub/tasks';
 
 /** States a task leaves (the open ones); final states only grow, and counting them would scan every task. */
 const ACTIVE_STATES = [...UPDATABLE];
+const sqlList = (states: Iterable<string>) => [...states].map((state) => `'${state}'`).join(', ');
 
 /**
  * What SREs alert on in the messaging service, read when Prometheus scrapes: deliveries queued
@@ -38,7 +39,7 @@ export function reportBacklog(metrics: Metrics, db: Db, maxTasksInFlightPerSende
       (await queue()).filter((row) => row.push).map((row) => ({ labels: { agent_id: row.agent_id }, count: row.n, oldestMs: Number(row.oldest) })),
     ),
     metrics.gauge('agenthub_tasks', 'Tasks in each active state (submitted, working, input-required).', ['state'], async () => {
-      const { rows } = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM tasks WHERE state IN (${ACTIVE_STATES.map((state) => `'${state}'`).join(', ')}) GROUP BY state`);
+      const { rows } = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM tasks WHERE state IN (${sqlList(ACTIVE_STATES)}) GROUP BY state`);
       const counts = new Map(rows.map((row) => [row.state, row.n]));
       return ACTIVE_STATES.map((state) => ({ labels: { state }, value: counts.get(state) ?? 0 }));
     }),
@@ -50,7 +51,7 @@ export function reportBacklog(metrics: Metrics, db: Db, maxTasksInFlightPerSende
       metrics.quotaUsage(async () => {
         const { rows } = await db.query<{ tenant: string; n: number }>(
           `SELECT tenant, max(n)::int AS n FROM (
-             SELECT sender_tenant_id AS tenant, count(*) AS n FROM tasks WHERE state IN ('submitted', 'working') GROUP BY sender_tenant_id, sender_agent_id
+             SELECT sender_tenant_id AS tenant, count(*) AS n FROM tasks WHERE state IN (${sqlList(IN_FLIGHT)}) GROUP BY sender_tenant_id, sender_agent_id
            ) AS senders GROUP BY tenant`,
         );
         return rows.map((row) => ({ tenant: row.tenant, quota: 'tasks_in_flight_per_sender', used: row.n, limit: maxTasksInFlightPerSender }));

@@ -1,4 +1,4 @@
-import { HubError, Reason, type CallContext, type HubConfig, type Metrics, type QuotaOverrides, type QuotaUsage } from '@agenthub/runtime';
+import { detachedSignal, HubError, Reason, type CallContext, type HubConfig, type Metrics, type QuotaOverrides, type QuotaUsage } from '@agenthub/runtime';
 import type { WorkspaceEnv } from './access.js';
 import type { WorkspaceStore } from './store.js';
 
@@ -69,7 +69,7 @@ export async function tenantUsage(env: WorkspaceEnv, ctx: CallContext, tenantId:
  */
 export function reportQuotaUsage(metrics: Metrics, store: WorkspaceStore, quotas: WorkspaceQuotas, overrides: QuotaOverrides): () => void {
   return metrics.quotaUsage(async (top) => {
-    const rows = await store.quotaUsageByTenant();
+    const rows = await store.quotaUsageByTenant(detachedSignal());
     const usage = (tenant: string, quota: string, used: number, limit: number): QuotaUsage => ({ tenant, quota, used, limit });
     const nearest = [...rows].sort((a, b) => b.members - a.members).slice(0, top);
     const members = await Promise.all(

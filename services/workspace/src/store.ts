@@ -119,7 +119,7 @@ export class WorkspaceStore {
    * Every tenant's workspaces, and the most memories, bytes of memories and members any one of
    * them holds: one grouped read of all tenants for the quota gauges.
    */
-  async quotaUsageByTenant(): Promise<{ tenant: string; workspaces: number; memories: number; bytes: string | number; members: number }[]> {
+  async quotaUsageByTenant(signal: AbortSignal): Promise<{ tenant: string; workspaces: number; memories: number; bytes: string | number; members: number }[]> {
     const { rows } = await this.db.query<{ tenant: string; workspaces: number; memories: number; bytes: string | number; members: number }>(
       `SELECT w.owner_tenant_id AS tenant, count(*)::int AS workspaces, coalesce(max(m.n), 0)::int AS memories,
               coalesce(max(m.bytes), 0)::bigint AS bytes, coalesce(max(mb.n), 0)::int AS members
@@ -127,6 +127,8 @@ export class WorkspaceStore {
          LEFT JOIN (SELECT workspace_id, count(*) AS n, sum(octet_length(content)) AS bytes FROM memories GROUP BY workspace_id) m ON m.workspace_id = w.id
          LEFT JOIN (SELECT workspace_id, count(*) AS n FROM members GROUP BY workspace_id) mb ON mb.workspace_id = w.id
         GROUP BY w.owner_tenant_id`,
+      [],
+      signal,
     );
     return rows;
   }
