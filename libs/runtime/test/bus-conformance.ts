@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, type Bus, type BusMessage, type ConsumedMessage, type Subscription } from '@agenthub/runtime';
+import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, MAX_BUS_MESSAGE_BYTES, type Bus, type BusMessage, type ConsumedMessage, type Subscription } from '@agenthub/runtime';
 
 /** A log under test; every `connect` is another client of the same log (another process or replica). */
 export interface BusSubject {
@@ -212,6 +212,25 @@ export function describeBusConformance(name: string, start: () => Promise<BusSub
           expect(seen).toEqual([...seen].sort((x, y) => x - y));
         }
       }
+    });
+
+    it('carries a message of MAX_BUS_MESSAGE_BYTES whole, in order with the small ones around it', async () => {
+      const bus = await connect();
+      const topic = unique('large');
+      const headers = { [EVENT_ID_HEADER]: 'evt_large', [EVENT_TYPE_HEADER]: 'test.event' };
+      const overhead = Buffer.byteLength('ws') + Object.entries(headers).reduce((sum, [k, v]) => sum + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
+      const large: BusMessage = { key: 'ws', value: randomBytes(MAX_BUS_MESSAGE_BYTES).toString('base64url').slice(0, MAX_BUS_MESSAGE_BYTES - overhead), headers };
+      await bus.publish(topic, [message('ws', 1)]);
+      await bus.publish(topic, [large]);
+      await bus.publish(topic, [message('ws', 3)]);
+      const reader = await consume(bus, unique('group'), [topic]);
+      subscriptions.push(reader.subscription);
+      await eventually(() => reader.handled.length >= 3, 'all three arrived');
+
+      expect(reader.handled).toHaveLength(3);
+      expect(reader.handled[1]).toMatchObject({ key: 'ws', value: large.value, headers });
+      expect(reader.handled[1]!.value.length).toBe(MAX_BUS_MESSAGE_BYTES - overhead);
+      expect([reader.handled[0], reader.handled[2]].map((m) => n(m!))).toEqual([1, 3]);
     });
 
     it('lets the handler in flight finish and commit before stop resolves', async () => {

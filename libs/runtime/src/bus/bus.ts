@@ -28,6 +28,7 @@ export interface Bus {
    * from all in-sync replicas; embedded: stored), so an outbox row may be marked published then.
    * `signal` is the caller's: aborted, nothing is sent (Kafka) or the insert is cancelled
    * (embedded), and the call rejects with `abortError`; a Kafka send under way is not recalled.
+   * Every adapter carries a message of up to MAX_BUS_MESSAGE_BYTES (value, key and headers) whole.
    */
   publish(topic: string, messages: BusMessage[], signal?: AbortSignal): Promise<void>;
   /**
@@ -42,6 +43,13 @@ export interface Bus {
   consumerLag?(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]>;
   close(): Promise<void>;
 }
+
+/**
+ * The largest message every adapter carries: under Kafka's default limit per record batch
+ * (`message.max.bytes`, 1,048,588 bytes) with room for the batch's own overhead. The hub's events
+ * are far smaller (ids and names); a larger one would be refused by a default broker.
+ */
+export const MAX_BUS_MESSAGE_BYTES = 1_000_000;
 
 /** Header names every published message carries. */
 export const EVENT_ID_HEADER = 'event-id';

@@ -1,4 +1,4 @@
-export { type Bus, type BusMessage, type ConsumedMessage, type Subscription, EVENT_ID_HEADER, EVENT_TYPE_HEADER } from './bus.js';
+export { type Bus, type BusMessage, type ConsumedMessage, type Subscription, EVENT_ID_HEADER, EVENT_TYPE_HEADER, MAX_BUS_MESSAGE_BYTES } from './bus.js';
 export { DbBus, type DbBusOptions } from './db-bus.js';
 export { KafkaBus, type KafkaBusOptions } from './kafka-bus.js';
 export { openBus } from './open.js';
