@@ -27,7 +27,8 @@ WORKDIR /app
 COPY --from=build --chown=root:root /app /app
 # The `node` user (uid 1000) of the base image; nothing under /app is writable by it.
 USER 1000:1000
-# 8080 gateway HTTP, 50051 gRPC, 9090 ops (/metrics, /healthz, /readyz) of gRPC services.
+# 8080 gateway HTTP, 50051 gRPC, 9090 ops: /metrics, /healthz, /readyz of gRPC services; the
+# gateway's /metrics (split mode, and `serve all` here, as HUB_HOST is 0.0.0.0).
 EXPOSE 8080 50051 9090
 ENTRYPOINT ["node", "services/hub/bin/agenthub.js", "serve"]
 CMD ["all"]

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { HubConfig } from '@agenthub/runtime';
 import { requestLogLevel, type GatewayDeps } from './index.js';
 import { limitsConfig } from './limits/index.js';
@@ -9,8 +10,12 @@ import type { ProxyTrust } from './origin.js';
  *
  * Intentional differences, decided here: the all-in-one hub (`oneProcess`) caches API keys
  * whenever HUB_AUTH_CACHE_MS says so, since its identity service drops revoked keys from the very
- * cache the gateway reads. A separate gateway caches only when that cache is shared (REDIS_URL),
- * and serves `/metrics` on the ops port (OPS_HOST:OPS_PORT), which no Ingress routes to.
+ * cache the gateway reads. A separate gateway caches only when that cache is shared (REDIS_URL).
+ *
+ * `/metrics` (tenant ids in its labels) is served on the ops port (OPS_HOST:OPS_PORT), which no
+ * Ingress routes to, by a separate gateway always and by the all-in-one hub whenever HUB_HOST is
+ * reachable from elsewhere (the container's 0.0.0.0). Only an all-in-one hub on a loopback HUB_HOST
+ * (a developer's machine) keeps it on the public port, where only the machine itself can ask.
  */
 export function gatewayOptions(
   config: HubConfig,
@@ -27,7 +32,7 @@ export function gatewayOptions(
     authCacheMs: mode.oneProcess || config.REDIS_URL ? config.HUB_AUTH_CACHE_MS : 0,
     grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS,
     streamMaxMs: config.HUB_STREAM_MAX_MS,
-    ...(mode.oneProcess ? {} : { metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT } }),
+    ...(mode.oneProcess && isLoopbackHost(config.HUB_HOST) ? {} : { metricsListen: { host: config.OPS_HOST ?? config.HUB_HOST, port: config.OPS_PORT } }),
     requestLogLevel: requestLogLevel(config.NODE_ENV),
     limits: limitsConfig(config),
   };
@@ -40,4 +45,13 @@ export function gatewayOptions(
  */
 export function proxyTrust(config: Pick<HubConfig, 'HUB_TRUSTED_PROXIES' | 'HUB_RATE_TRUST_FORWARDED_FOR'>): ProxyTrust | undefined {
   return config.HUB_TRUSTED_PROXIES ?? (config.HUB_RATE_TRUST_FORWARDED_FOR ? 'any-peer' : undefined);
+}
+
+/** Whether a listen address is reachable from this machine only: localhost, 127.0.0.0/8, ::1 (also as ::ffff:127.x.x.x). */
+export function isLoopbackHost(host: string): boolean {
+  const address = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (address === 'localhost') return true;
+  if (isIP(address) === 4) return address.startsWith('127.');
+  if (isIP(address) === 6) return address === '::1' || address === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(address);
+  return false;
 }

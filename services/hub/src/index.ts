@@ -116,11 +116,13 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
       upstreams: { identity: identity.address, workspace: workspace.address, secrets: secrets.address, messaging: messaging.address, events: events.address },
       local,
       adminToken,
-      // One process: the key cache whatever REDIS_URL says, metrics on the public port (see gatewayOptions).
+      // One process: the key cache whatever REDIS_URL says, metrics on the public port only when
+      // HUB_HOST is loopback, else on OPS_HOST:OPS_PORT (see gatewayOptions).
       ...gatewayOptions(config, { oneProcess: true }),
       internalKey,
     });
     stops.push(() => gateway.stop(config.HUB_SHUTDOWN_GRACE_MS));
+    log.info({ metrics: `${gateway.metricsUrl ?? gateway.url}/metrics` }, gateway.metricsUrl ? 'metrics served on the ops port (OPS_HOST:OPS_PORT), not on HUB_PORT' : 'metrics served on HUB_PORT (HUB_HOST is loopback)');
     const services = {
       [identityv1.IdentityService.typeName]: identity.address,
       [workspacev1.WorkspaceService.typeName]: workspace.address,
