@@ -9,6 +9,7 @@
 #                                  KAFKA_TEST_BROKERS or KAFKA_BROKERS) to <target>/brokers
 #   bash .ci/kafka.sh stop         stops the nodes that `start` started in <target>
 #   bash .ci/kafka.sh kill N       SIGKILLs node N (1-3) of <target>, as a crash would (fault tests)
+#   bash .ci/kafka.sh restart N    starts node N again after `kill N`, on its data
 #   bash .ci/kafka.sh pid N        prints the pid of node N of <target>
 #
 # Settings (environment):
@@ -78,6 +79,44 @@ kill_node() {
   pid="$(running_pid "$1")" || { echo "Kafka node $1 of $TARGET is not running" >&2; exit 1; }
   kill -9 "$pid"
   echo "Kafka node $1 (pid $pid) killed"
+}
+
+# C1 only: a broker starts in about half the time (8-10 s instead of 16-22 s on a busy 2-core
+# machine), and the tests' load is light. The heap: see KAFKA_HEAP above.
+jvm() { echo "-Xms256m -Xmx$HEAP -XX:TieredStopAtLevel=1 -Djava.awt.headless=true -Dlog4j2.configurationFile=$TARGET/node-$1/log4j2.properties"; }
+
+# Starts node N on its configuration and data (made by `start`) in the background.
+launch() {
+  # shellcheck disable=SC2046
+  nohup "$JAVA" $(jvm "$1") -cp "$(cat "$TARGET/classpath")" kafka.Kafka "$TARGET/node-$1/server.properties" \
+    >> "$TARGET/node-$1/stdout.log" 2>&1 &
+  echo $! > "$TARGET/node-$1/kafka.pid"
+}
+
+# Returns once node N logged that it serves (counting the lines after `from`, for a restart).
+wait_started() {
+  local pid from="${2:-0}" deadline=$(( $(date +%s) + ${KAFKA_START_TIMEOUT:-180} ))
+  pid="$(cat "$TARGET/node-$1/kafka.pid")"
+  until tail -n "+$(( from + 1 ))" "$TARGET/node-$1/server.log" 2>/dev/null | grep -q 'Kafka Server started'; do
+    if ! kill -0 "$pid" 2>/dev/null || [ "$(date +%s)" -ge "$deadline" ]; then
+      tail -n 40 "$TARGET/node-$1/stdout.log" "$TARGET/node-$1/server.log" >&2 || true
+      stop >&2
+      echo "Kafka node $1 did not start (logs above, all in $TARGET)" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+}
+
+# Starts node N again after `kill N`, on its data: it rejoins the cluster and catches up.
+restart_node() {
+  if running_pid "$1" > /dev/null; then echo "Kafka node $1 of $TARGET is running" >&2; exit 1; fi
+  [ -f "$TARGET/node-$1/server.properties" ] || { echo "Kafka node $1 of $TARGET was never started" >&2; exit 1; }
+  local from
+  from="$(wc -l < "$TARGET/node-$1/server.log" 2>/dev/null || echo 0)"
+  launch "$1"
+  wait_started "$1" "$from"
+  echo "Kafka node $1 (pid $(cat "$TARGET/node-$1/kafka.pid")) restarted"
 }
 
 # A self-signed certificate for 127.0.0.1 in a PKCS12 keystore for the brokers, and its PEM for
@@ -201,9 +240,6 @@ PROPERTIES
 
   local classpath cluster_id
   classpath="$(cat "$TARGET/classpath")"
-  # C1 only: a broker starts in about half the time (8-10 s instead of 16-22 s on a busy 2-core
-  # machine), and the tests' load is light. The heap: see KAFKA_HEAP above.
-  jvm() { echo "-Xms256m -Xmx$HEAP -XX:TieredStopAtLevel=1 -Djava.awt.headless=true -Dlog4j2.configurationFile=$TARGET/node-$1/log4j2.properties"; }
   # A cluster id is 16 random bytes in URL-safe base64 (what `StorageTool random-uuid` prints).
   cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
   for node in $(seq 1 "$NODES"); do
@@ -216,26 +252,8 @@ PROPERTIES
     fi
   done
 
-  for node in $(seq 1 "$NODES"); do
-    # shellcheck disable=SC2046
-    nohup "$JAVA" $(jvm "$node") -cp "$classpath" kafka.Kafka "$TARGET/node-$node/server.properties" \
-      > "$TARGET/node-$node/stdout.log" 2>&1 &
-    echo $! > "$TARGET/node-$node/kafka.pid"
-  done
-  local deadline=$(( $(date +%s) + ${KAFKA_START_TIMEOUT:-180} ))
-  for node in $(seq 1 "$NODES"); do
-    local pid
-    pid="$(cat "$TARGET/node-$node/kafka.pid")"
-    until grep -q 'Kafka Server started' "$TARGET/node-$node/server.log" 2>/dev/null; do
-      if ! kill -0 "$pid" 2>/dev/null || [ "$(date +%s)" -ge "$deadline" ]; then
-        tail -n 40 "$TARGET/node-$node/stdout.log" "$TARGET/node-$node/server.log" >&2 || true
-        stop >&2
-        echo "Kafka node $node did not start (logs above, all in $TARGET)" >&2
-        exit 1
-      fi
-      sleep 0.2
-    done
-  done
+  for node in $(seq 1 "$NODES"); do launch "$node"; done
+  for node in $(seq 1 "$NODES"); do wait_started "$node"; done
   t2=$(date +%s%N)
 
   local list
@@ -253,6 +271,7 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   kill) kill_node "${2:?node number}" ;;
+  restart) restart_node "${2:?node number}" ;;
   pid) running_pid "${2:?node number}" ;;
-  *) echo "usage: $0 start|stop|kill N|pid N" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|kill N|restart N|pid N" >&2; exit 2 ;;
 esac
