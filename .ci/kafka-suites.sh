@@ -6,8 +6,9 @@
 #
 #   bash .ci/kafka-suites.sh 3.9       the KafkaBus conformance, secure client settings and hub on
 #                                      Kafka suites on Apache Kafka 3.9.2 (npm run test:kafka-3.9)
-#   bash .ci/kafka-suites.sh cluster   the fault tests on a three-node 4.4 cluster
-#                                      (bench/kafka-cluster.js; npm run test:kafka-cluster)
+#   bash .ci/kafka-suites.sh cluster   KafkaBus on a three-node 4.4 cluster (*.cluster.ts) and the
+#                                      fault tests through the hub (bench/kafka-cluster.js; npm run
+#                                      test:kafka-cluster)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-}"
@@ -24,5 +25,6 @@ if [ "$what" = 3.9 ]; then
   KAFKA_TEST_BROKERS="$(cat "$KAFKA_TARGET/brokers")" KAFKA_TEST_SECURE_DIR="$KAFKA_TARGET" AGENTHUB_TEST_REQUIRE_REAL=1 \
     jest libs/runtime/test/kafka.test.ts libs/runtime/test/kafka-secure.test.ts services/hub/test/kafka.e2e.test.ts
 else
+  KAFKA_TEST_CLUSTER_BROKERS="$(cat "$KAFKA_TARGET/brokers")" jest --testMatch '<rootDir>/libs/runtime/test/*.cluster.ts'
   node bench/kafka-cluster.js
 fi

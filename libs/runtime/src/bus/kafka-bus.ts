@@ -28,6 +28,9 @@ export interface KafkaBusOptions {
  */
 const FETCH_MAX_WAIT_MS = 500;
 
+/** How long a topic this bus created may take to have a leader on every partition (kafkajs: 5 s). */
+const TOPIC_LEADERS_TIMEOUT_MS = 30_000;
+
 /** kafkajs logs through its own logger; this sends its warnings and errors to ours. */
 function pinoLogCreator(log: Logger): logCreator {
   return () => ({ namespace, level, log: entry }) => {
@@ -240,8 +243,33 @@ export class KafkaBus implements Bus {
     const existing = new Set(await this.admin.listTopics());
     for (const topic of unknown) {
       // Another process may create it between the listing and here; kafkajs then returns false.
-      if (!existing.has(topic)) await this.admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: true });
+      if (!existing.has(topic)) {
+        // kafkajs would wait itself (waitForLeaders defaults to true), and fail: see waitForLeaders.
+        await this.admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: false });
+        await this.waitForLeaders(topic);
+      }
       this.knownTopics.add(topic);
+    }
+  }
+
+  /**
+   * Returns once every partition of a topic just created has a leader. Not kafkajs's
+   * `waitForLeaders`: it retries only LEADER_NOT_AVAILABLE, while on a cluster the broker it asks
+   * often has not heard of the new topic yet and answers UNKNOWN_TOPIC_OR_PARTITION, which it
+   * threw (the hub then failed to start on a fresh three-node cluster).
+   */
+  private async waitForLeaders(topic: string): Promise<void> {
+    const deadline = Date.now() + TOPIC_LEADERS_TIMEOUT_MS;
+    for (;;) {
+      try {
+        const { topics } = await this.admin.fetchTopicMetadata({ topics: [topic] });
+        const partitions = topics[0]?.partitions ?? [];
+        if (partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return;
+      } catch (err) {
+        if (!(err as { retriable?: boolean }).retriable || Date.now() >= deadline) throw err;
+      }
+      if (Date.now() >= deadline) throw new Error(`Kafka topic ${topic} has partitions without a leader after ${TOPIC_LEADERS_TIMEOUT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 }
