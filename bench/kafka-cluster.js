@@ -121,7 +121,7 @@ async function run(cleanups) {
    * One burst: a sequential caller per workspace, `opts.events` calls in all; `atHalf` runs once
    * half of them returned. Keys carry the per-workspace sequence number.
    */
-  const burst = async (round, atHalf) => {
+  const burst = async (part, atHalf) => {
     const perWorkspace = Math.ceil(opts.events / opts.workspaces);
     const calls = new Map(); // `${w}:${seq}` → { started, ms, ok }
     let done = 0;
@@ -131,7 +131,7 @@ async function run(cleanups) {
       workspaces.map(async (ws, w) => {
         for (let seq = 0; seq < perWorkspace && w + seq * opts.workspaces < opts.events; seq += 1) {
           const started = performance.now();
-          const reply = await rpc(hub.url, '/a2a', apiKey, 'x-hub/workspace.secrets.set', { workspace_id: ws.id, key: `R${round}_${String(seq).padStart(5, '0')}`, value: 'v' });
+          const reply = await rpc(hub.url, '/a2a', apiKey, 'x-hub/workspace.secrets.set', { workspace_id: ws.id, key: `R${part}_${String(seq).padStart(5, '0')}`, value: 'v' });
           calls.set(`${w}:${seq}`, { started, ms: performance.now() - started, ok: Boolean(reply.result && !reply.error), error: reply.error });
           done += 1;
           if (done === Math.floor(opts.events / 2)) half = atHalf();
@@ -151,12 +151,12 @@ async function run(cleanups) {
    * beyond the first per event as a duplicate (the same webhook-id again, or the event handled
    * twice by the events service).
    */
-  const settle = async (round, { calls, start, callsDone, killedAt }, affected, requestsBefore) => {
+  const settle = async (part, { calls, start, callsDone, killedAt }, affected, requestsBefore) => {
     const firstSeen = (w) => {
       const seen = new Map(); // seq → first arrival
       for (const { at, body } of receiver.arrivals(workspaces[w].path)) {
         const key = body?.data?.key;
-        if (!key?.startsWith(`R${round}_`)) continue;
+        if (!key?.startsWith(`R${part}_`)) continue;
         const seq = Number(key.split('_')[1]);
         if (!seen.has(seq)) seen.set(seq, at);
       }
