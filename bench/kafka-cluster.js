@@ -77,6 +77,30 @@ async function run(cleanups) {
   await admin.connect();
   cleanups.push(() => admin.disconnect());
 
+  // The topics made up front, as docs/operations.md advises for production (partitions chosen,
+  // replication factor from the brokers: 3), and known to every broker before the hub starts.
+  const topicsWanted = [TOPIC, 'agenthub.messaging.events'];
+  const existing = new Set(await admin.listTopics());
+  const missing = topicsWanted.filter((t) => !existing.has(t));
+  if (missing.length) await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: 6 })), waitForLeaders: false });
+  for (const broker of brokers) {
+    const one = new Kafka({ clientId: 'agenthub-faults', brokers: [broker], logLevel: logLevel.NOTHING }).admin();
+    await one.connect();
+    try {
+      for (let tries = 0; ; tries += 1) {
+        try {
+          const { topics } = await one.fetchTopicMetadata({ topics: topicsWanted });
+          if (topics.every((t) => t.partitions.length === 6 && t.partitions.every((p) => p.leader >= 0))) break;
+        } catch (err) {
+          if (tries > 300) throw err;
+        }
+        await sleep(100);
+      }
+    } finally {
+      await one.disconnect();
+    }
+  }
+
   const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
   const receiver = await startReceiver();
   cleanups.push(() => receiver.close());

@@ -205,7 +205,10 @@ export async function startHubProcess(root, env, nodeArgs = []) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const tail = [];
+  // BENCH_HUB_LOG names a file that gets every line the hub writes (the tail keeps 20).
+  const { appendFileSync } = await import('node:fs');
   const keep = (line) => {
+    if (process.env.BENCH_HUB_LOG) appendFileSync(process.env.BENCH_HUB_LOG, `${child.pid} ${line}\n`);
     tail.push(line);
     if (tail.length > 20) tail.shift();
   };

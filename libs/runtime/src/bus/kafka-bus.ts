@@ -31,6 +31,23 @@ const FETCH_MAX_WAIT_MS = 500;
 /** How long a topic this bus created may take to have a leader on every partition (kafkajs: 5 s). */
 const TOPIC_LEADERS_TIMEOUT_MS = 30_000;
 
+/**
+ * Runs `work` again while it fails with an error kafkajs marks retriable (a broker that has not
+ * heard of a new topic yet, a partition without a leader), for at most TOPIC_LEADERS_TIMEOUT_MS.
+ */
+async function untilKnown<T>(what: string, work: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + TOPIC_LEADERS_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return await work();
+    } catch (err) {
+      if (!(err as { retriable?: boolean }).retriable) throw err;
+      if (Date.now() >= deadline) throw new Error(`Kafka: ${what} still failed after ${TOPIC_LEADERS_TIMEOUT_MS} ms: ${(err as Error).message}`, { cause: err });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** kafkajs logs through its own logger; this sends its warnings and errors to ours. */
 function pinoLogCreator(log: Logger): logCreator {
   return () => ({ namespace, level, log: entry }) => {
@@ -157,7 +174,8 @@ export class KafkaBus implements Bus {
 
     await consumer.connect();
     try {
-      await consumer.subscribe({ topics, fromBeginning: true });
+      // The broker the consumer asks may not know a topic another broker just created yet.
+      await untilKnown(`subscribing to ${topics.join(', ')}`, () => consumer.subscribe({ topics, fromBeginning: true }));
       // Resolves once the member joined the group, so the caller knows it is consuming.
       await consumer.run({
         autoCommit: false,
@@ -243,33 +261,25 @@ export class KafkaBus implements Bus {
     const existing = new Set(await this.admin.listTopics());
     for (const topic of unknown) {
       // Another process may create it between the listing and here; kafkajs then returns false.
-      if (!existing.has(topic)) {
-        // kafkajs would wait itself (waitForLeaders defaults to true), and fail: see waitForLeaders.
-        await this.admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: false });
-        await this.waitForLeaders(topic);
-      }
+      // kafkajs would wait for the leaders itself (waitForLeaders defaults to true), and fail:
+      // see waitForLeaders, which also covers a topic another client created a moment ago.
+      if (!existing.has(topic)) await this.admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: false });
+      await this.waitForLeaders(topic);
       this.knownTopics.add(topic);
     }
   }
 
   /**
-   * Returns once every partition of a topic just created has a leader. Not kafkajs's
+   * Returns once every partition of a topic this bus has not used yet has a leader. Not kafkajs's
    * `waitForLeaders`: it retries only LEADER_NOT_AVAILABLE, while on a cluster the broker it asks
    * often has not heard of the new topic yet and answers UNKNOWN_TOPIC_OR_PARTITION, which it
    * threw (the hub then failed to start on a fresh three-node cluster).
    */
   private async waitForLeaders(topic: string): Promise<void> {
-    const deadline = Date.now() + TOPIC_LEADERS_TIMEOUT_MS;
-    for (;;) {
-      try {
-        const { topics } = await this.admin.fetchTopicMetadata({ topics: [topic] });
-        const partitions = topics[0]?.partitions ?? [];
-        if (partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return;
-      } catch (err) {
-        if (!(err as { retriable?: boolean }).retriable || Date.now() >= deadline) throw err;
-      }
-      if (Date.now() >= deadline) throw new Error(`Kafka topic ${topic} has partitions without a leader after ${TOPIC_LEADERS_TIMEOUT_MS} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await untilKnown(`waiting for the leaders of ${topic}`, async () => {
+      const { topics } = await this.admin.fetchTopicMetadata({ topics: [topic] });
+      const partitions = topics[0]?.partitions ?? [];
+      if (partitions.length === 0 || partitions.some((p) => p.leader < 0)) throw Object.assign(new Error(`Kafka topic ${topic} has partitions without a leader`), { retriable: true });
+    });
   }
 }
