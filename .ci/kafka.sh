@@ -240,8 +240,10 @@ PROPERTIES
 
   local classpath cluster_id
   classpath="$(cat "$TARGET/classpath")"
-  # A cluster id is 16 random bytes in URL-safe base64 (what `StorageTool random-uuid` prints).
-  cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  # A cluster id is 16 random bytes in URL-safe base64 (what `StorageTool random-uuid` prints);
+  # one starting with '-' would be read as an option by the storage tool (1 start in 64 failed).
+  cluster_id=-
+  while [[ "$cluster_id" == -* ]]; do cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"; done
   for node in $(seq 1 "$NODES"); do
     # shellcheck disable=SC2046
     if ! "$JAVA" $(jvm "$node") -cp "$classpath" kafka.tools.StorageTool format -t "$cluster_id" \
