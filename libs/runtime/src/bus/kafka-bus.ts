@@ -165,10 +165,17 @@ export class KafkaBus implements Bus {
       try {
         await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
       } catch (err) {
-        // The group went on without this member (a rebalance, or its session expired while the
-        // handler ran), so the message comes again to the partition's owner. Thrown, the error
-        // would stop the consumer for good: kafkajs restarts one only after retriable errors.
         log.warn({ err, topic, partition, offset: message.offset }, 'bus offset not committed; the message will come again');
+        // The group's coordinator is gone (its broker died): kafkajs gave up after its retries and
+        // would keep asking the dead broker, each later commit taking as long. Thrown, the error
+        // makes kafkajs restart the consumer, which finds the new coordinator and rejoins; the
+        // message comes again (at least once). Seen on a three-node cluster: without this, a
+        // SIGKILL of the coordinator's broker slowed the consumer to one message per ~10 s.
+        if ((err as Error).name === 'KafkaJSNumberOfRetriesExceeded') throw err;
+        // Otherwise the group went on without this member (a rebalance, or its session expired
+        // while the handler ran), so the message comes again to the partition's owner. Thrown,
+        // such an error would stop the consumer for good: kafkajs restarts one only after
+        // retriable errors.
       }
     };
 
