@@ -230,8 +230,16 @@ async function run(cleanups) {
 
   // ---- 1. the partition leader SIGKILLed mid-burst -------------------------------------------
   const before = await topology();
-  const victimPartition = before.partitionOf(workspaces[0].id);
+  // The harder case when it can be had: the leader that is also the events group's coordinator
+  // (the leader of the __consumer_offsets partition the group id hashes to, as Java's
+  // String.hashCode), so the consumer loses its coordinator too; else the first workspace's leader.
+  const javaHash = [...GROUP].reduce((h, c) => (Math.imul(31, h) + c.charCodeAt(0)) | 0, 0);
+  const offsetsMeta = (await admin.fetchTopicMetadata({ topics: ['__consumer_offsets'] })).topics[0].partitions;
+  const coordinator = offsetsMeta.find((p) => p.partitionId === Math.abs(javaHash) % offsetsMeta.length)?.leader;
+  const ledByCoordinator = workspaces.find((ws) => before.partitions.find((p) => p.partitionId === before.partitionOf(ws.id)).leader === coordinator);
+  const victimPartition = before.partitionOf((ledByCoordinator ?? workspaces[0]).id);
   const victim = before.partitions.find((p) => p.partitionId === victimPartition).leader;
+  log(`[leader] group ${GROUP}'s coordinator is node ${coordinator}${victim === coordinator ? ': it is the victim' : ''}`);
   const victimPartitions = new Set(before.partitions.filter((p) => p.leader === victim).map((p) => p.partitionId));
   const affected1 = new Set(workspaces.map((ws, w) => [w, before.partitionOf(ws.id)]).filter(([, p]) => victimPartitions.has(p)).map(([w]) => w));
   log(`\n[leader] topic ${TOPIC}: ${before.partitions.length} partitions, replicas ${before.partitions.map((p) => `${p.partitionId}:[${p.replicas}] leader ${p.leader}`).join(', ')}`);
@@ -244,6 +252,7 @@ async function run(cleanups) {
   });
   const leader = await settle(1, run1, affected1, requestsBefore1);
   const after = await topology();
+  leader.victimWasCoordinator = victim === coordinator;
   leader.newLeaders = after.partitions.filter((p) => victimPartitions.has(p.partitionId)).map((p) => `${p.partitionId}→${p.leader}`);
   report('leader', leader);
   log(`[leader] restarting node ${victim}: ${kafkaSh(opts.target, 'restart', String(victim))}`);
