@@ -1,6 +1,9 @@
 // Helpers shared by the benchmark scripts: backends, JSON-RPC calls and output.
 
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { performance } from 'node:perf_hooks';
 
 export class UsageError extends Error {}
 export class Unreachable extends Error {}
@@ -202,7 +205,10 @@ export async function startHubProcess(root, env, nodeArgs = []) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const tail = [];
+  // BENCH_HUB_LOG names a file that gets every line the hub writes (the tail keeps 20).
+  const { appendFileSync } = await import('node:fs');
   const keep = (line) => {
+    if (process.env.BENCH_HUB_LOG) appendFileSync(process.env.BENCH_HUB_LOG, `${child.pid} ${line}\n`);
     tail.push(line);
     if (tail.length > 20) tail.shift();
   };
@@ -388,4 +394,109 @@ export function processRssMiB(pid) {
   } catch {
     return null;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The webhook receiver of bench/webhooks.js and bench/kafka-cluster.js: records each webhook-id's first arrival per path and verifies every signature.
+
+export async function startReceiver() {
+  const paths = new Map(); // path → { first: Map<id, {at, body}>, count, last }
+  const secrets = new Map(); // path → whsec_…
+  const waiters = new Set();
+  let held = new Set(); // paths whose first request is held unanswered
+  const holding = []; // answers held back
+  let verified = 0;
+  let bad = 0;
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.now();
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const path = req.url ?? '/';
+      res.statusCode = 204;
+      if (held.has(path)) {
+        held.delete(path);
+        holding.push(res);
+      } else res.end();
+      const secret = secrets.get(path);
+      if (secret && verify(secret, req.headers, raw)) verified += 1;
+      else bad += 1;
+      let entry = paths.get(path);
+      if (!entry) paths.set(path, (entry = { first: new Map(), count: 0, last: 0 }));
+      entry.count += 1;
+      const id = req.headers['webhook-id'];
+      if (!entry.first.has(id)) {
+        let body;
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          body = undefined;
+        }
+        entry.first.set(id, { at, body });
+        entry.last = at;
+        for (const waiter of waiters) waiter(path, body, at);
+      }
+    });
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const port = server.address().port;
+  return {
+    secrets,
+    url: (path) => `http://127.0.0.1:${port}${path}`,
+    distinct: (path) => paths.get(path)?.first.size ?? 0,
+    /** Each distinct webhook-id's first arrival on `path` ({at, body}), in arrival order. */
+    arrivals: (path) => [...(paths.get(path)?.first.values() ?? [])],
+    count: (path) => paths.get(path)?.count ?? 0,
+    lastArrival: (path) => paths.get(path)?.last ?? 0,
+    verified: () => verified,
+    badSignatures: () => bad,
+    /** Holds the next request on each of `list` unanswered until `release()`. */
+    hold(list) {
+      held = new Set(list);
+    },
+    release() {
+      held = new Set();
+      for (const res of holding.splice(0)) res.end();
+    },
+    /** performance.now() of the first webhook on `path` whose body matches (already arrived or next). */
+    arrival(path, match, timeoutMs) {
+      for (const { at, body } of paths.get(path)?.first.values() ?? []) if (match(body)) return Promise.resolve(at);
+      return new Promise((ok, fail) => {
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          fail(new Error(`no webhook on ${path} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const waiter = (p, body, at) => {
+          if (p !== path || !match(body)) return;
+          clearTimeout(timer);
+          waiters.delete(waiter);
+          ok(at);
+        };
+        waiters.add(waiter);
+      });
+    },
+    close: () =>
+      new Promise((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Standard Webhooks: HMAC-SHA256 over "<id>.<timestamp>.<body>" keyed by the secret's base64 part. */
+function verify(secret, headers, raw) {
+  const id = headers['webhook-id'];
+  const timestamp = headers['webhook-timestamp'];
+  const header = headers['webhook-signature'];
+  if (!id || !timestamp || !header) return false;
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return false;
+  const expected = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${timestamp}.${raw}`).digest();
+  return header.split(' ').some((entry) => {
+    const [version, value] = entry.split(',');
+    if (version !== 'v1' || !value) return false;
+    const given = Buffer.from(value, 'base64');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
 }

@@ -32,6 +32,9 @@
 //   BENCH_PG_URL           PostgreSQL admin URL (default postgres://postgres@127.0.0.1:5432/postgres)
 //   BENCH_REDIS_URL        Redis URL (default redis://127.0.0.1:6379)
 //   BENCH_HUB_ENV          extra hub settings, "NAME=value NAME=value"
+//   BENCH_KAFKA_BROKERS    host:port,…: after the embedded log (schema `bus`), the same measurement
+//                          with the event log on these Kafka brokers (KAFKA_BROKERS), on a fresh
+//                          database, and both side by side (`bash .ci/kafka.sh start` gives one)
 //   BENCH_PROFILE          1: run the hub with --cpu-prof into bench/results/profiles/
 //
 // Targets on a 2-core machine: p50 from the store returning to the webhook < 100 ms; ≥ 500
@@ -41,14 +44,13 @@
 // printed); 1 when an event was not delivered within BENCH_DRAIN_S, a signature did not verify, a call failed or setup failed;
 // 2 when PostgreSQL or Redis is unreachable.
 
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, UsageError } from './lib.js';
+import { fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, startReceiver, UsageError } from './lib.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -74,6 +76,8 @@ function settings() {
     workspaces: number('BENCH_WORKSPACES', 8, 1),
     drainSeconds: number('BENCH_DRAIN_S', 120, 1),
     hubEnv,
+    // The embedded log always; Kafka beside it when BENCH_KAFKA_BROKERS names brokers.
+    eventLogs: [['embedded log', {}], ...(process.env.BENCH_KAFKA_BROKERS ? [['Kafka', { KAFKA_BROKERS: process.env.BENCH_KAFKA_BROKERS }]] : [])],
     profile: process.env.BENCH_PROFILE === '1',
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
@@ -82,12 +86,49 @@ function settings() {
 
 async function run(cleanups) {
   const opts = settings();
-  const loadBefore = loadavg()[0];
   log('AgentHub benchmark: webhooks (store/set → outbox → event log → events service → signed POST)');
   log(`  node ${process.version}, ${cpus().length} CPUs; latency: ${opts.latencyEvents} memory stores one at a time; burst: ${fmt(opts.burst)} secrets.set, ${opts.concurrency} callers, ${opts.workspaces} workspace(s)`);
+  log(`  event log(s), one after the other on fresh databases: ${opts.eventLogs.map(([name]) => name).join(', ')}`);
+  const runs = [];
+  for (const [eventLog, busEnv] of opts.eventLogs) {
+    log(`\n===== event log: ${eventLog} =====`);
+    runs.push(await measure(cleanups, opts, eventLog, busEnv));
+  }
+  if (runs.length > 1) {
+    log('\n  side by side (same run, same settings):');
+    log('  event log        latency p50 / p99 (ms)   live events/s   backlog events/s   intake events/s   lost   duplicates');
+    for (const r of runs) {
+      log(`  ${r.eventLog.padEnd(16)} ${`${r.latency.p50Ms} / ${r.latency.p99Ms}`.padEnd(24)} ${String(r.burst.live.eventsPerSec).padEnd(15)} ${String(r.burst.backlog.eventsPerSec).padEnd(18)} ${String(r.burst.backlog.intakeEventsPerSec).padEnd(17)} ${String(r.burst.live.lost + r.burst.backlog.lost).padEnd(6)} ${r.burst.live.duplicates + r.burst.backlog.duplicates}`);
+    }
+  }
+  await mkdir(RESULTS_DIR, { recursive: true });
+  // One event log: the report as before; with Kafka beside it, one report per event log.
+  const report = {
+    benchmark: 'webhooks',
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    database: 'postgresql',
+    settings: { ...opts, pgUrl: undefined, redisUrl: undefined, eventLogs: opts.eventLogs.map(([name]) => name) },
+    targets: { p50Ms: TARGET_P50_MS, eventsPerSec: TARGET_EVENTS_PER_SEC },
+    ...(runs.length === 1 ? runs[0] : { runs }),
+  };
+  await writeFile(join(RESULTS_DIR, 'webhooks.json'), `${JSON.stringify(report, null, 2)}\n`);
+  log(`\nResults written to ${join('bench', 'results', 'webhooks.json')}`);
+  return runs.every((r) => r.clean) ? 0 : 1;
+}
 
+/** The whole measurement on one event log (`busEnv`: the hub settings that choose it), on a fresh database. */
+async function measure(outerCleanups, opts, eventLog, busEnv) {
+  // This run's hub and receiver stop before the next event log's run starts.
+  const cleanups = [];
+  outerCleanups.push(async () => {
+    while (cleanups.length) await cleanups.pop()();
+  });
+  const loadBefore = loadavg()[0];
   const pg = (await import('pg')).default;
-  const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
+  const { id, adminToken, env } = await freshHubSettings(outerCleanups, opts);
   const databaseUrl = env.DATABASE_URL;
   log(`  database ${new URL(databaseUrl).pathname.slice(1)}, Redis prefix ${env.REDIS_PREFIX}`);
 
@@ -101,6 +142,7 @@ async function run(cleanups) {
     HUB_EGRESS_ALLOW_PRIVATE: 'true',
     // The backlog part holds requests unanswered while its calls run: no attempt may time out.
     WEBHOOK_TIMEOUT_MS: '300000',
+    ...busEnv,
     ...opts.hubEnv,
   }, opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(RESULTS_DIR, 'profiles')}`] : []);
   cleanups.push(() => hub.stop());
@@ -293,129 +335,18 @@ async function run(cleanups) {
     log(`    backlog delivery: node bench/profile-summary.js <file> --from ${at(released)} --to ${at(backlogLast)} --per-request ${backlogDelivered}`);
   }
 
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const report = {
-    benchmark: 'webhooks',
-    date: new Date().toISOString(),
-    node: process.version,
-    cpus: cpus().length,
-    cpuModel: cpus()[0]?.model,
-    database: 'postgresql',
-    settings: { ...opts, pgUrl: undefined, redisUrl: undefined },
+  if (!clean) for (const line of hub.logTail()) console.error(`  hub log: ${line}`);
+  const result = {
+    eventLog,
     latency,
     burst: { live, backlog },
     signatures: { verified: receiver.verified(), bad: badSignatures },
     loadAverage: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
-    targets: { p50Ms: TARGET_P50_MS, eventsPerSec: TARGET_EVENTS_PER_SEC },
     verdicts,
+    clean,
   };
-  await writeFile(join(RESULTS_DIR, 'webhooks.json'), `${JSON.stringify(report, null, 2)}\n`);
-  log(`\nResults written to ${join('bench', 'results', 'webhooks.json')}`);
-  if (!clean) for (const line of hub.logTail()) console.error(`  hub log: ${line}`);
-  return clean ? 0 : 1;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The receiver: records each webhook-id's first arrival per path and verifies every signature.
-
-async function startReceiver() {
-  const paths = new Map(); // path → { first: Map<id, {at, body}>, count, last }
-  const secrets = new Map(); // path → whsec_…
-  const waiters = new Set();
-  let held = new Set(); // paths whose first request is held unanswered
-  const holding = []; // answers held back
-  let verified = 0;
-  let bad = 0;
-  const server = createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const at = performance.now();
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const path = req.url ?? '/';
-      res.statusCode = 204;
-      if (held.has(path)) {
-        held.delete(path);
-        holding.push(res);
-      } else res.end();
-      const secret = secrets.get(path);
-      if (secret && verify(secret, req.headers, raw)) verified += 1;
-      else bad += 1;
-      let entry = paths.get(path);
-      if (!entry) paths.set(path, (entry = { first: new Map(), count: 0, last: 0 }));
-      entry.count += 1;
-      const id = req.headers['webhook-id'];
-      if (!entry.first.has(id)) {
-        let body;
-        try {
-          body = JSON.parse(raw);
-        } catch {
-          body = undefined;
-        }
-        entry.first.set(id, { at, body });
-        entry.last = at;
-        for (const waiter of waiters) waiter(path, body, at);
-      }
-    });
-  });
-  server.keepAliveTimeout = 5000;
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  const port = server.address().port;
-  return {
-    secrets,
-    url: (path) => `http://127.0.0.1:${port}${path}`,
-    distinct: (path) => paths.get(path)?.first.size ?? 0,
-    count: (path) => paths.get(path)?.count ?? 0,
-    lastArrival: (path) => paths.get(path)?.last ?? 0,
-    verified: () => verified,
-    badSignatures: () => bad,
-    /** Holds the next request on each of `list` unanswered until `release()`. */
-    hold(list) {
-      held = new Set(list);
-    },
-    release() {
-      held = new Set();
-      for (const res of holding.splice(0)) res.end();
-    },
-    /** performance.now() of the first webhook on `path` whose body matches (already arrived or next). */
-    arrival(path, match, timeoutMs) {
-      for (const { at, body } of paths.get(path)?.first.values() ?? []) if (match(body)) return Promise.resolve(at);
-      return new Promise((ok, fail) => {
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          fail(new Error(`no webhook on ${path} within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const waiter = (p, body, at) => {
-          if (p !== path || !match(body)) return;
-          clearTimeout(timer);
-          waiters.delete(waiter);
-          ok(at);
-        };
-        waiters.add(waiter);
-      });
-    },
-    close: () =>
-      new Promise((ok) => {
-        server.close(() => ok());
-        server.closeAllConnections();
-      }),
-  };
-}
-
-/** Standard Webhooks: HMAC-SHA256 over "<id>.<timestamp>.<body>" keyed by the secret's base64 part. */
-function verify(secret, headers, raw) {
-  const id = headers['webhook-id'];
-  const timestamp = headers['webhook-timestamp'];
-  const header = headers['webhook-signature'];
-  if (!id || !timestamp || !header) return false;
-  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return false;
-  const expected = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${timestamp}.${raw}`).digest();
-  return header.split(' ').some((entry) => {
-    const [version, value] = entry.split(',');
-    if (version !== 'v1' || !value) return false;
-    const given = Buffer.from(value, 'base64');
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  });
+  while (cleanups.length) await cleanups.pop()();
+  return result;
 }
 
 function sleep(ms) {

@@ -17,6 +17,13 @@ export interface QdrantVectorStoreOptions {
 type Condition = Record<string, unknown>;
 
 /**
+ * Qdrant servers the pinned client (@qdrant/js-client-rest 1.18.0) works with, by its own rule:
+ * the same major version and at most one minor version apart. The client's check is off because
+ * it writes to the console; this store checks once and logs through ours.
+ */
+export const QDRANT_SUPPORTED = { major: 1, minors: [17, 19] as const };
+
+/**
  * Vectors in Qdrant: one collection per embedding model and dimension, created on first use with
  * cosine distance and a keyword index on `workspace_id` marked `is_tenant` (plus indexes on
  * `type`, `tags` and `created_at`). Every read and write carries a `workspace_id` condition, so
@@ -29,6 +36,7 @@ export class QdrantVectorStore implements VectorStore {
   private readonly client: QdrantClient;
   private readonly prefix: string;
   private readonly ready = new Map<string, Promise<void>>();
+  private versionChecked: Promise<string | undefined> | undefined;
 
   constructor(private readonly options: QdrantVectorStoreOptions) {
     this.client = new QdrantClient({
@@ -138,11 +146,39 @@ export class QdrantVectorStore implements VectorStore {
     return collections.map((c) => c.name).filter((name) => name.startsWith(`${this.prefix}_`));
   }
 
+  /**
+   * The server's version, checked against QDRANT_SUPPORTED once per store (before the first
+   * collection is made): outside it, a warning names both versions; the store goes on, since the
+   * calls it makes may still work. Undefined when the server does not say.
+   */
+  checkVersion(): Promise<string | undefined> {
+    this.versionChecked ??= (async () => {
+      let version: string | undefined;
+      try {
+        ({ version } = await this.client.versionInfo());
+      } catch (err) {
+        this.options.log?.warn({ err: (err as Error)?.message }, 'qdrant server version unknown');
+        return undefined;
+      }
+      const [major, minor] = version.split('.').map(Number);
+      const [low, high] = QDRANT_SUPPORTED.minors;
+      if (major !== QDRANT_SUPPORTED.major || minor === undefined || !(minor >= low && minor <= high)) {
+        this.options.log?.warn(
+          { version, supported: `${QDRANT_SUPPORTED.major}.${low}-${QDRANT_SUPPORTED.major}.${high}` },
+          'qdrant server version outside what the client supports',
+        );
+      }
+      return version;
+    })();
+    return this.versionChecked;
+  }
+
   /** Creates the collection and its payload indexes once per process (and tolerates a race). */
   private ensure(name: string, dimensions: number): Promise<void> {
     let ready = this.ready.get(name);
     if (!ready) {
       ready = (async () => {
+        await this.checkVersion();
         const { exists } = await this.call(() => this.client.collectionExists(name));
         if (!exists) {
           try {

@@ -63,7 +63,7 @@ async function qdrantSubject(): Promise<SubjectFactory> {
   return {
     name: 'qdrant',
     async start() {
-      const container = await new GenericContainer('qdrant/qdrant:v1.15.4')
+      const container = await new GenericContainer('qdrant/qdrant:v1.18.0')
         .withExposedPorts(6333)
         .withWaitStrategy(Wait.forHttp('/readyz', 6333))
         .start();

@@ -28,6 +28,26 @@ export interface KafkaBusOptions {
  */
 const FETCH_MAX_WAIT_MS = 500;
 
+/** How long a topic this bus created may take to have a leader on every partition (kafkajs: 5 s). */
+const TOPIC_LEADERS_TIMEOUT_MS = 30_000;
+
+/**
+ * Runs `work` again while it fails with an error kafkajs marks retriable (a broker that has not
+ * heard of a new topic yet, a partition without a leader), for at most TOPIC_LEADERS_TIMEOUT_MS.
+ */
+async function untilKnown<T>(what: string, work: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + TOPIC_LEADERS_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return await work();
+    } catch (err) {
+      if (!(err as { retriable?: boolean }).retriable) throw err;
+      if (Date.now() >= deadline) throw new Error(`Kafka: ${what} still failed after ${TOPIC_LEADERS_TIMEOUT_MS} ms: ${(err as Error).message}`, { cause: err });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** kafkajs logs through its own logger; this sends its warnings and errors to ours. */
 function pinoLogCreator(log: Logger): logCreator {
   return () => ({ namespace, level, log: entry }) => {
@@ -145,16 +165,24 @@ export class KafkaBus implements Bus {
       try {
         await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
       } catch (err) {
-        // The group went on without this member (a rebalance, or its session expired while the
-        // handler ran), so the message comes again to the partition's owner. Thrown, the error
-        // would stop the consumer for good: kafkajs restarts one only after retriable errors.
         log.warn({ err, topic, partition, offset: message.offset }, 'bus offset not committed; the message will come again');
+        // The group's coordinator is gone (its broker died): kafkajs gave up after its retries and
+        // would keep asking the dead broker, each later commit taking as long. Thrown, the error
+        // makes kafkajs restart the consumer, which finds the new coordinator and rejoins; the
+        // message comes again (at least once). Seen on a three-node cluster: without this, a
+        // SIGKILL of the coordinator's broker slowed the consumer to one message per ~10 s.
+        if ((err as Error).name === 'KafkaJSNumberOfRetriesExceeded') throw err;
+        // Otherwise the group went on without this member (a rebalance, or its session expired
+        // while the handler ran), so the message comes again to the partition's owner. Thrown,
+        // such an error would stop the consumer for good: kafkajs restarts one only after
+        // retriable errors.
       }
     };
 
     await consumer.connect();
     try {
-      await consumer.subscribe({ topics, fromBeginning: true });
+      // The broker the consumer asks may not know a topic another broker just created yet.
+      await untilKnown(`subscribing to ${topics.join(', ')}`, () => consumer.subscribe({ topics, fromBeginning: true }));
       // Resolves once the member joined the group, so the caller knows it is consuming.
       await consumer.run({
         autoCommit: false,
@@ -240,8 +268,25 @@ export class KafkaBus implements Bus {
     const existing = new Set(await this.admin.listTopics());
     for (const topic of unknown) {
       // Another process may create it between the listing and here; kafkajs then returns false.
-      if (!existing.has(topic)) await this.admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: true });
+      // kafkajs would wait for the leaders itself (waitForLeaders defaults to true), and fail:
+      // see waitForLeaders, which also covers a topic another client created a moment ago.
+      if (!existing.has(topic)) await this.admin.createTopics({ topics: [{ topic, numPartitions: this.partitions }], waitForLeaders: false });
+      await this.waitForLeaders(topic);
       this.knownTopics.add(topic);
     }
+  }
+
+  /**
+   * Returns once every partition of a topic this bus has not used yet has a leader. Not kafkajs's
+   * `waitForLeaders`: it retries only LEADER_NOT_AVAILABLE, while on a cluster the broker it asks
+   * often has not heard of the new topic yet and answers UNKNOWN_TOPIC_OR_PARTITION, which it
+   * threw (the hub then failed to start on a fresh three-node cluster).
+   */
+  private async waitForLeaders(topic: string): Promise<void> {
+    await untilKnown(`waiting for the leaders of ${topic}`, async () => {
+      const { topics } = await this.admin.fetchTopicMetadata({ topics: [topic] });
+      const partitions = topics[0]?.partitions ?? [];
+      if (partitions.length === 0 || partitions.some((p) => p.leader < 0)) throw Object.assign(new Error(`Kafka topic ${topic} has partitions without a leader`), { retriable: true });
+    });
   }
 }
