@@ -414,8 +414,11 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
     // The fullest workspace's: the second one's 600 bytes, not the first one's 35.
     expect(quotaGauges(text, 'rl-quota', 'memory_bytes_per_workspace')).toEqual({ used: 600, limit: 1000, ratio: 0.6 });
     expect(quotaGauges(text, 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
-    // Messaging: the busiest sender's tasks in flight.
+    // Messaging: the busiest sender's tasks in flight, and the fullest inbox's undelivered
+    // deliveries, overridden to 1 for rl-q2; rl-inflight keeps HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT.
     expect(quotaGauges(text, 'rl-inflight', 'tasks_in_flight_per_sender')).toEqual({ used: 2, limit: 2, ratio: 1 });
+    expect(quotaGauges(text, 'rl-q2', 'queued_deliveries_per_agent')).toEqual({ used: 1, limit: 1, ratio: 1 });
+    expect(quotaGauges(text, 'rl-inflight', 'queued_deliveries_per_agent')).toEqual({ used: 2, limit: 5, ratio: 0.4 });
     // Events: the agent with the most agent-wide webhooks.
     expect(quotaGauges(text, 'rl-q2', 'webhooks_per_agent')).toEqual({ used: 2, limit: 20, ratio: 0.1 });
 
@@ -481,6 +484,7 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     // Either replica of a service reads the same database.
     expect(quotaGauges(await metrics('workspace-b'), 'rl-q2', 'members_per_workspace')).toEqual({ used: 2, limit: 2, ratio: 1 });
     expect(quotaGauges(await metrics('messaging-a'), 'rl-q2', 'tasks_in_flight_per_sender')).toEqual({ used: 1, limit: 2, ratio: 0.5 });
+    expect(quotaGauges(await metrics('messaging-b'), 'rl-q2', 'queued_deliveries_per_agent')).toEqual({ used: 1, limit: 1, ratio: 1 });
     expect(quotaGauges(await metrics('events'), 'rl-q2', 'webhooks_per_agent')).toEqual({ used: 2, limit: 20, ratio: 0.1 });
     // A quota's gauges are the owning service's alone.
     expect(quotaGauges(await metrics('workspace-a'), 'rl-q2', 'agents_per_tenant').used).toBeUndefined();

@@ -1,5 +1,6 @@
-import type { Db, Metrics } from '@agenthub/runtime';
+import { detachedSignal, type Db, type Metrics } from '@agenthub/runtime';
 import { IN_FLIGHT, UPDATABLE } from '@agenthub/tasks';
+import type { MessagingEnv } from './env.js';
 
 /** States a task leaves (the open ones); final states only grow, and counting them would scan every task. */
 const ACTIVE_STATES = [...UPDATABLE];
@@ -9,9 +10,11 @@ const sqlList = (states: Iterable<string>) => [...states].map((state) => `'${sta
  * What SREs alert on in the messaging service, read when Prometheus scrapes: deliveries queued
  * for connected agents (their inboxes, in total: one series per agent would be unbounded),
  * deliveries queued per push agent (one series per registered push endpoint), and tasks in each
- * active state; and each tenant's use of the tasks-in-flight quota. Returns how to stop reporting them.
+ * active state; and each tenant's use of the tasks-in-flight and queued-deliveries quotas. Returns
+ * how to stop reporting them.
  */
-export function reportBacklog(metrics: Metrics, db: Db, maxTasksInFlightPerSender: number): () => void {
+export function reportBacklog(metrics: Metrics, db: Db, env: Pick<MessagingEnv, 'deliveries' | 'overrides' | 'limits'>): () => void {
+  const { maxTasksInFlightPerSender, maxQueuedDeliveriesPerAgent } = env.limits;
   // One read of the queue feeds both families (inbox totals and push per agent).
   let last: { at: number; rows: Promise<{ agent_id: string; push: boolean; n: number; oldest: string | number }[]> } | undefined;
   const queue = () => {
@@ -58,5 +61,24 @@ export function reportBacklog(metrics: Metrics, db: Db, maxTasksInFlightPerSende
       }),
     );
   }
+  // Each tenant's fullest inbox against queued_deliveries_per_agent. Its overrides are asked (of
+  // identity, through the cache the send's check uses) only for the `top` tenants with the fullest
+  // inboxes, so a refresh costs at most that many identity calls however many tenants there are.
+  stops.push(
+    metrics.quotaUsage(async (top) => {
+      const signal = detachedSignal();
+      const fullest = (await env.deliveries.fullestInboxes(signal)).sort((a, b) => b.queued - a.queued).slice(0, top);
+      const rows = await Promise.all(
+        fullest.map(async (row) => ({
+          tenant: row.tenant,
+          quota: 'queued_deliveries_per_agent',
+          used: row.queued,
+          limit: await env.overrides.limit(row.tenant, 'queued_deliveries_per_agent', maxQueuedDeliveriesPerAgent, { signal }),
+        })),
+      );
+      // Infinity: the quota is off for that tenant (no default, no override), as in the check.
+      return rows.filter((row) => Number.isFinite(row.limit));
+    }),
+  );
   return () => stops.forEach((stop) => stop());
 }

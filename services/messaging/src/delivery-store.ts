@@ -64,6 +64,23 @@ export class DeliveryStore {
   }
 
   /**
+   * Each tenant's fullest inbox: the most undelivered deliveries any one of its agents has, in one
+   * grouped read of the whole queue (the quota gauges; it counts what queuedDeliveries counts).
+   * Rows queued before deliveries named their recipient's tenant ('') count with that agent's
+   * newer rows, which do; an agent with only such rows is left out.
+   */
+  async fullestInboxes(signal: AbortSignal): Promise<{ tenant: string; queued: number }[]> {
+    const { rows } = await this.db.query<{ tenant: string; queued: number }>(
+      `SELECT tenant, max(n)::int AS queued FROM (
+         SELECT max(recipient_tenant_id) AS tenant, count(*) AS n FROM deliveries GROUP BY recipient_agent_id
+       ) AS inboxes WHERE tenant <> '' GROUP BY tenant`,
+      [],
+      signal,
+    );
+    return rows;
+  }
+
+  /**
    * Claims up to `max` of the recipient's visible deliveries, oldest first, hiding them until
    * `claimUntil`. SKIP LOCKED lets several replicas (and polls) share a queue without waiting.
    * One statement (its own transaction): a claim is one round trip on a connected agent's path.

@@ -73,7 +73,7 @@ export async function startMessaging(deps: MessagingDeps): Promise<RunningServic
       credentials: async (agentId, signal) => (await identity.getPushCredential({ agentId }, { principal: { kind: 'operator' }, signal })).pushSecret,
       options: deps.push,
     });
-    const stopBacklog = reportBacklog(deps.metrics, deps.db, env.limits.maxTasksInFlightPerSender);
+    const stopBacklog = reportBacklog(deps.metrics, deps.db, env);
     return {
       name: running.name,
       address: running.address,

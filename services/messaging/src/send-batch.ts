@@ -1,5 +1,5 @@
 import { OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
-import type { TaskRecord } from './task-store.js';
+import type { NewDelivery, TaskRecord } from './task-store.js';
 import type { SerializedItem } from './task-items.js';
 
 /**
@@ -10,7 +10,7 @@ export interface NewTaskRows {
   task: TaskRecord;
   items: SerializedItem[];
   event: Parameters<typeof outboxValues>[0];
-  delivery?: { id: string; message: unknown; expiresAt: number };
+  delivery?: NewDelivery;
   /** The send's trace (W3C traceparent), taken when the send was made: rows are written later, in a batch. */
   traceparent?: string | null;
   /**
@@ -121,7 +121,7 @@ export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<Se
     const [eventId, topic, key, type, payload, createdAt] = outboxValues(event, new Date(task.updatedAt), traceparent);
     events.push([id, `${p(eventId)}, ${p(topic)}, ${p(key)}, ${p(type)}, ${p(payload)}::jsonb, ${p(createdAt)}::bigint, ${p(traceparent)}`]);
     if (delivery) {
-      deliveries.push([id, `${p(delivery.id)}, ${id}, ${recipient}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint, ${p(traceparent)}`]);
+      deliveries.push([id, `${p(delivery.id)}, ${id}, ${recipient}, ${p(delivery.recipientTenantId)}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint, ${p(traceparent)}`]);
     }
   }
   const checked = quotas.size > 0;
@@ -153,7 +153,7 @@ export async function insertTasks(db: Queryable, all: NewTaskRows[]): Promise<Se
   withs.push(`task AS (${insert('tasks', TASK_INSERT_COLUMNS, tasks)})`);
   if (items.length) withs.push(`item AS (${insert('task_items', 'task_id, kind, seq, item_id, body, bytes', items)})`);
   withs.push(`event AS (${insert('outbox', OUTBOX_INSERT_COLUMNS, events)})`);
-  if (deliveries.length) withs.push(`delivery AS (${insert('deliveries', 'id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent', deliveries)})`);
+  if (deliveries.length) withs.push(`delivery AS (${insert('deliveries', 'id, task_id, recipient_agent_id, recipient_tenant_id, message, created_at, expires_at, traceparent', deliveries)})`);
   // Checked, a row per accepted task (none: nothing was written); unchecked, one row.
   const { rows } = await db.query<{ id: string | null; schema: string }>(
     `WITH ${withs.join(',\n')}\n${checked ? 'SELECT id, current_schema() AS schema FROM accepted' : 'SELECT NULL AS id, current_schema() AS schema'}`,

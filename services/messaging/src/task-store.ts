@@ -137,6 +137,8 @@ export interface NewDelivery {
   id: string;
   message: unknown;
   expiresAt: number;
+  /** The recipient's tenant ('' when unknown), for the queued-deliveries gauges of each tenant. */
+  recipientTenantId: string;
 }
 
 /** The tasks of the messaging service: their rows, items and transitions, written with their events. */
@@ -193,8 +195,8 @@ export class TaskStore {
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {
     await tx.query(
-      'INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-      [delivery.id, task.id, task.recipientAgentId, JSON.stringify(delivery.message), task.updatedAt, delivery.expiresAt, currentTraceparent() ?? null],
+      'INSERT INTO deliveries (id, task_id, recipient_agent_id, recipient_tenant_id, message, created_at, expires_at, traceparent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+      [delivery.id, task.id, task.recipientAgentId, delivery.recipientTenantId, JSON.stringify(delivery.message), task.updatedAt, delivery.expiresAt, currentTraceparent() ?? null],
     );
   }
 
@@ -312,8 +314,8 @@ export class TaskStore {
     }
     if (purge) withs.push(`purge AS (DELETE FROM deliveries WHERE task_id = ${id} AND EXISTS (SELECT 1 FROM upd))`);
     if (delivery) {
-      withs.push(`delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, message, created_at, expires_at, traceparent)
-         SELECT ${p(delivery.id)}, upd.id, ${p(next.recipientAgentId)}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint,
+      withs.push(`delivery AS (INSERT INTO deliveries (id, task_id, recipient_agent_id, recipient_tenant_id, message, created_at, expires_at, traceparent)
+         SELECT ${p(delivery.id)}, upd.id, ${p(next.recipientAgentId)}, ${p(delivery.recipientTenantId)}, ${p(JSON.stringify(delivery.message))}::jsonb, ${updatedAt}::bigint, ${p(delivery.expiresAt)}::bigint,
                 ${p(currentTraceparent() ?? null)} FROM upd)`);
     }
     // The earlier items `load` selects, as they were before this statement (it sees none of its own

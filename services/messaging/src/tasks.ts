@@ -112,8 +112,8 @@ export async function visibleTask(env: MessagingEnv, signal: AbortSignal, caller
   return task;
 }
 
-function newDelivery(env: MessagingEnv, message: messagingv1.Message, ttlSeconds: number, now: number): NewDelivery {
-  return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000 };
+function newDelivery(message: messagingv1.Message, ttlSeconds: number, now: number, recipientTenantId: string): NewDelivery {
+  return { id: newId('dlv'), message: messageJson(message), expiresAt: now + ttlSeconds * 1000, recipientTenantId };
 }
 
 /**
@@ -165,7 +165,8 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
         return {
           next: { state: 'submitted', updatedAt: now },
           append: { messages: [messageJson(stored)] },
-          delivery: newDelivery(env, stored, ttl, now),
+          // A recipient identity no longer knows has no tenant to count its delivery under.
+          delivery: newDelivery(stored, ttl, now, recipient?.tenantId ?? ''),
         };
       },
       { check: taskGrowthCheck(env.limits), load: { historyLength: request.historyLength, artifacts: true }, current },
@@ -215,7 +216,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
       version: 1,
     };
     // x-ttl 0 to an online agent still queues: it has until its next poll (claim window) to take it.
-    const delivery = offlineNoQueue ? undefined : newDelivery(env, stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now);
+    const delivery = offlineNoQueue ? undefined : newDelivery(stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now, agent.tenantId);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.pushes.recordPushAgent(ctx.signal, agent.id, agent.endpointUrl, agent.tenantId);
     const max = env.limits.maxTasksInFlightPerSender;

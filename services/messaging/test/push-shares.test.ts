@@ -71,7 +71,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on 
           bytes: 0,
           version: 1,
         },
-        { id: newId('dlv'), message, expiresAt: now + 60_000 },
+        { id: newId('dlv'), message, expiresAt: now + 60_000, recipientTenantId: tenantId },
       );
       ids.push(task!.id);
     }

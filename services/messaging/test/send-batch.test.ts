@@ -97,7 +97,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
       task: { ...base, id },
       items,
       event: { topic: 'test', partitionKey: id, type: 'messaging.task.created', data: {} },
-      delivery: { id: `dlv_${id}`, message: {}, expiresAt: 2 },
+      delivery: { id: `dlv_${id}`, message: {}, expiresAt: 2, recipientTenantId: 'acme' },
     });
     const batcher = new TaskInsertBatcher(stack.db, 64, 1);
     await batcher.insert(rows('task_batch_dup'));
