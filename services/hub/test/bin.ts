@@ -10,9 +10,13 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = join('services', 'hub', 'bin', 'agenthub.js');
 
-export const START_TIMEOUT_MS = 60_000;
+// A first `serve all` on a fresh data directory (initdb, every service's migrations), at trace
+// level, took over 60 s on a 2-core machine under a full test run's load.
+export const START_TIMEOUT_MS = 120_000;
 export const STOP_TIMEOUT_MS = 10_000;
 export const COMMAND_TIMEOUT_MS = 30_000;
+/** A test that runs several commands one after another (each a node process start, seconds under load). */
+export const COMMANDS_TIMEOUT_MS = 4 * COMMAND_TIMEOUT_MS;
 export const HOOK_TIMEOUT_MS = START_TIMEOUT_MS + STOP_TIMEOUT_MS + 10_000;
 
 export interface Exit {

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agenthub, COMMAND_TIMEOUT_MS, freePort, HOOK_TIMEOUT_MS, serve, stop, stopAll, STOP_TIMEOUT_MS, type Served } from './bin.js';
+import { agenthub, COMMANDS_TIMEOUT_MS, freePort, HOOK_TIMEOUT_MS, serve, stop, stopAll, STOP_TIMEOUT_MS, type Served } from './bin.js';
 
 /**
  * The `agenthub` command as an operator uses it: the built process (`npm run build` first),
@@ -79,14 +79,14 @@ describe('agenthub command', () => {
         key_id: expect.stringMatching(/^key_/),
         tenant_created: true,
       });
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('prints the key for people without --json, with a warning on stderr', async () => {
       const result = await agenthub(['agents', 'create', '--tenant', 'acme', '--name', 'b'], env);
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/^Agent agt_\S+ in tenant acme\nAPI key: ahk_\S+\n$/);
       expect(result.stderr).toContain('Store the API key now');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     // Issue 12: push endpoints are checked against the egress policy; push agents get a push secret.
     it('agents create --endpoint refuses a loopback endpoint naming endpoint_url; a push agent gets a push secret the operator can rotate', async () => {
@@ -103,7 +103,7 @@ describe('agenthub command', () => {
       expect(rotated.code).toBe(0);
       expect(rotated.stdout).toMatch(/^Push secret: ahp_[A-Za-z0-9_-]{43}\n$/);
       expect(rotated.stdout).not.toContain(pushed.push_secret);
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('the printed key creates a workspace owned by that agent', async () => {
       const before = Date.now();
@@ -122,7 +122,7 @@ describe('agenthub command', () => {
       expect(human.code).toBe(0);
       expect(human.stdout.split('\n')).toContain('acme\tacme');
       expect(JSON.parse(json.stdout).tenants).toEqual([expect.objectContaining({ id: 'acme', name: 'acme' })]);
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('tenants limits overrides some of a tenant’s rate limits and resets them', async () => {
       const set = await agenthub(['tenants', 'limits', 'acme', '--key', '50/100', '--max-waiting', '7'], env);
@@ -159,7 +159,7 @@ describe('agenthub command', () => {
       for (const quota of ['agents_per_tenant', 'members_per_workspace', 'secrets_per_workspace', 'webhooks_per_workspace', 'webhooks_per_agent', 'queued_deliveries_per_agent']) {
         expect(usage.stdout).toContain(quota);
       }
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('agents list and agents get show the agent', async () => {
       const [list, get] = await Promise.all([agenthub(['agents', 'list', '--tenant', 'acme'], env), agenthub(['agents', 'get', alice.agent_id], env)]);
@@ -167,7 +167,7 @@ describe('agenthub command', () => {
       expect(list.stdout.split('\n')).toContain(`${alice.agent_id}\tacme\ta`);
       expect(get.code).toBe(0);
       expect(JSON.parse(get.stdout).agent).toMatchObject({ id: alice.agent_id, tenant_id: 'acme', name: 'a' });
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
   });
 
   describe('keys', () => {
@@ -199,7 +199,7 @@ describe('agenthub command', () => {
       expect(after.stdout.split('\n')).toEqual(
         expect.arrayContaining([expect.stringMatching(new RegExp(`^${second.key.id}\\t.*\\trevoked$`)), expect.stringMatching(new RegExp(`^${alice.key_id}\\t.*\\tactive$`))]),
       );
-    }, 4 * COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
   });
 
   describe('bad usage', () => {
@@ -208,7 +208,7 @@ describe('agenthub command', () => {
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain('Unknown command "frobnicate now"');
       expect(result.stdout).toBe('');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     // A typo must be reported as such, not as a missing operator token, on a machine with no hub.
     it('refuses an unknown command as unknown even where no operator token is found', async () => {
@@ -220,7 +220,7 @@ describe('agenthub command', () => {
       } finally {
         await rm(empty, { recursive: true, force: true });
       }
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('refuses unknown options and missing arguments', async () => {
       const [option, missing] = await Promise.all([agenthub(['tenants', 'list', '--bogus'], env), agenthub(['agents', 'create', '--tenant', 'acme'], env)]);
@@ -228,7 +228,7 @@ describe('agenthub command', () => {
       expect(option.stderr).toContain("Unknown option '--bogus'");
       expect(missing.code).not.toBe(0);
       expect(missing.stderr).toContain('Missing --name');
-    }, 2 * COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('says the hub refused a wrong operator token', async () => {
       const wrong = join(dataDir, 'wrong-token');
@@ -237,7 +237,7 @@ describe('agenthub command', () => {
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain('The hub refused the operator token');
       expect(result.stdout).toBe('');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     // Issue 12 item 7: an argument is in every local user's process list.
     it('takes the operator token from a file or standard input, never from the command line', async () => {
@@ -249,7 +249,7 @@ describe('agenthub command', () => {
       const fromStdin = await agenthub(['tenants', 'list', '--token-file', '-', '--json'], { ...env, HUB_DATA_DIR: join(dataDir, 'elsewhere') }, `${token}\n`);
       expect(fromStdin.code).toBe(0);
       expect(JSON.parse(fromStdin.stdout).tenants).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'acme' })]));
-    }, 2 * COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     // Issue 12 item 7: PGlite clusters, WAL and event log were 0666 in 0755 folders.
     it('keeps the data directory and every file in it private to the hub\'s user', async () => {
@@ -265,19 +265,19 @@ describe('agenthub command', () => {
       expect(open).toEqual([]);
       expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
       expect((await readdir(join(dataDir, 'messaging', 'pgdata'))).length).toBeGreaterThan(0);
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('reports a hub error with its message and code', async () => {
       const result = await agenthub(['keys', 'revoke', 'key_doesnotexist'], env);
       expect(result.code).not.toBe(0);
       expect(result.stderr).toContain('API key not found');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('prints usage for --help and exits 0', async () => {
       const result = await agenthub(['--help'], {});
       expect(result.code).toBe(0);
       expect(result.stdout).toContain('agenthub agents create --tenant <tenant-id> --name <name>');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('prints one command\'s help with its options and exit codes, needing no hub', async () => {
       const result = await agenthub(['agents', 'create', '--help'], { HUB_PORT: '1' });
@@ -289,13 +289,13 @@ describe('agenthub command', () => {
       const serve = await agenthub(['serve', '--help'], {});
       expect(serve.code).toBe(0);
       expect(serve.stdout).toContain('3 a port is taken');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('prints the version of package.json for --version', async () => {
       const { version } = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
       const result = await agenthub(['--version'], {});
       expect(result).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('exits 2 for bad usage and 1 when the hub refuses, pointing at --help for the former', async () => {
       const [unknown, missing, refused] = await Promise.all([
@@ -308,7 +308,7 @@ describe('agenthub command', () => {
       expect(missing.code).toBe(2);
       expect(missing.stderr).toBe('agenthub: Missing --name. See agenthub agents create --help.\n');
       expect(refused.code).toBe(1);
-    }, 3 * COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
   });
 
   describe('long jobs', () => {
@@ -325,7 +325,7 @@ describe('agenthub command', () => {
       expect(rotate.code).toBe(0);
       expect(rotate.stderr).toBe('Rewrapping workspace data keys under the newest KEK…\n');
       expect(rotate.stdout).toMatch(/^Rewrapped \d+ data key\(s\) under KEK v1; \d+ in all\n$/);
-    }, 3 * COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('secrets rotate-key re-seals one workspace and exits 0; bad usage exits 2, a refusal 1 (README exit codes)', async () => {
       const set = await rpc(alice.api_key, 'x-hub/workspace.secrets.set', { workspace_id: workspaceId, key: 'ROTATED', value: 'still-readable' });
@@ -344,7 +344,7 @@ describe('agenthub command', () => {
       // A workspace that does not exist is a refusal, not "no secrets to rotate".
       expect(unknown).toMatchObject({ code: 1, stdout: '' });
       expect(unknown.stderr).toContain('Workspace not found');
-    }, 4 * COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('memories reembed exits 2 without --workspace and 1 for another model or an unknown workspace (README exit codes)', async () => {
       const [missing, otherModel, unknown] = await Promise.all([
@@ -359,7 +359,7 @@ describe('agenthub command', () => {
       // Nothing was changed by the refused run: the memories are still found.
       const listed = await rpc(alice.api_key, 'x-hub/workspace.memories', { workspace_id: workspaceId });
       expect(listed.body.result.memories.map((m: { content: string }) => m.content)).toEqual(expect.arrayContaining(['The sky is blue', 'Grass is green']));
-    }, 4 * COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
   });
 
   // README: `memories reembed` "Exits 1 if memories remain". A hub leaves memories only when a
@@ -399,7 +399,7 @@ describe('agenthub command', () => {
       ]);
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('Workspace ws_stub: 2 memories embedded with m2, 1 left (no progress); run again\n');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('exits 0 once none remain, counting every call\'s memories', async () => {
       const result = await reembedAgainst([
@@ -409,7 +409,7 @@ describe('agenthub command', () => {
       expect(result.calls).toHaveLength(2);
       expect(result.code).toBe(0);
       expect(result.stdout).toBe('Workspace ws_stub: 3 memories embedded with m2 (3 dimensions); dropped the vectors of m1\n');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
   });
 
   describe('restart', () => {
@@ -452,7 +452,7 @@ describe('agenthub command', () => {
       expect(human.stdout).toMatch(/^Rewrapped 0 data key\(s\) under KEK v2; 1 in all\n1 data key\(s\) could not be unwrapped and were left as they were; see the secrets service's log\n$/);
       expect(json.code).toBe(1);
       expect(JSON.parse(json.stdout)).toEqual({ kek_version: 'v2', rewrapped: 0, failed: 1, total: 1 });
-    }, HOOK_TIMEOUT_MS + 2 * COMMAND_TIMEOUT_MS);
+    }, HOOK_TIMEOUT_MS + COMMANDS_TIMEOUT_MS);
   });
 
   describe('configuration errors', () => {
@@ -460,13 +460,13 @@ describe('agenthub command', () => {
       const result = await agenthub(['serve', 'all'], { HUB_PORT: 'notaport', HUB_DATA_DIR: dataDir });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('HUB_PORT');
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
 
     it('refuses an administration command naming HUB_PORT when it is not a port, with no stack trace', async () => {
       const result = await agenthub(['tenants', 'list'], { HUB_PORT: 'notaport', HUB_ADMIN_TOKEN: 'a'.repeat(32) });
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(/^agenthub: Invalid configuration:\n {2}HUB_PORT: /);
       expect(result.stderr).not.toMatch(/\n\s+at /);
-    }, COMMAND_TIMEOUT_MS);
+    }, COMMANDS_TIMEOUT_MS);
   });
 });

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { START_TIMEOUT_MS } from './bin.js';
 
 /**
  * A real `agenthub serve all` child process (the built hub: `npm run build` first), for tests that
@@ -9,7 +10,6 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = join('services', 'hub', 'bin', 'agenthub.js');
-const START_TIMEOUT_MS = 90_000;
 
 export interface HubProcess {
   readonly url: string;

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { UPSTREAMS, type UpstreamName } from '@agenthub/gateway';
 import { backends, forgedCall, forgeSignature, makeTestCertificates, methodPaths, type Backend, type ForgedPrincipal, type ProvisionedBackend, type TestCertificates } from '@agenthub/testing';
+import { START_TIMEOUT_MS } from './bin.js';
 import { startTestHub, type TestHub } from './harness.js';
 import { spawnProcess, splitMode, type SplitProcess, type SplitStack } from './split-hub.js';
 
@@ -16,7 +17,6 @@ import { spawnProcess, splitMode, type SplitProcess, type SplitStack } from './s
  * refuse to start without HUB_INTERNAL_KEY. Uses the built code (`npx tsc -b` first).
  */
 
-const START_TIMEOUT_MS = 120_000;
 const { UNAUTHENTICATED } = grpc.status;
 const operator: ForgedPrincipal = { kind: 'operator' };
 const otherTenantsAgent: ForgedPrincipal = { kind: 'agent', agentId: 'victim-agent', tenantId: 'victim-tenant' };

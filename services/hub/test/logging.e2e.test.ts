@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agenthub, COMMAND_TIMEOUT_MS, exitOf, HOOK_TIMEOUT_MS, spawnBin, START_TIMEOUT_MS, stop, type Served } from './bin.js';
+import { agenthub, COMMANDS_TIMEOUT_MS, exitOf, HOOK_TIMEOUT_MS, spawnBin, START_TIMEOUT_MS, stop, type Served } from './bin.js';
 
 /**
  * What a person or a log collector reads from `agenthub serve`, over real child processes whose
@@ -93,7 +93,7 @@ describe('log format', () => {
     const result = await agenthub(['serve', 'identity'], { HUB_DATA_DIR: dataDir, LOG_FORMAT: 'xml', ...INTERNAL_KEY });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('LOG_FORMAT');
-  }, COMMAND_TIMEOUT_MS);
+  }, COMMANDS_TIMEOUT_MS);
 });
 
 describe('request lines', () => {
@@ -152,7 +152,7 @@ describe('a port already in use', () => {
       expect(result.stderr).toBe(`agenthub: Port ${port} is already in use (HUB_PORT); stop whatever holds it or set HUB_PORT to a free port.\n`);
       expect(result.stdout).not.toMatch(/\n\s+at /);
     });
-  }, COMMAND_TIMEOUT_MS);
+  }, COMMANDS_TIMEOUT_MS);
 
   it('a gRPC service names GRPC_PORT', async () => {
     await withPortTaken(async (port) => {
