@@ -79,9 +79,10 @@ export async function startTestHub(backend: HubMode, env: Record<string, string>
   const provisioned = await backend.provision();
   const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-test-'));
   if (backend.name === 'inproc') return startOn(provisioned, dataDir, { HUB_TRANSPORT: 'inproc', ...env }, false);
-  // An embedded hub keeps its databases in memory unless the suite restarts it (HUB_EMBEDDED_STORAGE=disk):
-  // the same SQL and code without PGlite's emulated file system, which took 40% of an embedded suite's time.
-  if (backend.name === 'embedded') return startOn(provisioned, dataDir, { HUB_EMBEDDED_STORAGE: 'memory', ...env }, false);
+  // An embedded hub keeps its databases in memory: the same SQL and code without PGlite's emulated
+  // file system, which took 40% of an embedded suite's time. Not when the suite restarts it
+  // (HUB_EMBEDDED_STORAGE=disk) or names the data directory a later hub starts on again.
+  if (backend.name === 'embedded') return startOn(provisioned, dataDir, { ...(env.HUB_DATA_DIR ? {} : { HUB_EMBEDDED_STORAGE: 'memory' }), ...env }, false);
   if (backend.name !== 'split') return startOn(provisioned, dataDir, env, false);
   // Chosen once, so that restart() brings the processes back with the same keys.
   return startOn(provisioned, dataDir, { ...splitCredentials(), ...env }, true);
