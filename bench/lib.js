@@ -179,16 +179,21 @@ export async function freshHubSettings(cleanups, { pgUrl, redisUrl }) {
       LOG_LEVEL: 'warn',
       HUB_METRICS: 'false',
       HUB_SHUTDOWN_GRACE_MS: '2000',
-      // The benchmarks measure the hub's path, not its refusals: one key sends far past the
-      // per-key and per-tenant rates and the tasks-in-flight and queued-deliveries quotas (0 turns
-      // each off).
-      HUB_RATE_KEY_PER_SEC: '0',
-      HUB_RATE_TENANT_PER_SEC: '0',
-      HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: '0',
-      HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '0',
+      ...UNLIMITED,
     },
   };
 }
+
+/**
+ * The benchmarks measure the hub's path, not its refusals: one key sends far past the per-key and
+ * per-tenant rates and the tasks-in-flight and queued-deliveries quotas (0 turns each off).
+ */
+export const UNLIMITED = {
+  HUB_RATE_KEY_PER_SEC: '0',
+  HUB_RATE_TENANT_PER_SEC: '0',
+  HUB_QUOTA_TASKS_IN_FLIGHT_PER_SENDER: '0',
+  HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '0',
+};
 
 /** `agenthub serve all` as a child process (with `nodeArgs`, e.g. --cpu-prof); resolves once it listens. */
 export async function startHubProcess(root, env, nodeArgs = []) {

@@ -38,7 +38,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFloor } from './floor.js';
-import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, log, parseHubEnv, round, rpc, runBench, UsageError } from './lib.js';
+import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, log, parseHubEnv, round, rpc, runBench, UNLIMITED, UsageError } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -108,6 +108,7 @@ async function run(cleanups) {
     LOG_LEVEL: 'warn',
     HUB_METRICS: 'false',
     HUB_SHUTDOWN_GRACE_MS: '2000',
+    ...UNLIMITED,
     ...opts.hubEnv,
   };
   const profileDir = join(RESULTS_DIR, 'profiles');
