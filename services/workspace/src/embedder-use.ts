@@ -185,7 +185,7 @@ export class UseLiteEmbedder implements Embedder {
     }
     if ('failed' in message) {
       this.options.log?.error({ detail: message.failed }, 'the built-in embedding model could not be loaded');
-      const err = new HubError(Reason.UNAVAILABLE, 'The built-in embedding model could not be loaded');
+      const err = new HubError(Reason.UNAVAILABLE, 'The built-in embedding model could not be loaded', { cause: new Error(message.failed) });
       // Without a loadable model nothing queued can be served; the next call tries again.
       for (const item of this.queue.splice(0)) item.reject(err);
       void this.drop(slot, err);
