@@ -36,7 +36,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import kafkajs from 'kafkajs';
-import { fmt, freshHubSettings, log, round, rpc, runBench, startHubProcess, startReceiver, UsageError } from './lib.js';
+import { createAgentKey, fmt, freshHubSettings, log, okRpc, round, rpc, runBench, startHubProcess, startReceiver, UsageError } from './lib.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -115,14 +115,8 @@ async function run(cleanups) {
   cleanups.push(() => hub.stop());
   log(`  hub A up at ${hub.url} (pid ${hub.pid})`);
 
-  const call = async (key, method, params) => {
-    const reply = await rpc(hub.url, '/a2a', key, method, params);
-    if (reply.error || !reply.result) throw new Error(`${method} failed: ${JSON.stringify(reply.error ?? reply)}`);
-    return reply.result;
-  };
-  const agent = await rpc(hub.url, '/admin', adminToken, 'agents.create', { tenant_id: `faults-${id}`, name: 'fault agent', create_tenant: true });
-  if (agent.error) throw new Error(`agents.create failed: ${JSON.stringify(agent.error)}`);
-  const apiKey = agent.result.api_key;
+  const call = (key, method, params) => okRpc(hub.url, key, method, params);
+  const apiKey = await createAgentKey(hub.url, adminToken, `faults-${id}`, 'fault agent');
   const workspaces = [];
   for (let w = 0; w < opts.workspaces; w += 1) {
     const workspaceId = (await call(apiKey, 'x-hub/workspace.create', { name: `faults ${w}` })).workspace.id;

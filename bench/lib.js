@@ -78,6 +78,20 @@ export async function rpc(baseUrl, path, bearer, method, params, rawBody) {
   }
 }
 
+/** One JSON-RPC call that must succeed: its result, or an Error naming the method and the reply. */
+export async function okRpc(baseUrl, bearer, method, params) {
+  const reply = await rpc(baseUrl, '/a2a', bearer, method, params);
+  if (reply.error || !reply.result) throw new Error(`${method} failed: ${JSON.stringify(reply.error ?? reply)}`);
+  return reply.result;
+}
+
+/** A new agent (and its tenant) made by the operator; resolves with its API key. */
+export async function createAgentKey(baseUrl, adminToken, tenantId, name) {
+  const agent = await rpc(baseUrl, '/admin', adminToken, 'agents.create', { tenant_id: tenantId, name, create_tenant: true });
+  if (agent.error) throw new Error(`agents.create failed: ${JSON.stringify(agent.error)}`);
+  return agent.result.api_key;
+}
+
 export function round(value, digits) {
   if (value === null || value === undefined || !Number.isFinite(value)) return null;
   const f = 10 ** digits;

@@ -50,7 +50,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, startReceiver, UsageError } from './lib.js';
+import { createAgentKey, fmt, freshHubSettings, log, okRpc, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, startReceiver, UsageError } from './lib.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -148,14 +148,8 @@ async function measure(outerCleanups, opts, eventLog, busEnv) {
   cleanups.push(() => hub.stop());
   log(`  hub up at ${hub.url}, receiver at ${receiver.url('/')}`);
 
-  const call = async (key, method, params) => {
-    const reply = await rpc(hub.url, '/a2a', key, method, params);
-    if (reply.error || !reply.result) throw new Error(`${method} failed: ${JSON.stringify(reply.error ?? reply)}`);
-    return reply.result;
-  };
-  const agent = await rpc(hub.url, '/admin', adminToken, 'agents.create', { tenant_id: `bench-${id}`, name: 'bench agent', create_tenant: true });
-  if (agent.error) throw new Error(`agents.create failed: ${JSON.stringify(agent.error)}`);
-  const apiKey = agent.result.api_key;
+  const call = (key, method, params) => okRpc(hub.url, key, method, params);
+  const apiKey = await createAgentKey(hub.url, adminToken, `bench-${id}`, 'bench agent');
   const subscribe = async (workspaceId, path, events) =>
     (await call(apiKey, 'x-hub/webhooks.create', { workspace_id: workspaceId, url: receiver.url(path), events })).webhook;
 
