@@ -1,11 +1,11 @@
 import { create } from '@bufbuild/protobuf';
 import { messagingv1 } from '@agenthub/proto';
-import { egressPolicy, Metrics, migrate, openDb, openKv, type CallContext, type Db, type Kv } from '@agenthub/runtime';
-import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
-import { messagingEnv, startPushWorker, type IdentityClient, type MessagingEnv } from '../src/index.js';
+import { egressPolicy, Metrics, type CallContext, type Db } from '@agenthub/runtime';
+import { backends, testLogger } from '@agenthub/testing';
+import { startPushWorker, type IdentityClient, type MessagingEnv } from '../src/index.js';
 import { PushStore, type PushTaskRecord } from '../src/push-store.js';
 import { cancelTask } from '../src/tasks.js';
-import { eventually, startRecorder, type Recorder } from './push-stack.js';
+import { eventually, newTaskRecord, openMessagingEnv, startRecorder, type Recorder } from './push-stack.js';
 
 /**
  * Issue 17 item 5: the push cancel race fixed in 48ea42b, driven step by step. A follow-up of a
@@ -27,34 +27,27 @@ const identity = {
 } as unknown as IdentityClient;
 
 describe.each(backends().map((b) => [b.name, b] as const))('push cancel race (%s)', (_name, backend) => {
-  let provisioned: ProvisionedBackend;
+  let opened: Awaited<ReturnType<typeof openMessagingEnv>>;
   let db: Db;
-  let kv: Kv;
   let env: MessagingEnv;
   let agent: Recorder;
 
   beforeAll(async () => {
-    provisioned = await backend.provision();
-    db = await openDb({ url: provisioned.databaseUrl, schema: 'messaging' });
-    kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
-    await migrate(db, { schema: 'messaging', dir: new URL('../migrations/', import.meta.url), log: testLogger() });
-    env = messagingEnv({ db, kv, identity });
+    opened = await openMessagingEnv(backend, identity);
+    ({ db, env } = opened);
     // The agent's answers do not matter here; only what it was asked.
     agent = await startRecorder(() => ({ status: 200, body: '{"jsonrpc":"2.0","id":1,"result":{}}' }));
   });
   afterAll(async () => {
     await agent?.close();
-    await db?.close();
-    await kv?.close();
-    await provisioned?.dispose();
+    await opened?.close();
   });
 
   it('a cancel requested between the claim of a follow-up and its look at the hub task is forwarded to the agent', async () => {
     const signal = new AbortController().signal;
-    const now = Date.now();
     await env.tasks.createTask(
       signal,
-      {
+      newTaskRecord({
         id: TASK,
         contextId: 'ctx_race',
         senderAgentId: SENDER.agentId,
@@ -62,19 +55,12 @@ describe.each(backends().map((b) => [b.name, b] as const))('push cancel race (%s
         recipientAgentId: PUSH_AGENT,
         state: 'working',
         messages: [{ role: 'user', messageId: 'msg_race', parts: [{ text: { text: 'take your time' } }] }],
-        artifacts: [],
-        createdAt: now,
-        updatedAt: now,
-        messageCount: 0,
-        artifactCount: 0,
-        bytes: 0,
-        version: 1,
-      },
+      }),
       undefined,
     );
     await env.pushes.recordPushAgent(signal, PUSH_AGENT, `${agent.url}/a2a`, 'acme');
     // The agent is working on its task: a follow-up is due now.
-    await env.pushes.savePushTask(signal, TASK, PUSH_AGENT, REMOTE_TASK, now, 10);
+    await env.pushes.savePushTask(signal, TASK, PUSH_AGENT, REMOTE_TASK, Date.now(), 10);
 
     const ctx: CallContext = { principal: { kind: 'agent', ...SENDER }, deadline: undefined, signal: new AbortController().signal, log: testLogger() };
     let canceledInBetween = false;

@@ -1,9 +1,9 @@
-import { egressPolicy, Metrics, migrate, newId, openDb, openKv, type Db, type Kv } from '@agenthub/runtime';
+import { egressPolicy, Metrics, newId, type Db } from '@agenthub/runtime';
 import { PushStore } from '../src/push-store.js';
-import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
-import { messagingEnv, startPushWorker, type IdentityClient, type MessagingEnv } from '../src/index.js';
+import { backends, testLogger } from '@agenthub/testing';
+import { startPushWorker, type IdentityClient, type MessagingEnv } from '../src/index.js';
 import { startEchoAgent, type EchoAgent } from './echo-agent.js';
-import { eventually, startTarpit } from './push-stack.js';
+import { eventually, newTaskRecord, openMessagingEnv, startTarpit } from './push-stack.js';
 
 /**
  * Issue 16 item 4, on one replica (no other replica to take up what it leaves): the shares of its
@@ -24,24 +24,18 @@ const identity = {
 } as unknown as IdentityClient;
 
 describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on one replica (%s)', (_name, backend) => {
-  let provisioned: ProvisionedBackend;
+  let opened: Awaited<ReturnType<typeof openMessagingEnv>>;
   let db: Db;
-  let kv: Kv;
   let env: MessagingEnv;
   const closing: (() => Promise<void>)[] = [];
 
   beforeAll(async () => {
-    provisioned = await backend.provision();
-    db = await openDb({ url: provisioned.databaseUrl, schema: 'messaging' });
-    kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
-    await migrate(db, { schema: 'messaging', dir: new URL('../migrations/', import.meta.url), log: testLogger() });
-    env = messagingEnv({ db, kv, identity });
+    opened = await openMessagingEnv(backend, identity);
+    ({ db, env } = opened);
   });
   afterAll(async () => {
     for (const close of closing.reverse()) await close();
-    await db?.close();
-    await kv?.close();
-    await provisioned?.dispose();
+    await opened?.close();
   });
 
   /** A push agent of `tenantId` at `url` with `count` queued messages; the ids of their tasks. */
@@ -51,27 +45,11 @@ describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on 
     await env.pushes.recordPushAgent(signal, agentId, url, tenantId);
     const ids: string[] = [];
     for (let n = 0; n < count; n += 1) {
-      const now = Date.now();
       const message = { role: 'user', messageId: newId('msg'), parts: [{ text: { text: `message ${n}` } }] };
       const task = await env.tasks.createTask(
         signal,
-        {
-          id: newId('task'),
-          contextId: newId('ctx'),
-          senderAgentId: 'agent_sender',
-          senderTenantId: tenantId,
-          recipientAgentId: agentId,
-          state: 'submitted',
-          messages: [message],
-          artifacts: [],
-          createdAt: now,
-          updatedAt: now,
-          messageCount: 0,
-          artifactCount: 0,
-          bytes: 0,
-          version: 1,
-        },
-        { id: newId('dlv'), message, expiresAt: now + 60_000, recipientTenantId: tenantId },
+        newTaskRecord({ id: newId('task'), contextId: newId('ctx'), senderAgentId: 'agent_sender', senderTenantId: tenantId, recipientAgentId: agentId, state: 'submitted', messages: [message] }),
+        { id: newId('dlv'), message, expiresAt: Date.now() + 60_000, recipientTenantId: tenantId },
       );
       ids.push(task!.id);
     }

@@ -3,9 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { createClient, createLogger, InternalKey, Metrics, openDb, openKv, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
-import type { Backend } from '@agenthub/testing';
-import { messagingEnv, startMessaging, type MessagingEnv, type PushOptions } from '../src/index.js';
+import { createClient, createLogger, InternalKey, Metrics, migrate, openDb, openKv, type Client, type Db, type Kv, type Resolver, type RunningService } from '@agenthub/runtime';
+import { testLogger, type Backend } from '@agenthub/testing';
+import { messagingEnv, startMessaging, type IdentityClient, type MessagingEnv, type PushOptions } from '../src/index.js';
+import type { TaskRecord } from '../src/task-store.js';
 import { operator, TestClock, type MessagingClient, type TestAgent } from './harness.js';
 
 /**
@@ -101,6 +102,33 @@ export async function startPushStack(
       await provisioned.dispose();
     },
   };
+}
+
+/**
+ * The messaging service's state without its gRPC server, for tests that drive a push worker
+ * themselves: a migrated database on `backend`, its Kv, and the env over both with `identity`.
+ */
+export async function openMessagingEnv(backend: Backend, identity: IdentityClient): Promise<{ db: Db; kv: Kv; env: MessagingEnv; close(): Promise<void> }> {
+  const provisioned = await backend.provision();
+  const db = await openDb({ url: provisioned.databaseUrl, schema: 'messaging' });
+  const kv = await openKv({ url: provisioned.redisUrl, prefix: provisioned.redisPrefix });
+  await migrate(db, { schema: 'messaging', dir: new URL('../migrations/', import.meta.url), log: testLogger() });
+  return {
+    db,
+    kv,
+    env: messagingEnv({ db, kv, identity }),
+    async close() {
+      await db.close();
+      await kv.close();
+      await provisioned.dispose();
+    },
+  };
+}
+
+/** A new task as createTask takes it: created now, version 1, counted by createTask itself. */
+export function newTaskRecord(fields: Pick<TaskRecord, 'id' | 'contextId' | 'senderAgentId' | 'senderTenantId' | 'recipientAgentId' | 'state' | 'messages'>): TaskRecord {
+  const now = Date.now();
+  return { ...fields, artifacts: [], createdAt: now, updatedAt: now, messageCount: 0, artifactCount: 0, bytes: 0, version: 1 };
 }
 
 export interface Recorder {
