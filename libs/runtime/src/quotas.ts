@@ -1,4 +1,5 @@
 import type { Logger } from './logger.js';
+import type { QuotaUsage } from './metrics.js';
 
 /**
  * Quotas the operator may override per tenant (`agenthub tenants limits <tenant> --quota
@@ -29,6 +30,16 @@ export class QuotaOverrides {
   async limit(tenantId: string, quota: TenantQuota, fallback: number, call: { signal?: AbortSignal; log?: Logger } = {}): Promise<number> {
     const override = (await this.overrides(tenantId, call))[quota];
     return override === undefined ? fallback : Number(override);
+  }
+
+  /**
+   * For the quota gauges: the `top` tenants of `rows` using most of `quota`, each against its
+   * limit. Overrides are asked only for those, so a refresh costs at most `top` lookups however
+   * many tenants there are.
+   */
+  async nearest(quota: TenantQuota, rows: readonly { tenant: string; used: number }[], top: number, fallback: number, call: { signal?: AbortSignal } = {}): Promise<QuotaUsage[]> {
+    const shown = [...rows].sort((a, b) => b.used - a.used).slice(0, top);
+    return Promise.all(shown.map(async (row) => ({ tenant: row.tenant, quota, used: row.used, limit: await this.limit(row.tenant, quota, fallback, call) })));
   }
 
   private async overrides(tenantId: string, call: { signal?: AbortSignal; log?: Logger }): Promise<Readonly<Record<string, bigint | number>>> {

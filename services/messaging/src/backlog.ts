@@ -67,15 +67,8 @@ export function reportBacklog(metrics: Metrics, db: Db, env: Pick<MessagingEnv, 
   stops.push(
     metrics.quotaUsage(async (top) => {
       const signal = detachedSignal();
-      const fullest = (await env.deliveries.fullestInboxes(signal)).sort((a, b) => b.queued - a.queued).slice(0, top);
-      const rows = await Promise.all(
-        fullest.map(async (row) => ({
-          tenant: row.tenant,
-          quota: 'queued_deliveries_per_agent',
-          used: row.queued,
-          limit: await env.overrides.limit(row.tenant, 'queued_deliveries_per_agent', maxQueuedDeliveriesPerAgent, { signal }),
-        })),
-      );
+      const fullest = (await env.deliveries.fullestInboxes(signal)).map((row) => ({ tenant: row.tenant, used: row.queued }));
+      const rows = await env.overrides.nearest('queued_deliveries_per_agent', fullest, top, maxQueuedDeliveriesPerAgent, { signal });
       // Infinity: the quota is off for that tenant (no default, no override), as in the check.
       return rows.filter((row) => Number.isFinite(row.limit));
     }),

@@ -71,10 +71,7 @@ export function reportQuotaUsage(metrics: Metrics, store: WorkspaceStore, quotas
   return metrics.quotaUsage(async (top) => {
     const rows = await store.quotaUsageByTenant(detachedSignal());
     const usage = (tenant: string, quota: string, used: number, limit: number): QuotaUsage => ({ tenant, quota, used, limit });
-    const nearest = [...rows].sort((a, b) => b.members - a.members).slice(0, top);
-    const members = await Promise.all(
-      nearest.map(async (r) => usage(r.tenant, 'members_per_workspace', r.members, await overrides.limit(r.tenant, 'members_per_workspace', quotas.membersPerWorkspace))),
-    );
+    const members = await overrides.nearest('members_per_workspace', rows.map((r) => ({ tenant: r.tenant, used: r.members })), top, quotas.membersPerWorkspace);
     return [
       ...rows.flatMap((r) => [
         usage(r.tenant, 'workspaces_per_tenant', r.workspaces, quotas.workspacesPerTenant),
