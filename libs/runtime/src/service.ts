@@ -3,7 +3,7 @@ import { ensurePrivateDir } from './private-files.js';
 import type { Bus } from './bus/bus.js';
 import { openBus } from './bus/open.js';
 import { ConfigError, type HubConfig } from './config.js';
-import { embeddedDataDir, migrate, openDb, type Db } from './db/index.js';
+import { embeddedDataDir, migrate, openDb, type Db, type EmbeddedCluster } from './db/index.js';
 import type { ClientOptions } from './grpc/client.js';
 import type { LocalTransport } from './grpc/local.js';
 import { GrpcServer, type GrpcServerOptions } from './grpc/server.js';
@@ -100,14 +100,16 @@ export async function serveGrpc(
 
 /**
  * The one place a service's backends are chosen from configuration: PostgreSQL and Redis when
- * their URLs are set, else PGlite under `HUB_DATA_DIR/<service>` (see embeddedDataDir) and an in-process Kv.
+ * their URLs are set, else PGlite under `HUB_DATA_DIR/<service>` (see embeddedDataDir), or on
+ * `cluster` when the embedded databases are in memory, and an in-process Kv.
  */
-export async function openBackends(config: HubConfig, service: string, options: { kv?: Kv } = {}): Promise<{ db: Db; kv: Kv }> {
+export async function openBackends(config: HubConfig, service: string, options: { kv?: Kv; cluster?: EmbeddedCluster } = {}): Promise<{ db: Db; kv: Kv }> {
   const db = await openDb({
     url: config.DATABASE_URL,
     dataDir: embeddedDataDir(config, service),
     schema: service,
     maxConnections: config.DATABASE_POOL_SIZE,
+    cluster: options.cluster,
   });
   const kv = options.kv ?? (await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX }));
   return { db, kv };

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { isUniqueViolation, migrate, openDb, type Db } from '@agenthub/runtime';
+import { EmbeddedCluster, isUniqueViolation, migrate, openDb, type Db } from '@agenthub/runtime';
 import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
 
 async function eventually(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
@@ -122,6 +122,60 @@ describe.each(backends().map((b) => [b.name, b] as const))('Db adapter (%s)', (_
       expect((await db.query('SELECT * FROM racetest.once')).rowCount).toBe(1);
     } finally {
       await Promise.all(replicas.map((r) => r.close()));
+      await dir.dispose();
+    }
+  });
+});
+
+describe('EmbeddedCluster (the services of an in-memory hub, a schema each on one PGlite)', () => {
+  const log = testLogger();
+
+  it('keeps each schema to itself while their statements, transactions and a migration interleave', async () => {
+    const cluster = await EmbeddedCluster.create();
+    const dir = await migrationsDir({
+      ...Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`00${i + 1}_notes.sql`, `${i === 0 ? 'CREATE TABLE notes (v text); ' : ''}INSERT INTO notes VALUES ('beta ${i + 1}');`])),
+      // Rolled back: what the other schema wrote meanwhile must not go with it.
+      '006_broken.sql': "INSERT INTO notes VALUES ('never'); SELECT * FROM nowhere;",
+    });
+    try {
+      const alpha = await openDb({ schema: 'alpha', cluster });
+      const beta = await openDb({ schema: 'beta', cluster });
+      await alpha.exec('CREATE TABLE items (v text)');
+      await beta.exec('CREATE TABLE items (v text)');
+      let migrating = true;
+      const migration = migrate(beta, { schema: 'beta', dir: dir.url, log }).finally(() => (migrating = false));
+      migration.catch(() => undefined);
+      // Alpha's statements keep coming for as long as beta's migration runs, so they would land
+      // between its BEGIN and COMMIT if it did not have the connection to itself.
+      let written = 0;
+      const writes = (async () => {
+        while (migrating) {
+          await alpha.query('INSERT INTO items VALUES ($1)', [`alpha ${written}`]);
+          await alpha.transaction(async (tx) => {
+            await tx.query('INSERT INTO items VALUES ($1)', [`alpha tx ${written}`]);
+            await tx.query('INSERT INTO items VALUES ($1)', [`alpha tx ${written} again`]);
+          });
+          await beta.query('INSERT INTO items VALUES ($1)', [`beta ${written}`]);
+          written += 1;
+          // PGlite answers within microtasks: without a turn of the event loop, the migration's
+          // file reads would never complete.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      })();
+      await expect(migration).rejects.toThrow(/beta\/006_broken\.sql/);
+      await writes;
+      expect(written).toBeGreaterThan(0);
+      expect((await alpha.query('SELECT v FROM items')).rows).toHaveLength(3 * written);
+      expect((await beta.query<{ v: string }>('SELECT v FROM notes ORDER BY v')).rows.map((r) => r.v)).toEqual(['beta 1', 'beta 2', 'beta 3', 'beta 4', 'beta 5']);
+      const stray = await alpha.query<{ found: string | null }>("SELECT to_regclass('alpha.notes')::text AS found");
+      expect(stray.rows).toEqual([{ found: null }]);
+      expect((await beta.query<{ v: string }>('SELECT v FROM items')).rows.every((r) => r.v.startsWith('beta'))).toBe(true);
+
+      // One service's handle closing leaves the others' (and the cluster) open.
+      await alpha.close();
+      expect((await beta.query('SELECT v FROM items')).rows).toHaveLength(written);
+    } finally {
+      await cluster.close();
       await dir.dispose();
     }
   });

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { createLogger, HubError, InternalKey, Metrics, openDb, openKv, useEmptyClusterTemplate, type Db, type Kv, type Logger, type Reason, type RunningService } from '@agenthub/runtime';
+import { createLogger, EmbeddedCluster, HubError, InternalKey, Metrics, openDb, openKv, useEmptyClusterTemplate, type Db, type Kv, type Logger, type Reason, type RunningService } from '@agenthub/runtime';
 
 /**
  * Where a suite's data lives. Every suite runs on the embedded backends (PGlite in memory,
@@ -134,6 +134,8 @@ export class TestStackBackends {
   readonly internalKey = InternalKey.generate();
   private readonly dataDirs: string[] = [];
   private readonly opened = new Map<Db, { schema: string; dataDir: string | undefined }>();
+  /** On the embedded backend, the in-memory services share one cluster, as an in-memory hub's do. */
+  private cluster: Promise<EmbeddedCluster> | undefined;
 
   private constructor(readonly provisioned: ProvisionedBackend, private readonly log: Logger) {}
 
@@ -169,7 +171,8 @@ export class TestStackBackends {
   }
 
   private async openDeps(schema: string, dataDir: string | undefined): Promise<TestServiceDeps> {
-    const db = await openDb({ url: this.provisioned.databaseUrl, dataDir, schema });
+    const cluster = this.provisioned.databaseUrl || dataDir ? undefined : await (this.cluster ??= EmbeddedCluster.create());
+    const db = await openDb({ url: this.provisioned.databaseUrl, dataDir, schema, cluster });
     const kv = await openKv({ url: this.provisioned.redisUrl, prefix: this.provisioned.redisPrefix });
     this.dbs.push(db);
     this.kvs.push(kv);
@@ -185,6 +188,7 @@ export class TestStackBackends {
   async close(): Promise<void> {
     for (const service of this.services.splice(0).reverse()) await service.stop(1000);
     await Promise.all([...this.dbs.map((db) => db.close()), ...this.kvs.map((kv) => kv.close())]);
+    await (await this.cluster)?.close();
     await this.provisioned.dispose();
     await Promise.all(this.dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
   }

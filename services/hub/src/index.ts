@@ -1,7 +1,7 @@
 import { gatewayOptions, startGateway } from '@agenthub/gateway';
 import { identityOptions, startIdentity } from '@agenthub/identity';
 import { eventsv1, identityv1, messagingv1, secretsv1, workspacev1 } from '@agenthub/proto';
-import { clientOptions, createClient, ensurePrivateDir, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { clientOptions, createClient, EmbeddedCluster, ensurePrivateDir, InternalKey, LocalTransport, Metrics, openBackends, openBus, openKv, type ClientOf, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
 import { destroySecretsWith, startWorkspace, workspaceOptions } from '@agenthub/workspace';
 import { secretsOptions, startSecrets } from '@agenthub/secrets';
 import { messagingOptions, startMessaging } from '@agenthub/messaging';
@@ -52,14 +52,20 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     const bus = await openBus(config, log, { kv });
     stops.push(() => bus.close());
     const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalKey, local, bus, outboxPollMs: config.OUTBOX_POLL_MS };
+    // In memory, the services share one embedded cluster, a schema each, as they share one
+    // PostgreSQL database; the bus keeps its own, as a relay holds its service's transaction
+    // while it publishes. Closed after every service's handle.
+    const cluster = !config.DATABASE_URL && config.HUB_EMBEDDED_STORAGE === 'memory' ? await EmbeddedCluster.create() : undefined;
+    if (cluster) stops.push(() => cluster.close());
+    const backends = { kv, cluster };
 
-    const identityDb = (await openBackends(config, 'identity', { kv })).db;
+    const identityDb = (await openBackends(config, 'identity', backends)).db;
     stops.push(() => identityDb.close());
     const identity = await startIdentity({ ...common, db: identityDb, log: log.child({ service: 'identity' }), ...identityOptions(config) });
     stops.push(() => identity.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
     let secretsClient: ClientOf<typeof secretsv1.SecretsService> | undefined;
-    const workspaceDb = (await openBackends(config, 'workspace', { kv })).db;
+    const workspaceDb = (await openBackends(config, 'workspace', backends)).db;
     stops.push(() => workspaceDb.close());
     const workspace = await startWorkspace({
       ...common,
@@ -71,7 +77,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     });
     stops.push(() => workspace.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
-    const secretsDb = (await openBackends(config, 'secrets', { kv })).db;
+    const secretsDb = (await openBackends(config, 'secrets', backends)).db;
     stops.push(() => secretsDb.close());
     const secretsLog = log.child({ service: 'secrets' });
     const secrets = await startSecrets({
@@ -86,7 +92,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     secretsClient = createClient(secretsv1.SecretsService, secrets.address, clientOptions(common));
     stops.push(async () => secretsClient?.close());
 
-    const messagingDb = (await openBackends(config, 'messaging', { kv })).db;
+    const messagingDb = (await openBackends(config, 'messaging', backends)).db;
     stops.push(() => messagingDb.close());
     const messaging = await startMessaging({
       ...common,
@@ -97,7 +103,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     });
     stops.push(() => messaging.stop(config.HUB_SHUTDOWN_GRACE_MS));
 
-    const eventsDb = (await openBackends(config, 'events', { kv })).db;
+    const eventsDb = (await openBackends(config, 'events', backends)).db;
     stops.push(() => eventsDb.close());
     const events = await startEvents({
       ...common,

@@ -1,17 +1,21 @@
 import { join } from 'node:path';
 import type { HubConfig } from '../config.js';
 import type { Db } from './db.js';
-import { PgliteDb } from './pglite.js';
+import { type EmbeddedCluster, PgliteDb } from './pglite.js';
 import { PostgresDb } from './postgres.js';
 
 export { type Db, type Queryable, type QueryResult, isUniqueViolation } from './db.js';
 export { PostgresDb, DEFAULT_CONNECT_TIMEOUT_MS } from './postgres.js';
-export { PgliteDb, dumpEmptyCluster, useEmptyClusterTemplate } from './pglite.js';
+export { EmbeddedCluster, PgliteDb, dumpEmptyCluster, useEmptyClusterTemplate } from './pglite.js';
 export { migrate } from './migrate.js';
 
-/** PostgreSQL when a URL is configured, else embedded PGlite in `dataDir` (in memory if absent). */
-export async function openDb(options: { url?: string; dataDir?: string; schema: string; maxConnections?: number }): Promise<Db> {
+/**
+ * PostgreSQL when a URL is configured, else embedded PGlite: in `dataDir`, or in memory when it is
+ * absent, on `cluster` when one is given (shared with other schemas of this process).
+ */
+export async function openDb(options: { url?: string; dataDir?: string; schema: string; maxConnections?: number; cluster?: EmbeddedCluster }): Promise<Db> {
   if (options.url) return new PostgresDb({ url: options.url, schema: options.schema, maxConnections: options.maxConnections });
+  if (options.cluster && !options.dataDir) return options.cluster.open(options.schema);
   return PgliteDb.open({ dataDir: options.dataDir, schema: options.schema });
 }
 
