@@ -42,6 +42,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('Db adapter (%s)', (_
     expect(rows).toEqual([{ id: 'a', at }]);
   });
 
+  it('counts the rows a SELECT returns, as PostgreSQL does', async () => {
+    await db.query('INSERT INTO items (id, at) VALUES ($1, 1), ($2, 2)', ['count-1', 'count-2']);
+    expect((await db.query("SELECT id FROM items WHERE id LIKE 'count-%'")).rowCount).toBe(2);
+    expect((await db.query("SELECT id FROM items WHERE id = 'nobody'")).rowCount).toBe(0);
+    expect((await db.query("UPDATE items SET at = 3 WHERE id LIKE 'count-%' RETURNING id")).rowCount).toBe(2);
+  });
+
   it('commits a transaction that resolves and rolls back one that throws', async () => {
     await db.transaction(async (tx) => {
       await tx.query('INSERT INTO items (id, at) VALUES ($1, 1)', ['kept']);

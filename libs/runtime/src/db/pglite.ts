@@ -201,5 +201,6 @@ export class PgliteDb implements Db {
 
 async function run<R>(pg: Pick<PGlite, 'query'>, sql: string, params: readonly unknown[]): Promise<QueryResult<R>> {
   const result = await traceQuery(sql, () => pg.query<R>(sql, params as unknown[]));
-  return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+  // PGlite reports 0 affected rows for a SELECT; PostgreSQL counts the rows it returned.
+  return { rows: result.rows, rowCount: result.fields.length > 0 ? result.rows.length : (result.affectedRows ?? 0) };
 }
