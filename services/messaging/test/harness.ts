@@ -54,14 +54,16 @@ export async function startStack(
     limits?: Partial<MessagingLimits>;
     /** Runs on the messaging database before the first replica starts (and migrates it). */
     before?: (db: Db) => Promise<void>;
+    /** For `restart()`: an embedded messaging database on disk (slower) instead of in memory. */
+    restartable?: boolean;
   } = {},
 ): Promise<Stack> {
   const log = testLogger();
   const backends = await TestStackBackends.open(backend, log);
   const identityService = backends.started(await startIdentity(await backends.deps('identity')));
   const clock = new TestClock();
-  // Durable, so that restart() reaches the same data through new handles.
-  let shared = await backends.deps('messaging', { durable: true });
+  // Durable when restartable, so that restart() reaches the same data through new handles.
+  let shared = await backends.deps('messaging', { durable: options.restartable });
   const replicas: MessagingClient[] = [];
   const replicaDeps: (typeof shared)[] = [];
   for (let i = 0; i < (options.replicas ?? 1); i += 1) {
@@ -134,6 +136,7 @@ export async function startStack(
       return { id: agent.id, tenantId, as: { principal: { kind: 'agent', agentId: agent.id, tenantId } } };
     },
     async restart() {
+      if (!options.restartable) throw new Error('restart() needs startStack(backend, { restartable: true })');
       for (const client of replicas.splice(0)) client.close();
       for (const service of messaging.splice(0)) await service.stop(1000);
       // New handles, as restarted processes open: nothing survives in a pool or a connection.

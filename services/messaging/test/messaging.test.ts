@@ -20,7 +20,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('messaging service (%
   let sender: TestAgent;
 
   beforeAll(async () => {
-    stack = await startStack(backend, { replicas: 2, limits: { blockingMs: 10_000 } });
+    stack = await startStack(backend, { replicas: 2, limits: { blockingMs: 10_000 }, restartable: true });
     sender = await stack.agent('acme', 'sender');
   });
   afterAll(() => stack?.stop());

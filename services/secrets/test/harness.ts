@@ -54,14 +54,15 @@ export function wrapper(...entries: string[]): KeyWrapper {
 
 export async function startStack(
   backend: Backend,
-  options: { keyWrapper?: KeyWrapper; limits?: Partial<SecretsLimits> } = {},
+  /** `restartable`, for restartSecrets: an embedded secrets database on disk (slower) instead of in memory. */
+  options: { keyWrapper?: KeyWrapper; limits?: Partial<SecretsLimits>; restartable?: boolean } = {},
 ): Promise<Stack> {
   const log = suiteLogger();
   const backends = await TestStackBackends.open(backend, log);
   const identityService = backends.started(await startIdentity(await backends.deps('identity')));
   const workspaceService = backends.started(await startWorkspace({ ...(await backends.deps('workspace')), identityAddr: identityService.address }));
-  // Durable, so that restartSecrets reaches the same data through new handles.
-  let secretsDeps = await backends.deps('secrets', { durable: true });
+  // Durable when restartable, so that restartSecrets reaches the same data through new handles.
+  let secretsDeps = await backends.deps('secrets', { durable: options.restartable });
   let keyWrapper = options.keyWrapper ?? wrapper(kekEntry(1));
   let secretsService = await startSecrets({ ...secretsDeps, workspaceAddr: workspaceService.address, keyWrapper, limits: options.limits });
 
@@ -103,6 +104,7 @@ export async function startStack(
       return workspaceId;
     },
     async restartSecrets(next) {
+      if (!options.restartable) throw new Error('restartSecrets needs startStack(backend, { restartable: true })');
       secrets.close();
       await secretsService.stop(1000);
       keyWrapper = next ?? keyWrapper;

@@ -31,7 +31,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('rotation (%s)', (_na
   let admin: TestAgent;
 
   beforeAll(async () => {
-    stack = await startStack(backend, { keyWrapper: wrapper(v1), limits: { rewrapBatchSize: 2 } });
+    stack = await startStack(backend, { keyWrapper: wrapper(v1), limits: { rewrapBatchSize: 2 }, restartable: true });
     owner = await stack.agent('acme', 'Owner');
     writer = await stack.agent('acme', 'Writer');
     admin = await stack.agent('acme', 'Admin');
