@@ -12,6 +12,8 @@ export default {
   moduleNameMapper: {
     '^@agenthub/(proto|runtime|testing|tasks|client)$': '<rootDir>/libs/$1/src/index.ts',
     '^@agenthub/runtime/config$': '<rootDir>/libs/runtime/src/config.ts',
+    '^@agenthub/runtime/kafka$': '<rootDir>/libs/runtime/src/bus/kafka-bus.ts',
+    '^@agenthub/runtime/redis$': '<rootDir>/libs/runtime/src/kv/redis.ts',
     '^@agenthub/(gateway|identity|workspace|secrets|messaging|events|hub)$': '<rootDir>/services/$1/src/index.ts',
     '^@agenthub/(gateway|identity|workspace|secrets|messaging|events)/main$': '<rootDir>/services/$1/src/main.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',

@@ -47,7 +47,7 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
     colors: format === 'pretty' && process.stdout.isTTY === true && !config.NO_COLOR,
   });
   warnUnsupportedNode(log);
-  const stopTracing = startTracing(config, { serviceName: name === 'all' ? 'agenthub' : `agenthub-${name}` });
+  const stopTracing = await startTracing(config, { serviceName: name === 'all' ? 'agenthub' : `agenthub-${name}` });
   // Listening from the start: a SIGTERM that arrives while migrations run (a rollout, a scale
   // down) stops the process once it started instead of killing it midway. A second signal, while
   // starting or stopping, exits at once.

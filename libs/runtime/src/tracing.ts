@@ -12,10 +12,7 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { HubConfig } from './config.js';
 import { HubError, Reason } from './errors.js';
 
@@ -81,11 +78,19 @@ export interface TracingOptions {
 /**
  * Starts tracing for this process, once, when the configuration asks for it (see
  * tracingRequested) or an exporter is given; returns how to flush and stop. Registers the global
- * tracer provider, W3C trace-context propagation and the async context manager.
+ * tracer provider, W3C trace-context propagation and the async context manager. The SDK and its
+ * exporter (a few hundred modules) are loaded only then.
  */
-export function startTracing(config: HubConfig, options: TracingOptions): () => Promise<void> {
+export async function startTracing(config: HubConfig, options: TracingOptions): Promise<() => Promise<void>> {
   if (tracer || (!options.exporter && !tracingRequested(config))) return async () => undefined;
-  const exporter = options.exporter ?? new OTLPTraceExporter();
+  const [{ W3CTraceContextPropagator }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor }] = await Promise.all([
+    import('@opentelemetry/core'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace-base'),
+  ]);
+  const exporter = options.exporter ?? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
+  // Another call may have started tracing while this one loaded the SDK.
+  if (tracer) return async () => undefined;
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': config.OTEL_SERVICE_NAME ?? options.serviceName }),
     spanProcessors: [options.immediate ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter)],

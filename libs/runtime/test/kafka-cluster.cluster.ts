@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import kafkajs from 'kafkajs';
-import { KafkaBus, type ConsumedMessage } from '@agenthub/runtime';
+import type { ConsumedMessage } from '@agenthub/runtime';
+import { KafkaBus } from '@agenthub/runtime/kafka';
 import { testLogger } from '@agenthub/testing';
 import { eventually } from './bus-conformance.js';
 

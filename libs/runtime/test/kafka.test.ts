@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import kafkajs from 'kafkajs';
-import { createLogger, KafkaBus, type KafkaBusOptions } from '@agenthub/runtime';
+import { createLogger } from '@agenthub/runtime';
+import { KafkaBus, type KafkaBusOptions } from '@agenthub/runtime/kafka';
 import { freePort, kafkaTestBrokers, skipUnlessRequired, testLogger } from '@agenthub/testing';
 import { describeBusConformance, eventually, type BusSubject } from './bus-conformance.js';
 

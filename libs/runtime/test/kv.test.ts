@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { HubError, MemoryKv, Reason, RedisKv, type Kv } from '@agenthub/runtime';
+import { HubError, MemoryKv, Reason, type Kv } from '@agenthub/runtime';
+import { RedisKv } from '@agenthub/runtime/redis';
 
 /** One conformance suite for every Kv adapter: what callers rely on, whichever backs it. */
 const adapters: [string, () => Promise<Kv>][] = [['MemoryKv', async () => new MemoryKv()]];

@@ -31,8 +31,8 @@ describe('tracing configuration', () => {
 describe('spans', () => {
   const exporter = new InMemorySpanExporter();
   let stop: () => Promise<void>;
-  beforeAll(() => {
-    stop = startTracing(loadConfig({ OTEL_SERVICE_NAME: 'agenthub-under-test' }), { serviceName: 'test', exporter, immediate: true });
+  beforeAll(async () => {
+    stop = await startTracing(loadConfig({ OTEL_SERVICE_NAME: 'agenthub-under-test' }), { serviceName: 'test', exporter, immediate: true });
   });
   afterAll(async () => {
     await stop();

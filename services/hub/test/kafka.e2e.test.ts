@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { CONSUMER_GROUP } from '@agenthub/events';
-import { KafkaBus, WORKSPACE_EVENTS_TOPIC, type Bus, type ConsumedMessage } from '@agenthub/runtime';
+import { WORKSPACE_EVENTS_TOPIC, type Bus, type ConsumedMessage } from '@agenthub/runtime';
+import { KafkaBus } from '@agenthub/runtime/kafka';
 import { backends, kafkaTestBrokers, skipUnlessRequired, testLogger } from '@agenthub/testing';
 import { startTestHub, type HubMode, type TestHub } from './harness.js';
 import { splitMode } from './split-hub.js';

@@ -18,8 +18,8 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 const exporter = new InMemorySpanExporter();
 let stopTracing: () => Promise<void>;
 
-beforeAll(() => {
-  stopTracing = startTracing(loadConfig({}), { serviceName: 'agenthub-test', exporter, immediate: true });
+beforeAll(async () => {
+  stopTracing = await startTracing(loadConfig({}), { serviceName: 'agenthub-test', exporter, immediate: true });
 });
 afterAll(async () => {
   await stopTracing();

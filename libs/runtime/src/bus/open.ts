@@ -4,7 +4,6 @@ import type { Kv } from '../kv/index.js';
 import type { Logger } from '../logger.js';
 import type { Bus } from './bus.js';
 import { DbBus } from './db-bus.js';
-import { KafkaBus } from './kafka-bus.js';
 import { kafkaConnection } from './kafka-connection.js';
 
 /**
@@ -17,6 +16,7 @@ export async function openBus(config: HubConfig, log: Logger, options: { kv?: Kv
   const busLog = log.child({ component: 'bus' });
   if (config.KAFKA_BROKERS) {
     const brokers = config.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean);
+    const { KafkaBus } = await import('./kafka-bus.js');
     return new KafkaBus({ brokers, clientId: config.KAFKA_CLIENT_ID, connection: await kafkaConnection(config), log: busLog });
   }
   const db = await openDb({
