@@ -67,6 +67,12 @@ export class Buckets {
   private readonly overrides = new Map<string, { value: Override; until: number }>();
   /** Addresses known to be out of tokens, to refuse them before any lookup without a Kv call. */
   private readonly exhausted = new Map<string, number>();
+  /**
+   * Key and tenant buckets known to hold less than one token, until when (by bucket and rate):
+   * a noisy caller's refusals then cost no Kv call. Exact, as no replica can add tokens to a
+   * bucket faster than it refills; a changed rate is another entry.
+   */
+  private readonly empty = new Map<string, number>();
 
   constructor(
     private readonly kv: Kv,
@@ -130,17 +136,43 @@ export class Buckets {
 
   /** Draws `calls` tokens from the key's bucket, then the tenant's. */
   async request(tenantId: string, keyId: string, calls: number, limits: TenantLimits): Promise<Refusal | Admission> {
-    let admission: Admission = { limit: Infinity, remaining: Infinity };
-    for (const [scope, bucket, r] of [
+    const buckets = [
       ['key', `rl:key:${keyId}`, limits.key],
       ['tenant', `rl:tenant:${tenantId}`, limits.tenant],
-    ] as const) {
+    ] as const;
+    for (const [scope, bucket, r] of buckets) {
+      if (r.perSec <= 0) continue;
+      const left = this.emptyFor(bucket, r);
+      // Tokens it lacks beyond the first come at the bucket's rate.
+      if (left > 0) return this.refused(scope, tenantId, r, 0, Math.ceil(left + ((calls - 1) * 1000) / r.perSec));
+    }
+    let admission: Admission = { limit: Infinity, remaining: Infinity };
+    for (const [scope, bucket, r] of buckets) {
       if (r.perSec <= 0) continue;
       const taken = await this.kv.take(bucket, r.burst, r.perSec, calls);
-      if (!taken.allowed) return this.refused(scope, tenantId, r, taken.remaining, taken.retryAfterMs);
+      if (!taken.allowed) {
+        // A single call's wait is the time until one token: the bucket's, for every call of this replica.
+        if (calls === 1) this.markEmpty(bucket, r, taken.retryAfterMs);
+        return this.refused(scope, tenantId, r, taken.remaining, taken.retryAfterMs);
+      }
       if (taken.remaining < admission.remaining) admission = { limit: r.burst, remaining: taken.remaining };
     }
     return admission;
+  }
+
+  /** How long `bucket` at rate `r` is still known to hold less than one token (0: not known). */
+  private emptyFor(bucket: string, r: Rate): number {
+    const entry = `${bucket}|${r.perSec}|${r.burst}`;
+    const until = this.empty.get(entry);
+    if (until === undefined) return 0;
+    const left = until - Date.now();
+    if (left <= 0) this.empty.delete(entry);
+    return Math.max(0, left);
+  }
+
+  private markEmpty(bucket: string, r: Rate, retryAfterMs: number): void {
+    if (this.empty.size > 10_000) this.empty.clear();
+    this.empty.set(`${bucket}|${r.perSec}|${r.burst}`, Date.now() + retryAfterMs);
   }
 
   /** Whether `address` ran out of unauthenticated work recently (checked locally, no Kv call). */
