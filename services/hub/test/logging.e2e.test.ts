@@ -22,9 +22,9 @@ const INTERNAL_KEY = { HUB_INTERNAL_KEY: randomBytes(32).toString('base64') };
 let dataDir: string;
 const started: Served[] = [];
 
-/** Starts `agenthub serve <service>` and waits until its stdout matches `ready`. */
+/** Starts `agenthub serve <service>` (its databases in memory: none restarts) and waits until its stdout matches `ready`. */
 async function serveUntil(service: string, env: Record<string, string>, ready: RegExp): Promise<Served> {
-  const child = spawnBin(['serve', service], { HUB_DATA_DIR: dataDir, GRPC_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'info', ...INTERNAL_KEY, ...env });
+  const child = spawnBin(['serve', service], { HUB_DATA_DIR: dataDir, HUB_EMBEDDED_STORAGE: 'memory', GRPC_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'info', ...INTERNAL_KEY, ...env });
   let stdout = '';
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));

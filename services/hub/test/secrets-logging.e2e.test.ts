@@ -31,7 +31,8 @@ describe.each(backends().map((b) => [b.name, b] as const))('secrets never logged
         DATABASE_URL: provisioned.databaseUrl,
         REDIS_URL: provisioned.redisUrl,
         REDIS_PREFIX: provisioned.redisPrefix,
-        ...(name === 'embedded' ? {} : { HUB_KEKS: `v1:${kek.toString('base64')}` }),
+        // Embedded: databases in memory (nothing here restarts), the KEK file it generates on disk.
+        ...(name === 'embedded' ? { HUB_EMBEDDED_STORAGE: 'memory' } : { HUB_KEKS: `v1:${kek.toString('base64')}` }),
       }),
       log,
     );
