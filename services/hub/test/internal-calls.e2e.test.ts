@@ -97,6 +97,8 @@ describe.each(allInOne)('agenthub serve all as a process ($backend.name, HUB_TRA
       HUB_DATA_DIR: dataDir,
       HUB_ADMIN_TOKEN: adminToken,
       HUB_TRANSPORT: transport,
+      // What `npm start` runs on the gRPC transport; the in-process one keeps its databases in memory.
+      ...(transport === 'inproc' ? { HUB_EMBEDDED_STORAGE: 'memory' } : {}),
       // The container's default: serve all binds its services to loopback all the same.
       GRPC_HOST: '0.0.0.0',
       HUB_METRICS: 'false',
