@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { createClient } from 'redis';
 import { backends } from '@agenthub/testing';
 import { startTestHub, type TestHub } from './harness.js';
 import { splitMode, type SplitProcessName, type SplitStack } from './split-hub.js';
@@ -495,15 +496,21 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     const agent = await hub.agent('rl-split-wait', 'a');
     await hub.admin('tenants.set_limits', { tenant_id: 'rl-split-wait', limits: { key: { per_sec: 0.01, burst: 100 } } });
     const poll = (waitMs: number) => call('x-hub/inbox.poll', { wait_ms: waitMs });
-    // Two polls held open through the first replica: the second one refuses a third. They wait
-    // 8 s so that a loaded machine still finds them waiting; the third is tried until refused or
-    // until they would have ended.
-    const holding = post(hub.url, agent.api_key, [poll(8_000), poll(8_000)], '10.1.0.3');
-    const until = Date.now() + 7_000;
-    let third: Awaited<ReturnType<typeof post>> | undefined;
-    do third = await post(secondUrl, agent.api_key, poll(100), '10.1.0.3');
-    while (third.status !== 429 && Date.now() < until);
-    expectLimited(third, 'waiting');
+    // Two polls held open through the first replica: the second one refuses a third, asked once
+    // the first replica holds their two slots (its leased set in Redis), which a loaded machine
+    // may take seconds to reach. They wait 20 s, long enough for the third call and the MCP one.
+    const holding = post(hub.url, agent.api_key, [poll(20_000), poll(20_000)], '10.1.0.3');
+    const redis = createClient({ url: hub.redisUrl });
+    await redis.connect();
+    try {
+      const slots = `${hub.redisPrefix}wait:${agent.agent_id}`;
+      for (const until = Date.now() + 30_000; (await redis.zCard(slots)) < 2; await new Promise((resolve) => setTimeout(resolve, 50))) {
+        if (Date.now() > until) throw new Error('the first replica never held the two polls');
+      }
+    } finally {
+      await redis.quit();
+    }
+    expectLimited(await post(secondUrl, agent.api_key, poll(100), '10.1.0.3'), 'waiting');
     // So does its MCP endpoint, for a tool call that waits. (Connected only now: a replica that
     // already knows the key would admit the third poll before the first replica admits the two.)
     const mcp = await mcpClient(secondUrl, agent.api_key, '10.1.0.3');
@@ -516,5 +523,5 @@ const real = backends().find((b) => b.name === 'postgres+redis');
     expect(held.status).toBe(200);
     expect(held.body.map((reply: { error?: unknown }) => reply.error)).toEqual([undefined, undefined]);
     expect((await post(secondUrl, agent.api_key, [poll(10), poll(10)], '10.1.0.3')).status).toBe(200);
-  }, 60_000);
+  }, 90_000);
 });
