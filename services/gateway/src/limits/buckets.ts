@@ -59,6 +59,26 @@ export interface Admission {
 /** How long a replica reuses a tenant's overrides before asking identity again. */
 const OVERRIDE_CACHE_MS = 5_000;
 
+/** Buckets (or addresses) this replica knows to be out of tokens, and until when. */
+class KnownEmpty {
+  private readonly until = new Map<string, number>();
+
+  /** How long `key` is still known to be empty (0: not known, or no longer). */
+  left(key: string): number {
+    const until = this.until.get(key);
+    if (until === undefined) return 0;
+    const left = until - Date.now();
+    if (left <= 0) this.until.delete(key);
+    return Math.max(0, left);
+  }
+
+  mark(key: string, forMs: number): void {
+    // Bounded: a flood of distinct keys empties it rather than growing it.
+    if (this.until.size > 10_000) this.until.clear();
+    this.until.set(key, Date.now() + forMs);
+  }
+}
+
 /**
  * Rate limits in token buckets of the shared Kv, so every gateway replica draws from the same
  * buckets (Redis), or the process's own (embedded mode).
@@ -66,13 +86,13 @@ const OVERRIDE_CACHE_MS = 5_000;
 export class Buckets {
   private readonly overrides = new Map<string, { value: Override; until: number }>();
   /** Addresses known to be out of tokens, to refuse them before any lookup without a Kv call. */
-  private readonly exhausted = new Map<string, number>();
+  private readonly exhausted = new KnownEmpty();
   /**
-   * Key and tenant buckets known to hold less than one token, until when (by bucket and rate):
-   * a noisy caller's refusals then cost no Kv call. Exact, as no replica can add tokens to a
-   * bucket faster than it refills; a changed rate is another entry.
+   * Key and tenant buckets known to hold less than one token (by bucket and rate): a noisy
+   * caller's refusals then cost no Kv call. Exact, as no replica can add tokens to a bucket faster
+   * than it refills; a changed rate is another entry.
    */
-  private readonly empty = new Map<string, number>();
+  private readonly empty = new KnownEmpty();
 
   constructor(
     private readonly kv: Kv,
@@ -142,7 +162,7 @@ export class Buckets {
     ] as const;
     for (const [scope, bucket, r] of buckets) {
       if (r.perSec <= 0) continue;
-      const left = this.emptyFor(bucket, r);
+      const left = this.empty.left(emptyKey(bucket, r));
       // Tokens it lacks beyond the first come at the bucket's rate.
       if (left > 0) return this.refused(scope, tenantId, r, 0, Math.ceil(left + ((calls - 1) * 1000) / r.perSec));
     }
@@ -152,7 +172,7 @@ export class Buckets {
       const taken = await this.kv.take(bucket, r.burst, r.perSec, calls);
       if (!taken.allowed) {
         // A single call's wait is the time until one token: the bucket's, for every call of this replica.
-        if (calls === 1) this.markEmpty(bucket, r, taken.retryAfterMs);
+        if (calls === 1) this.empty.mark(emptyKey(bucket, r), taken.retryAfterMs);
         return this.refused(scope, tenantId, r, taken.remaining, taken.retryAfterMs);
       }
       if (taken.remaining < admission.remaining) admission = { limit: r.burst, remaining: taken.remaining };
@@ -160,31 +180,10 @@ export class Buckets {
     return admission;
   }
 
-  /** How long `bucket` at rate `r` is still known to hold less than one token (0: not known). */
-  private emptyFor(bucket: string, r: Rate): number {
-    const entry = `${bucket}|${r.perSec}|${r.burst}`;
-    const until = this.empty.get(entry);
-    if (until === undefined) return 0;
-    const left = until - Date.now();
-    if (left <= 0) this.empty.delete(entry);
-    return Math.max(0, left);
-  }
-
-  private markEmpty(bucket: string, r: Rate, retryAfterMs: number): void {
-    if (this.empty.size > 10_000) this.empty.clear();
-    this.empty.set(`${bucket}|${r.perSec}|${r.burst}`, Date.now() + retryAfterMs);
-  }
-
   /** Whether `address` ran out of unauthenticated work recently (checked locally, no Kv call). */
   addressRefused(address: string): Refusal | undefined {
-    const until = this.exhausted.get(address);
-    if (until === undefined) return undefined;
-    const left = until - Date.now();
-    if (left <= 0) {
-      this.exhausted.delete(address);
-      return undefined;
-    }
-    return this.refused('address', '', this.config.address, 0, left);
+    const left = this.exhausted.left(address);
+    return left > 0 ? this.refused('address', '', this.config.address, 0, left) : undefined;
   }
 
   /** Charges one unit of unauthenticated work (a card fetch, a failed authentication) to `address`. */
@@ -194,8 +193,7 @@ export class Buckets {
     const taken = await this.kv.take(`rl:addr:${address}`, r.burst, r.perSec, 1);
     if (taken.allowed && taken.remaining >= 1) return undefined;
     const retryAfterMs = taken.allowed ? Math.ceil(1000 / r.perSec) : taken.retryAfterMs;
-    if (this.exhausted.size > 10_000) this.exhausted.clear();
-    this.exhausted.set(address, Date.now() + retryAfterMs);
+    this.exhausted.mark(address, retryAfterMs);
     return taken.allowed ? undefined : this.refused('address', '', r, 0, retryAfterMs);
   }
 
@@ -203,6 +201,11 @@ export class Buckets {
     this.metrics.limited(scope, tenantId);
     return { scope, retryAfterMs, limit: r.burst, remaining };
   }
+}
+
+/** A bucket's entry in KnownEmpty: its rate is part of it, so new limits are looked up again. */
+function emptyKey(bucket: string, r: Rate): string {
+  return `${bucket}|${r.perSec}|${r.burst}`;
 }
 
 function overrideOf(limits: identityv1.TenantLimits | undefined): Override {
