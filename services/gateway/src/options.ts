@@ -1,5 +1,4 @@
-import { isIP } from 'node:net';
-import type { HubConfig } from '@agenthub/runtime';
+import { refusedClass, type HubConfig } from '@agenthub/runtime';
 import { requestLogLevel, type GatewayDeps } from './index.js';
 import { limitsConfig } from './limits/index.js';
 import type { ProxyTrust } from './origin.js';
@@ -47,11 +46,11 @@ export function proxyTrust(config: Pick<HubConfig, 'HUB_TRUSTED_PROXIES' | 'HUB_
   return config.HUB_TRUSTED_PROXIES ?? (config.HUB_RATE_TRUST_FORWARDED_FOR ? 'any-peer' : undefined);
 }
 
-/** Whether a listen address is reachable from this machine only: localhost, 127.0.0.0/8, ::1 (also as ::ffff:127.x.x.x). */
+/**
+ * Whether a listen address is reachable from this machine only: localhost, or a loopback address
+ * as the egress guard classifies them (127.0.0.0/8, ::1, and IPv4-mapped forms of those).
+ */
 export function isLoopbackHost(host: string): boolean {
   const address = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
-  if (address === 'localhost') return true;
-  if (isIP(address) === 4) return address.startsWith('127.');
-  if (isIP(address) === 6) return address === '::1' || address === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(address);
-  return false;
+  return address === 'localhost' || refusedClass(address) === 'loopback';
 }
