@@ -131,12 +131,21 @@ export function spawnProcess(name: string, service: string, env: Record<string, 
   };
 }
 
+/** The exit status of `agenthub serve` when a port it was given is taken (README: "`agenthub serve` exits with"). */
+const EXIT_LISTEN = 3;
+
+/** A process of the stack found the port chosen for it taken when it came to bind it. */
+class PortTaken extends Error {}
+
 async function waitReady(proc: SplitProcess): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   let exit: Exit | undefined;
   void proc.exited.then((e) => (exit = e));
   for (;;) {
-    if (exit) throw new Error(`${proc.name} exited while starting (${exit.code ?? exit.signal}):\n${proc.output()}`);
+    if (exit) {
+      const message = `${proc.name} exited while starting (${exit.code ?? exit.signal}):\n${proc.output()}`;
+      throw exit.code === EXIT_LISTEN ? new PortTaken(message) : new Error(message);
+    }
     try {
       const response = await fetch(`${proc.opsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) });
       if (response.status === 200) return;
@@ -163,13 +172,25 @@ export function splitCredentials(): Record<'HUB_ADMIN_TOKEN' | 'HUB_INTERNAL_KEY
  * (MESSAGING_BLOCKING_MS, HUB_EGRESS_ALLOW_PRIVATE, HUB_ADMIN_TOKEN, HUB_KEKS, …). Resolves once
  * every process reports ready; `stop` SIGTERMs them (gateway first) and fails unless each exits 0.
  */
-export async function startSplitStack(provisioned: ProvisionedBackend, env: Record<string, string> = {}): Promise<SplitStack> {
+export async function startSplitStack(provisioned: ProvisionedBackend, env: Record<string, string> = {}, choosePort: () => Promise<number> = freePort): Promise<SplitStack> {
+  // The ports are chosen free, but bound only seconds later, once each process has loaded; one
+  // taken meanwhile (it failed a suite once) costs a start on fresh ports, not the suite.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launchSplitStack(provisioned, env, choosePort);
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt === 3) throw err;
+    }
+  }
+}
+
+async function launchSplitStack(provisioned: ProvisionedBackend, env: Record<string, string>, choosePort: () => Promise<number>): Promise<SplitStack> {
   if (!provisioned.databaseUrl || !provisioned.redisUrl) throw new Error('Split mode needs real PostgreSQL and Redis');
   if (!existsSync(join(ROOT, 'services', 'hub', 'dist', 'cli.js'))) {
     throw new Error('Split mode runs the built code: run `npm run build` (or `npx tsc -b`) first');
   }
   const [idGrpc, idOps, waGrpc, waOps, wbGrpc, wbOps, seGrpc, seOps, maGrpc, maOps, mbGrpc, mbOps, evGrpc, evOps, hubPort, hubOps] = (await Promise.all(
-    Array.from({ length: 16 }, freePort),
+    Array.from({ length: 16 }, () => choosePort()),
   )) as [number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
   const addrs = {
     identity: `127.0.0.1:${idGrpc}`,

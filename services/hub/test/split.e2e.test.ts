@@ -1,8 +1,9 @@
+import { createServer } from 'node:net';
 import pg from 'pg';
 import { createClient } from 'redis';
-import { backends } from '@agenthub/testing';
+import { backends, freePort } from '@agenthub/testing';
 import { startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
-import { splitMode, type SplitProcess, type SplitStack } from './split-hub.js';
+import { splitMode, startSplitStack, type SplitProcess, type SplitStack } from './split-hub.js';
 
 /**
  * Split mode as operators run it (split-hub.ts): every service its own built `agenthub serve
@@ -310,6 +311,33 @@ describeSplit('split mode: one process per service, two workspace and two messag
       const exit = await p.exited;
       const expected = p.name === 'workspace-a' ? { code: null, signal: 'SIGKILL' } : { code: 0, signal: null };
       expect({ name: p.name, ...exit }).toEqual({ name: p.name, ...expected });
+    }
+  });
+});
+
+describeSplit('the split stack of the test harness', () => {
+  // A CI run failed when the gateway found its port taken: the stack chooses free ports, but a
+  // process binds its port only once it has loaded, seconds later.
+  it('starts on fresh ports when one it chose is taken before its process binds it', async () => {
+    const holder = createServer();
+    const held = await freePort();
+    await new Promise<void>((resolve) => holder.listen(held, '127.0.0.1', resolve));
+    let chosen = 0;
+    // The fifteenth port is the gateway's (HUB_PORT): hand it the held one, once.
+    const choosePort = () => (++chosen === 15 ? Promise.resolve(held) : freePort());
+    const provisioned = await real!.provision();
+    try {
+      const stack = await startSplitStack(provisioned, {}, choosePort);
+      try {
+        expect(stack.url).not.toBe(`http://127.0.0.1:${held}`);
+        expect((await fetch(`${stack.url}/readyz`)).status).toBe(200);
+      } finally {
+        await stack.stop();
+      }
+      expect(chosen).toBe(32);
+    } finally {
+      holder.close();
+      await provisioned.dispose();
     }
   });
 });
