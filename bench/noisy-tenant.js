@@ -5,6 +5,7 @@
 //   1. solo:            the quiet tenant alone;
 //   2. with limits:     quiet + noisy, the noisy tenant held to BENCH_NOISY_LIMIT calls a second
 //                       (`tenants.set_limits`); its excess is refused with 429 before any lookup;
+//                       phases 1 and 2 take turns (BENCH_ROUNDS each), sharing their seconds;
 //   3. without limits:  quiet + noisy, the noisy tenant's limits turned off (override, rate 0);
 //                       last, so that the backlog it leaves behind weighs on no other phase.
 // Prints the quiet tenant's p50/p99 per phase and the ratios to its solo p99; the target is
@@ -12,13 +13,16 @@
 // webhook to a prompt receiver; the noisy tenant's three workspaces have 20 webhooks each to a
 // tarpit that never answers (each attempt hangs until WEBHOOK_TIMEOUT_MS). Both cause events
 // (a member added, then removed) at BENCH_WEBHOOK_RATE and 10× that; the quiet tenant's
-// event-to-delivery p99 next to the tarpit is compared with its solo p99 (target ≤ 2×).
+// event-to-delivery p99 next to the tarpit is compared with its solo p99 (target ≤ 2×). The
+// noisy tenant's load runs in a worker thread (bench/noisy-load.js), as another client would:
+// the quiet tenant's timings are taken on an event loop that does only the quiet tenant's work.
 //
 //   npm run build && node bench/noisy-tenant.js
 //   BENCH_DURATION=20 BENCH_QUIET_RATE=50 node bench/noisy-tenant.js
 //
 // Settings (environment):
 //   BENCH_DURATION     measured seconds per phase (default 8)
+//   BENCH_ROUNDS       turns the solo and with-limits phases take, sharing their seconds (default 4)
 //   BENCH_QUIET_RATE   the quiet tenant's calls a second (default 20); the noisy tenant sends 10×
 //   BENCH_NOISY_LIMIT  the noisy tenant's limit in phase 3, calls a second (default = quiet rate)
 //   BENCH_WEBHOOK_RATE the quiet tenant's events a second in the webhook phases (default 4; 0 skips them)
@@ -33,46 +37,20 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { envNumber, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess } from './lib.js';
+import { envNumber, freshHubSettings, log, parseHubEnv, percentile, processTicks, round, rpc, runBench, startHubProcess, TICKS_PER_SECOND } from './lib.js';
+import { drive, inWorker, memberToggler, openLoop } from './noisy-load.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const TARGET = 1.5;
 
 const duration = envNumber('BENCH_DURATION', 8, 1);
+const rounds = envNumber('BENCH_ROUNDS', 4, 1);
 const quietRate = envNumber('BENCH_QUIET_RATE', 20, 1);
 const noisyRate = quietRate * 10;
 const noisyLimit = envNumber('BENCH_NOISY_LIMIT', quietRate, 1);
 const webhookRate = envNumber('BENCH_WEBHOOK_RATE', 4, 0);
 const pgUrl = process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
-
-/**
- * Sends one `x-hub/workspace.get` every 1/rate seconds for `seconds`, not waiting for answers
- * (open loop: a slow hub does not slow the sender down). Returns each call's latency and status.
- */
-async function openLoop(url, key, workspaceId, rate, seconds) {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x-hub/workspace.get', params: { workspace_id: workspaceId } });
-  const results = [];
-  const pending = [];
-  const start = performance.now();
-  const total = Math.round(rate * seconds);
-  for (let i = 0; i < total; i++) {
-    const due = start + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 1) await new Promise((ok) => setTimeout(ok, wait));
-    const sent = performance.now();
-    pending.push(
-      fetch(`${url}/a2a`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body })
-        .then(async (response) => {
-          await response.arrayBuffer();
-          results.push({ ms: performance.now() - sent, status: response.status });
-        })
-        .catch(() => results.push({ ms: performance.now() - sent, status: 0 })),
-    );
-  }
-  await Promise.all(pending);
-  return results;
-}
 
 /** An HTTP server on loopback; `handle(req, res)` answers (or never does). */
 async function listen(handle) {
@@ -116,16 +94,25 @@ await runBench(async (cleanups) => {
 
   log(`noisy-tenant: quiet ${quietRate}/s, noisy ${noisyRate}/s, ${duration} s per phase; limit in phase 3: ${noisyLimit}/s`);
   // Warm-up: connections, caches, JIT.
-  await Promise.all([openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, 2), openLoop(hub.url, noisy.key, noisy.workspaceId, quietRate, 2)]);
+  await Promise.all([openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, 2), inWorker({ kind: 'calls', url: hub.url, key: noisy.key, workspaceId: noisy.workspaceId, rate: quietRate, seconds: 2 })]);
 
-  const phase = async (name, withNoisy) => {
+  /** Runs the quiet tenant (and the noisy one with `withNoisy`) for `seconds`; returns their calls. */
+  const run = async (withNoisy, seconds) => {
+    const before = { hub: processTicks(hub.pid), bench: process.cpuUsage() };
     const [q, n] = await Promise.all([
-      openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, duration),
-      withNoisy ? openLoop(hub.url, noisy.key, noisy.workspaceId, noisyRate, duration) : Promise.resolve([]),
+      openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, seconds),
+      withNoisy ? inWorker({ kind: 'calls', url: hub.url, key: noisy.key, workspaceId: noisy.workspaceId, rate: noisyRate, seconds }) : Promise.resolve([]),
     ]);
-    const result = { phase: name, quiet: summary(q), noisy: withNoisy ? summary(n) : undefined };
+    const used = process.cpuUsage(before.bench);
+    // The bench process's CPU is the load generators' (both tenants, the worker thread included).
+    return { q, n, hubMs: ((processTicks(hub.pid) - before.hub) * 1000) / TICKS_PER_SECOND, benchMs: (used.user + used.system) / 1000, seconds };
+  };
+  const report = (name, calls) => {
+    const share = (ms) => round((ms / (calls.seconds * 1000)) * 100, 0);
+    const result = { phase: name, quiet: summary(calls.q), noisy: calls.n.length ? summary(calls.n) : undefined, cpu_percent: { hub: share(calls.hubMs), load: share(calls.benchMs) } };
     log(`  ${name.padEnd(15)} quiet p50 ${result.quiet.p50_ms} ms, p99 ${result.quiet.p99_ms} ms (${result.quiet.ok}/${result.quiet.calls} ok)` +
-      (result.noisy ? `; noisy ${result.noisy.ok} ok, ${result.noisy.limited} limited, ${result.noisy.failed} failed` : ''));
+      (result.noisy ? `; noisy ${result.noisy.ok} ok, ${result.noisy.limited} limited, ${result.noisy.failed} failed` : '') +
+      `; CPU: hub ${result.cpu_percent.hub}%, load generators ${result.cpu_percent.load}% of a core`);
     return result;
   };
 
@@ -133,12 +120,26 @@ await runBench(async (cleanups) => {
   const settle = () => new Promise((ok) => setTimeout(ok, 5_500));
   await setNoisy({ key: { per_sec: noisyLimit, burst: noisyLimit }, tenant: { per_sec: noisyLimit, burst: noisyLimit } });
   await settle();
-  const solo = await phase('solo', false);
-  const limited = await phase('with limits', true);
+  // Solo and with limits take turns, so that whatever drifts during the run (a vacuum, the
+  // machine's other load, the JIT) falls on both alike.
+  const alone = { q: [], n: [], hubMs: 0, benchMs: 0, seconds: 0 };
+  const beside = { q: [], n: [], hubMs: 0, benchMs: 0, seconds: 0 };
+  for (let round = 0; round < rounds; round++) {
+    for (const [calls, withNoisy] of [[alone, false], [beside, true]]) {
+      const { q, n, hubMs, benchMs, seconds } = await run(withNoisy, duration / rounds);
+      calls.q.push(...q);
+      calls.n.push(...n);
+      calls.hubMs += hubMs;
+      calls.benchMs += benchMs;
+      calls.seconds += seconds;
+    }
+  }
+  const solo = report('solo', alone);
+  const limited = report('with limits', beside);
   // Last: the backlog an unlimited noisy tenant leaves behind must not weigh on another phase.
   await setNoisy({ key: off, tenant: off });
   await settle();
-  const unlimited = await phase('without limits', true);
+  const unlimited = report('without limits', await run(true, duration));
 
   const ratio = (r) => round(r.quiet.p99_ms / solo.quiet.p99_ms, 2);
   const verdict = ratio(limited) <= TARGET ? 'PASS' : 'BELOW TARGET';
@@ -194,34 +195,12 @@ async function webhookPhases(url, admin, quiet, noisy, setNoisy) {
       for (let h = 0; h < 20; h++) await call(noisy.key, 'x-hub/webhooks.create', { workspace_id: id, url: tarpit.url, events: ['workspace.member.added', 'workspace.member.removed'] });
       noisyWorkspaces.push(id);
     }
-    // Alternately adds and removes the peer: one event per call.
-    const toggler = (key, peerId) => {
-      const member = new Map();
-      return async (workspaceId) => {
-        const inside = member.get(workspaceId) === true;
-        member.set(workspaceId, !inside);
-        if (inside) await call(key, 'x-hub/workspace.members.remove', { workspace_id: workspaceId, agent_id: peerId });
-        else await call(key, 'x-hub/workspace.members.add', { workspace_id: workspaceId, agent_id: peerId, role: 'read' });
-      };
-    };
-    const quietEvent = toggler(quiet.key, quietPeer);
-    const noisyEvent = toggler(noisy.key, noisyPeer);
-    const drive = async (rate, seconds, cause) => {
-      const sent = [];
-      const start = performance.now();
-      for (let i = 0; i < Math.round(rate * seconds); i++) {
-        const wait = start + (i * 1000) / rate - performance.now();
-        if (wait > 1) await new Promise((ok) => setTimeout(ok, wait));
-        await cause(i);
-        sent.push(performance.now());
-      }
-      return sent;
-    };
+    const quietEvent = memberToggler(url, quiet.key, quietPeer);
     const measure = async (name, withNoisy) => {
       arrivals.length = 0;
       const [sent] = await Promise.all([
         drive(webhookRate, duration, () => quietEvent(quiet.workspaceId)),
-        withNoisy ? drive(webhookRate * 10, duration, (i) => noisyEvent(noisyWorkspaces[i % noisyWorkspaces.length])) : Promise.resolve([]),
+        withNoisy ? inWorker({ kind: 'events', url, key: noisy.key, peerId: noisyPeer, workspaceIds: noisyWorkspaces, rate: webhookRate * 10, seconds: duration }) : Promise.resolve(0),
       ]);
       const deadline = performance.now() + 30_000;
       while (arrivals.length < sent.length && performance.now() < deadline) await new Promise((ok) => setTimeout(ok, 50));
