@@ -23,7 +23,6 @@ export async function openLoop(url, key, workspaceId, rate, seconds) {
     agent,
     headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${key}` },
   };
-  const results = [];
   const pending = [];
   const start = performance.now();
   const total = Math.round(rate * seconds);
@@ -40,10 +39,10 @@ export async function openLoop(url, key, workspaceId, rate, seconds) {
         });
         request.once('error', () => done({ ms: performance.now() - sent, status: 0 }));
         request.end(body);
-      }).then((result) => results.push(result)),
+      }),
     );
   }
-  await Promise.all(pending);
+  const results = await Promise.all(pending);
   agent.destroy();
   return results;
 }

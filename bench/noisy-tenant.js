@@ -96,16 +96,23 @@ await runBench(async (cleanups) => {
   // Warm-up: connections, caches, JIT.
   await Promise.all([openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, 2), inWorker({ kind: 'calls', url: hub.url, key: noisy.key, workspaceId: noisy.workspaceId, rate: quietRate, seconds: 2 })]);
 
-  /** Runs the quiet tenant (and the noisy one with `withNoisy`) for `seconds`; returns their calls. */
-  const run = async (withNoisy, seconds) => {
+  /** A phase's calls and CPU, added up over its turns. */
+  const tally = () => ({ q: [], n: [], hubMs: 0, benchMs: 0, seconds: 0 });
+  /** Runs the quiet tenant (and the noisy one with `withNoisy`) for `seconds`, adding to `calls`. */
+  const run = async (withNoisy, seconds, calls) => {
     const before = { hub: processTicks(hub.pid), bench: process.cpuUsage() };
     const [q, n] = await Promise.all([
       openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, seconds),
       withNoisy ? inWorker({ kind: 'calls', url: hub.url, key: noisy.key, workspaceId: noisy.workspaceId, rate: noisyRate, seconds }) : Promise.resolve([]),
     ]);
     const used = process.cpuUsage(before.bench);
+    calls.q.push(...q);
+    calls.n.push(...n);
+    calls.hubMs += ((processTicks(hub.pid) - before.hub) * 1000) / TICKS_PER_SECOND;
     // The bench process's CPU is the load generators' (both tenants, the worker thread included).
-    return { q, n, hubMs: ((processTicks(hub.pid) - before.hub) * 1000) / TICKS_PER_SECOND, benchMs: (used.user + used.system) / 1000, seconds };
+    calls.benchMs += (used.user + used.system) / 1000;
+    calls.seconds += seconds;
+    return calls;
   };
   const report = (name, calls) => {
     const share = (ms) => round((ms / (calls.seconds * 1000)) * 100, 0);
@@ -122,24 +129,18 @@ await runBench(async (cleanups) => {
   await settle();
   // Solo and with limits take turns, so that whatever drifts during the run (a vacuum, the
   // machine's other load, the JIT) falls on both alike.
-  const alone = { q: [], n: [], hubMs: 0, benchMs: 0, seconds: 0 };
-  const beside = { q: [], n: [], hubMs: 0, benchMs: 0, seconds: 0 };
+  const alone = tally();
+  const beside = tally();
   for (let round = 0; round < rounds; round++) {
-    for (const [calls, withNoisy] of [[alone, false], [beside, true]]) {
-      const { q, n, hubMs, benchMs, seconds } = await run(withNoisy, duration / rounds);
-      calls.q.push(...q);
-      calls.n.push(...n);
-      calls.hubMs += hubMs;
-      calls.benchMs += benchMs;
-      calls.seconds += seconds;
-    }
+    await run(false, duration / rounds, alone);
+    await run(true, duration / rounds, beside);
   }
   const solo = report('solo', alone);
   const limited = report('with limits', beside);
   // Last: the backlog an unlimited noisy tenant leaves behind must not weigh on another phase.
   await setNoisy({ key: off, tenant: off });
   await settle();
-  const unlimited = report('without limits', await run(true, duration));
+  const unlimited = report('without limits', await run(true, duration, tally()));
 
   const ratio = (r) => round(r.quiet.p99_ms / solo.quiet.p99_ms, 2);
   const verdict = ratio(limited) <= TARGET ? 'PASS' : 'BELOW TARGET';
