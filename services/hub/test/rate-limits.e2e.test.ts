@@ -305,7 +305,8 @@ describe.each(backends())('Rate limits and caps on $name', (backend) => {
   it('counts the MCP endpoint\'s waiting tool calls against the same cap, refusing with the same error', async () => {
     const agent = await hub.agent('rl-mcp-wait', 'a');
     const peer = await hub.agent('rl-mcp-wait', 'peer');
-    await hub.admin('tenants.set_limits', { tenant_id: 'rl-mcp-wait', limits: { key: { per_sec: 0.01, burst: 100 } } });
+    // Its loops retry a refused tool call at once, each drawing a token: a loaded run spent 100.
+    await hub.admin('tenants.set_limits', { tenant_id: 'rl-mcp-wait', limits: { key: { per_sec: 0.01, burst: 10_000 } } });
     const mcp = await mcpClient(hub.url, agent.api_key, '10.0.0.10');
     const tool = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as CallToolResult;
     try {
