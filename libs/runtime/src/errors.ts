@@ -3,6 +3,14 @@ import { commonv1 } from '@agenthub/proto';
 export const Reason = commonv1.ErrorReason;
 export type Reason = commonv1.ErrorReason;
 
+/** The hub's own trouble; every other reason is an answer to the caller (bad params, not found, denied, limited). */
+const FAILURE_REASONS: ReadonlySet<Reason> = new Set([Reason.INTERNAL, Reason.UNAVAILABLE, Reason.DEADLINE_EXCEEDED]);
+
+/** Whether `err` is a failure of the hub (anything but a HubError of an answering reason). */
+export function isFailure(err: unknown): boolean {
+  return !(err instanceof HubError) || FAILURE_REASONS.has(err.reason);
+}
+
 /**
  * The only error a service throws on purpose: a reason from the closed set in
  * `proto/agenthub/common/v1/error.proto` plus a message safe to show to the caller.
@@ -18,7 +26,12 @@ export class HubError extends Error {
   readonly retryAfterMs: number | undefined;
 
   constructor(reason: Reason, message: string, options: { field?: string; cause?: unknown; retryAfterMs?: number } = {}) {
+    // An answer (a refusal, a missing workspace) is never debugged from its stack, and capturing
+    // one cost a rate-limit refusal more than the rest of its own work: only failures keep theirs.
+    const stackFrames = Error.stackTraceLimit;
+    if (!FAILURE_REASONS.has(reason)) Error.stackTraceLimit = 0;
     super(message, { cause: options.cause });
+    Error.stackTraceLimit = stackFrames;
     this.reason = reason;
     this.field = options.field ?? '';
     this.retryAfterMs = options.retryAfterMs;

@@ -3,7 +3,7 @@
  * metrics, and the adapters for the relational store and the key-value/pub-sub backend.
  */
 /** The one error type services throw: a Reason from the proto table and a caller-safe message; anything else becomes INTERNAL, its cause logged, never sent. */
-export { HubError, Reason } from './errors.js';
+export { HubError, isFailure, Reason } from './errors.js';
 /** Cancellation: the HubError a call stopped by its signal fails with (DEADLINE_EXCEEDED at the deadline, UNAVAILABLE when the caller left). */
 export { abortError, throwIfAborted, deadlineExceeded, detachedSignal, DETACHED_TIMEOUT_MS } from './abort.js';
 /** The gRPC bridge: servers that verify every call's signature, typed clients with deadlines, the in-process transport, status ↔ HubError both ways. */

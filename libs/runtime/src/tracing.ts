@@ -14,7 +14,7 @@ import {
 } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { HubConfig } from './config.js';
-import { HubError, Reason } from './errors.js';
+import { HubError, isFailure, Reason } from './errors.js';
 
 export { SpanKind, SpanStatusCode };
 
@@ -170,13 +170,6 @@ export function openSpan(name: string, options: SpanOptions & { parent: Context 
       span.end();
     },
   };
-}
-
-const FAILURES: ReadonlySet<Reason> = new Set([Reason.INTERNAL, Reason.UNAVAILABLE, Reason.DEADLINE_EXCEEDED]);
-
-/** A span fails on the hub's own trouble; a refusal (bad params, not found, denied) is an answer. */
-function isFailure(err: unknown): boolean {
-  return !(err instanceof HubError) || FAILURES.has(err.reason);
 }
 
 /** Runs `work` with the trace context `headers` carry (a `traceparent`) as the active one. */

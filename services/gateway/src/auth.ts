@@ -12,6 +12,12 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+/** An authenticated agent, and its API key's SHA-256 (hex), which also names the key's rate-limit bucket. */
+export interface AgentCaller {
+  principal: Principal;
+  keyHash: string;
+}
+
 /**
  * Resolves `Authorization: Bearer <API key>` to an agent principal: from this gateway's memory
  * (`memory`, when given) or the shared Kv cache when the key was seen within HUB_AUTH_CACHE_MS,
@@ -25,16 +31,16 @@ export class Authenticator {
     private readonly memory?: AuthMemory,
   ) {}
 
-  async agent(authorization: string | undefined, signal?: AbortSignal): Promise<Principal> {
+  async agent(authorization: string | undefined, signal?: AbortSignal): Promise<AgentCaller> {
     const key = bearerToken(authorization);
     if (!key || !API_KEY_SHAPE.test(key)) throw HubError.unauthenticated();
     const keyHash = sha256Hex(key);
     const remembered = this.memory?.get(keyHash);
-    if (remembered) return remembered;
+    if (remembered) return { principal: remembered, keyHash };
     const epoch = this.memory?.snapshot() ?? 0;
     const principal = await this.lookUp(key, keyHash, signal);
     this.memory?.fill(keyHash, principal, epoch);
-    return principal;
+    return { principal, keyHash };
   }
 
   private async lookUp(key: string, keyHash: string, signal?: AbortSignal): Promise<Principal> {

@@ -77,7 +77,7 @@ export function mcpEndpoint(options: McpOptions): McpEndpoint {
     }
     let principal: Principal;
     try {
-      principal = await options.authenticator.agent(req.headers.authorization, left.signal);
+      ({ principal } = await options.authenticator.agent(req.headers.authorization, left.signal));
     } catch (err) {
       const hubError = HubError.from(err);
       if (hubError.reason === Reason.UNAUTHENTICATED) {
