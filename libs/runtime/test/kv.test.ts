@@ -212,3 +212,62 @@ describe('RedisKv while Redis is unreachable', () => {
     expect(left.ms).toBeLessThan(250);
   });
 });
+
+/**
+ * A Redis that holds the connection but stops answering (a stalled server, a half-open link):
+ * each command fails UNAVAILABLE once `commandTimeoutMs` passes, rather than waiting on. Redis is
+ * reached through a TCP relay that this test mutes: it stops passing Redis's replies on.
+ */
+describe('RedisKv when Redis stops answering', () => {
+  const url = process.env.AGENTHUB_TEST_REDIS_URL;
+  let relay: Server;
+  let muted = false;
+  const sockets = new Set<Socket>();
+  let kv: RedisKv;
+
+  beforeAll(async () => {
+    if (!url) return;
+    const target = new URL(url);
+    relay = createServer((client) => {
+      const upstream = connect(Number(target.port || 6379), target.hostname);
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('error', () => undefined);
+      }
+      client.pipe(upstream);
+      upstream.on('data', (chunk: Buffer) => {
+        if (!muted) client.write(chunk);
+      });
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const port = (relay.address() as { port: number }).port;
+    kv = await RedisKv.connect({ url: `redis://127.0.0.1:${port}`, prefix: `kvmute:${randomBytes(4).toString('hex')}:`, commandTimeoutMs: 300 });
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    relay?.close();
+  });
+
+  (url ? it : it.skip)('fails a command that gets no answer within commandTimeoutMs, and a caller\'s earlier deadline first', async () => {
+    await kv.set('k', 'v');
+    muted = true;
+    const started = performance.now();
+    const err = await kv.get('k').then(() => undefined, (e: unknown) => e);
+    const ms = performance.now() - started;
+    expect(err).toBeInstanceOf(HubError);
+    expect((err as HubError).reason).toBe(Reason.UNAVAILABLE);
+    expect((err as HubError).message).toBe('The key-value store did not answer within 300 ms');
+    expect(ms).toBeGreaterThanOrEqual(290);
+    expect(ms).toBeLessThan(2_000);
+
+    const early = await kv.take('bucket', 5, 1, 1, AbortSignal.timeout(50)).then(() => undefined, (e: unknown) => e);
+    expect((early as HubError).reason).toBe(Reason.DEADLINE_EXCEEDED);
+
+    // Closing says goodbye after every answer owed, which never come: it gives up after the same bound.
+    const closing = performance.now();
+    await kv.close();
+    expect(performance.now() - closing).toBeLessThan(2_000);
+  });
+});

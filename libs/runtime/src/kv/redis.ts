@@ -7,6 +7,9 @@ import { HubError, Reason } from '../errors.js';
 /** How long a command waits for a lost connection to come back before failing UNAVAILABLE. */
 export const DEFAULT_OFFLINE_WAIT_MS = 1_000;
 
+/** How long a command waits for its answer before failing UNAVAILABLE (the Redis client's own default). */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
+
 /**
  * The token bucket of `Kv.take`, atomic in Redis and timed by the server's clock, so every
  * gateway replica draws from the same bucket. The hash expires once it would be full again.
@@ -79,36 +82,43 @@ export class RedisKv implements Kv {
     private readonly client: RedisClientType,
     private readonly prefix: string,
     private readonly offlineWaitMs: number,
+    private readonly commandTimeoutMs: number,
   ) {}
 
   /**
    * `prefix` namespaces every key and channel, so several hubs (or tests) can share a server.
-   * `offlineWaitMs` bounds how long a command waits while the connection is down.
+   * `offlineWaitMs` bounds how long a command waits while the connection is down,
+   * `commandTimeoutMs` how long it waits for its answer.
    */
-  static async connect(options: { url: string; prefix?: string; offlineWaitMs?: number }): Promise<RedisKv> {
+  static async connect(options: { url: string; prefix?: string; offlineWaitMs?: number; commandTimeoutMs?: number }): Promise<RedisKv> {
     const client: RedisClientType = createClient({
       url: options.url,
       // A command issued while disconnected fails instead of waiting in a queue without bound;
       // `run` waits for the connection first, for a bounded time.
       disableOfflineQueue: true,
+      // `run` bounds the wait for an answer. The client's own bound is an AbortSignal.timeout per
+      // command, whose timer outlives the answer by the whole 5 s: at hundreds of commands a
+      // second those timers were most of what each young-generation GC pause had to copy.
+      commandOptions: { timeout: 0 },
       socket: { reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 5_000) },
     });
     // Reconnection is automatic; an error event without a listener would crash the process.
     client.on('error', () => undefined);
     await client.connect();
-    return new RedisKv(client, options.prefix ?? 'agenthub:', options.offlineWaitMs ?? DEFAULT_OFFLINE_WAIT_MS);
+    return new RedisKv(client, options.prefix ?? 'agenthub:', options.offlineWaitMs ?? DEFAULT_OFFLINE_WAIT_MS, options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS);
   }
 
   /**
    * Runs one command inside a client span (no key or value on it: keys can name API keys'
-   * hashes), once the connection is up, and stops waiting for it when `signal` aborts.
+   * hashes), once the connection is up, and stops waiting for it when `signal` aborts or
+   * `commandTimeoutMs` passes.
    */
   private async run<T>(name: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
     throwIfAborted(signal);
     if (!this.client.isReady) await this.connected(signal);
     const reply = withSpan(name, { kind: SpanKind.CLIENT, childOnly: true, attributes: { 'db.system.name': 'redis', 'db.operation.name': name } }, work);
     try {
-      return await (signal ? raceAbort(reply, signal) : reply);
+      return await awaitReply(reply, signal, this.commandTimeoutMs);
     } catch (err) {
       // The connection went (or was down): the command did not run, or its answer is lost.
       if (err instanceof ClientOfflineError || err instanceof ClientClosedError || err instanceof SocketClosedUnexpectedlyError) throw unreachable(err);
@@ -206,13 +216,14 @@ export class RedisKv implements Kv {
   }
 
   async close(): Promise<void> {
-    // A connection that is down cannot say goodbye: waiting for it would hold up shutdown.
+    // A connection that is down cannot say goodbye, and one that stopped answering never ends
+    // its goodbye (it waits for every answer owed): either would hold up shutdown.
     for (const client of [this.subscriber, this.client]) {
       try {
-        if (client?.isReady) await client.close();
+        if (client?.isReady) await awaitReply(client.close(), undefined, this.commandTimeoutMs);
         else client?.destroy();
       } catch {
-        // Closed already: nothing left to end.
+        client?.destroy();
       }
     }
   }
@@ -222,12 +233,20 @@ function unreachable(cause?: unknown): HubError {
   return new HubError(Reason.UNAVAILABLE, 'The key-value store is unreachable', { cause });
 }
 
-/** `work`'s result, or `abortError(signal)` as soon as the signal aborts (the command itself runs on). */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+/**
+ * `work`'s result; `abortError(signal)` as soon as `signal` aborts; UNAVAILABLE once `timeoutMs`
+ * passes (the command itself runs on). The timer goes with the answer.
+ */
+function awaitReply<T>(work: Promise<T>, signal: AbortSignal | undefined, timeoutMs: number): Promise<T> {
   let onAbort = (): void => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(abortError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new HubError(Reason.UNAVAILABLE, `The key-value store did not answer within ${timeoutMs} ms`)), timeoutMs);
+    onAbort = () => reject(abortError(signal!));
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
-  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
+  return Promise.race([work, stopped]).finally(() => {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  });
 }
