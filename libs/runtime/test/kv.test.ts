@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { HubError, MemoryKv, Reason, type Kv } from '@agenthub/runtime';
 import { RedisKv } from '@agenthub/runtime/redis';
 
@@ -154,52 +154,71 @@ describe('RedisKv isolation', () => {
 });
 
 /**
- * Redis going away must not leave callers waiting: a command fails within a bound (UNAVAILABLE)
- * instead of queueing until the connection comes back, and one whose caller's signal aborts first
- * stops with the caller. Redis is reached through a TCP relay this test can cut.
+ * A TCP relay in front of the test Redis: `cut` refuses new connections and drops the open ones
+ * (Redis gone), `mute` keeps them but stops passing Redis's replies on (Redis stalled).
  */
-describe('RedisKv while Redis is unreachable', () => {
-  const url = process.env.AGENTHUB_TEST_REDIS_URL;
-  let relay: Server;
+async function redisRelay(url: string) {
+  const target = new URL(url);
   const sockets = new Set<Socket>();
+  let muted = false;
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port || 6379), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => sockets.delete(socket));
+    }
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      if (!muted) client.write(chunk);
+    });
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `redis://127.0.0.1:${(server.address() as { port: number }).port}`,
+    mute: () => (muted = true),
+    cut: () => {
+      server.close();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+const timed = async (work: Promise<unknown>) => {
+  const started = performance.now();
+  const err = await work.then(() => undefined, (e: unknown) => e);
+  return { err, ms: performance.now() - started };
+};
+
+/**
+ * Redis failing must not leave callers waiting. Gone: a command fails within a bound (UNAVAILABLE)
+ * instead of queueing until the connection comes back. Stalled (it holds the connection but stops
+ * answering, as a half-open link does): a command fails once `commandTimeoutMs` passes. Either
+ * way a caller's earlier deadline wins.
+ */
+describe('RedisKv when Redis fails', () => {
+  const url = process.env.AGENTHUB_TEST_REDIS_URL;
+  let relay: Awaited<ReturnType<typeof redisRelay>>;
   let kv: RedisKv;
 
-  beforeAll(async () => {
+  beforeEach(async () => {
     if (!url) return;
-    const target = new URL(url);
-    relay = createServer((client) => {
-      const upstream = connect(Number(target.port || 6379), target.hostname);
-      for (const socket of [client, upstream]) {
-        sockets.add(socket);
-        socket.on('error', () => undefined);
-        socket.on('close', () => sockets.delete(socket));
-      }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const port = (relay.address() as { port: number }).port;
-    kv = await RedisKv.connect({ url: `redis://127.0.0.1:${port}`, prefix: `kvdown:${randomBytes(4).toString('hex')}:`, offlineWaitMs: 300 });
+    relay = await redisRelay(url);
+    kv = await RedisKv.connect({ url: relay.url, prefix: `kvfail:${randomBytes(4).toString('hex')}:`, offlineWaitMs: 300, commandTimeoutMs: 300 });
   });
-  afterAll(async () => {
+  afterEach(async () => {
+    relay?.cut();
     await kv?.close();
-    relay?.close();
   });
 
-  const timed = async (work: Promise<unknown>) => {
-    const started = performance.now();
-    const err = await work.then(() => undefined, (e: unknown) => e);
-    return { err, ms: performance.now() - started };
-  };
-
-  (url ? it : it.skip)('fails a command within a bound, then stops a waiting one when its signal aborts', async () => {
+  (url ? it : it.skip)('fails a command within a bound once Redis is gone, then stops a waiting one when its signal aborts', async () => {
     await kv.set('k', 'v');
     expect(await kv.get('k')).toBe('v');
 
     // Redis is gone: the relay refuses new connections and drops the open one.
-    relay.close();
-    for (const socket of sockets) socket.destroy();
+    relay.cut();
 
     const down = await timed(kv.get('k'));
     expect(down.err).toBeInstanceOf(HubError);
@@ -211,63 +230,22 @@ describe('RedisKv while Redis is unreachable', () => {
     expect((left.err as HubError).reason).toBe(Reason.DEADLINE_EXCEEDED);
     expect(left.ms).toBeLessThan(250);
   });
-});
-
-/**
- * A Redis that holds the connection but stops answering (a stalled server, a half-open link):
- * each command fails UNAVAILABLE once `commandTimeoutMs` passes, rather than waiting on. Redis is
- * reached through a TCP relay that this test mutes: it stops passing Redis's replies on.
- */
-describe('RedisKv when Redis stops answering', () => {
-  const url = process.env.AGENTHUB_TEST_REDIS_URL;
-  let relay: Server;
-  let muted = false;
-  const sockets = new Set<Socket>();
-  let kv: RedisKv;
-
-  beforeAll(async () => {
-    if (!url) return;
-    const target = new URL(url);
-    relay = createServer((client) => {
-      const upstream = connect(Number(target.port || 6379), target.hostname);
-      for (const socket of [client, upstream]) {
-        sockets.add(socket);
-        socket.on('error', () => undefined);
-      }
-      client.pipe(upstream);
-      upstream.on('data', (chunk: Buffer) => {
-        if (!muted) client.write(chunk);
-      });
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const port = (relay.address() as { port: number }).port;
-    kv = await RedisKv.connect({ url: `redis://127.0.0.1:${port}`, prefix: `kvmute:${randomBytes(4).toString('hex')}:`, commandTimeoutMs: 300 });
-  });
-  afterAll(async () => {
-    for (const socket of sockets) socket.destroy();
-    relay?.close();
-  });
 
   (url ? it : it.skip)('fails a command that gets no answer within commandTimeoutMs, and a caller\'s earlier deadline first', async () => {
     await kv.set('k', 'v');
-    muted = true;
-    const started = performance.now();
-    const err = await kv.get('k').then(() => undefined, (e: unknown) => e);
-    const ms = performance.now() - started;
-    expect(err).toBeInstanceOf(HubError);
-    expect((err as HubError).reason).toBe(Reason.UNAVAILABLE);
-    expect((err as HubError).message).toBe('The key-value store did not answer within 300 ms');
-    expect(ms).toBeGreaterThanOrEqual(290);
-    expect(ms).toBeLessThan(2_000);
+    relay.mute();
+    const stalled = await timed(kv.get('k'));
+    expect(stalled.err).toBeInstanceOf(HubError);
+    expect((stalled.err as HubError).reason).toBe(Reason.UNAVAILABLE);
+    expect((stalled.err as HubError).message).toBe('The key-value store did not answer within 300 ms');
+    expect(stalled.ms).toBeGreaterThanOrEqual(290);
+    expect(stalled.ms).toBeLessThan(2_000);
 
-    const early = await kv.take('bucket', 5, 1, 1, AbortSignal.timeout(50)).then(() => undefined, (e: unknown) => e);
-    expect((early as HubError).reason).toBe(Reason.DEADLINE_EXCEEDED);
+    const early = await timed(kv.take('bucket', 5, 1, 1, AbortSignal.timeout(50)));
+    expect((early.err as HubError).reason).toBe(Reason.DEADLINE_EXCEEDED);
 
     // Closing says goodbye after every answer owed, which never come: it gives up after the same bound.
-    const closing = performance.now();
-    await kv.close();
-    expect(performance.now() - closing).toBeLessThan(2_000);
+    const closing = await timed(kv.close());
+    expect(closing.ms).toBeLessThan(2_000);
   });
 });
