@@ -174,7 +174,7 @@ export function createApp(options: GatewayAppOptions): Koa {
 
     const authorization = ctx.get('Authorization') || undefined;
     let principal: Principal;
-    let keyHash: string | undefined;
+    let caller: AgentCaller | undefined;
     if (ctx.path === '/admin') {
       if (!isOperator(authorization, options.adminToken)) {
         if (options.limits && (await options.limits.authFailed(ctx, body))) return;
@@ -184,7 +184,8 @@ export function createApp(options: GatewayAppOptions): Koa {
       principal = { kind: 'operator' };
     } else {
       try {
-        ({ principal, keyHash } = await options.authenticator.agent(authorization, signal));
+        caller = await options.authenticator.agent(authorization, signal);
+        principal = caller.principal;
       } catch (err) {
         const hubError = HubError.from(err);
         if (hubError.reason === Reason.UNAUTHENTICATED) {
@@ -197,7 +198,7 @@ export function createApp(options: GatewayAppOptions): Koa {
       }
     }
 
-    if (options.limits && !(await options.limits.admit(ctx, principal, keyHash, body, Boolean(strictPath)))) return;
+    if (options.limits && caller && !(await options.limits.admit(ctx, caller, body, Boolean(strictPath)))) return;
     const handler = ctx.path === '/admin' ? options.adminRpc : strictPath ? options.a2aRpc : options.agentRpc;
     if (!parsed) {
       ctx.body = handler.parseError();
@@ -252,7 +253,7 @@ async function admitMcp(ctx: Koa.Context, limits: Limits, authenticator: Authent
     if (HubError.from(err).reason === Reason.UNAUTHENTICATED) return !(await limits.authFailed(ctx, undefined));
     return true;
   }
-  return limits.admit(ctx, caller.principal, caller.keyHash, undefined, false);
+  return limits.admit(ctx, caller, undefined, false);
 }
 
 /**

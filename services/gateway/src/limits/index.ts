@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import { z } from 'zod';
 import type { identityv1 } from '@agenthub/proto';
 import { HubError, type ClientOf, type HubConfig, type Kv, type Logger, type Metrics, type Principal } from '@agenthub/runtime';
+import type { AgentCaller } from '../auth.js';
 import { toA2aRpcError } from '../a2a/errors.js';
 import { toRpcError, type RpcError } from '../errors.js';
 import type { RpcMethod } from '../jsonrpc.js';
@@ -75,13 +76,14 @@ export class Limits {
   /**
    * Admits an authenticated request: each of its calls counts against the key's and the tenant's
    * buckets, its waiting calls against the agent's cap (released when the response ends). The
-   * key's bucket is named by `keyHash` (AgentCaller's); the operator (no key) is not limited.
+   * key's bucket is named by the caller's key hash.
    */
-  async admit(ctx: Koa.Context, principal: Principal, keyHash: string | undefined, body: unknown, strict: boolean): Promise<boolean> {
-    if (principal.kind !== 'agent' || keyHash === undefined) return true;
+  async admit(ctx: Koa.Context, caller: AgentCaller, body: unknown, strict: boolean): Promise<boolean> {
+    const { principal } = caller;
+    if (principal.kind !== 'agent') return true;
     const limits = await this.buckets.limitsOf(principal.tenantId, principal);
     const calls = Array.isArray(body) ? Math.max(1, body.length) : 1;
-    const keyId = keyHash.slice(0, 32);
+    const keyId = caller.keyHash.slice(0, 32);
     const drawn = await this.buckets.request(principal.tenantId, keyId, calls, limits);
     if ('scope' in drawn) {
       refuse(ctx, drawn, body, strict);
