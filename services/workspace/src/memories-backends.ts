@@ -24,9 +24,14 @@ export type MemoryConfig = Partial<
   >
 >;
 
-/** Worker threads of the built-in model when EMBEDDINGS_THREADS is not set: one per spare core, at most two. */
-export function defaultEmbeddingThreads(): number {
-  return Math.max(1, Math.min(2, availableParallelism() - 1));
+/**
+ * Worker threads of the built-in model when EMBEDDINGS_THREADS is not set: one per core, at most
+ * two. Not one per spare core: while texts are queued the event loop mostly waits for the model,
+ * so on two cores a second thread embeds a third more a second (bench/memories.js: 84 → 108–114
+ * stores a second) and shares the cores with the event loop only while there is text to embed.
+ */
+export function defaultEmbeddingThreads(cores = availableParallelism()): number {
+  return Math.max(1, Math.min(2, cores));
 }
 
 /**

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, egressPolicy, HubError, Reason } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
-import { createEmbedder, embeddingsEndpoint, OpenAiEmbedder, UseLiteEmbedder, USE_LITE_MODEL_ID } from '../src/index.js';
+import { createEmbedder, defaultEmbeddingThreads, embeddingsEndpoint, OpenAiEmbedder, UseLiteEmbedder, USE_LITE_MODEL_ID } from '../src/index.js';
 import { HashEmbedder, startMemoryStack } from './memories-stack.js';
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
@@ -80,6 +80,10 @@ describe('UseLiteEmbedder (the built-in model, offline, in worker threads)', () 
     const closed = new UseLiteEmbedder({ threads: 1 });
     await closed.close();
     await expect(closed.embed(['x'])).rejects.toBeInstanceOf(HubError);
+  });
+
+  test('by default a thread per core, at most two: on two cores both embed', () => {
+    expect([1, 2, 4, 64].map((cores) => defaultEmbeddingThreads(cores))).toEqual([1, 2, 2, 2]);
   });
 });
 
