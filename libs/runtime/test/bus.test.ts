@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DbBus, loadConfig, openBus, openDb, PostgresDb, type Db } from '@agenthub/runtime';
+import { DbBus, loadConfig, MemoryKv, openBus, openDb, PostgresDb, type Db } from '@agenthub/runtime';
 import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
 import { describeBusConformance, eventually } from './bus-conformance.js';
 
@@ -59,6 +59,38 @@ describe.each(backends().map((b) => [b.name, b] as const))('DbBus (%s)', (_name,
       const { rows } = await db.query<{ value: string }>("SELECT value FROM bus.messages WHERE topic = 'retained' ORDER BY \"offset\"");
       expect(rows.map((r) => r.value)).toEqual(['2', '3']);
       await slowReader.stop();
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it("wakes its own process's consumer once per publish: the wake-up's copy back through the Kv costs no second read", async () => {
+    let reads = 0;
+    // The consumer's reads of the log, counted on their way to the database.
+    const counting = new Proxy(db, {
+      get(target, property) {
+        if (property === 'query') {
+          return (sql: string, params?: readonly unknown[], signal?: AbortSignal) => {
+            if (sql.includes('FROM bus.messages m')) reads += 1;
+            return target.query(sql, params, signal);
+          };
+        }
+        const value: unknown = Reflect.get(target, property);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    // No poll in the test's time: every read is a wake-up's.
+    const bus = await DbBus.open({ db: counting, log, pollMs: 60_000, retryDelayMs: 50, leaseMs: 2_000, kv: new MemoryKv() });
+    try {
+      const handled: string[] = [];
+      await bus.subscribe('woken-once', ['wake-once'], async (m) => void handled.push(m.value));
+      await eventually(() => reads > 0, 'the consumer made its first read');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const before = reads;
+      await bus.publish('wake-once', [{ key: 'k', value: 'one', headers: {} }]);
+      await eventually(() => handled.length === 1, 'the consumer handled the message');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(reads - before).toBe(1);
     } finally {
       await bus.close();
     }

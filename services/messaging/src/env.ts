@@ -1,5 +1,5 @@
 import type { identityv1 } from '@agenthub/proto';
-import { QuotaOverrides, type Client, type Db, type Kv } from '@agenthub/runtime';
+import { LocalFirstKv, QuotaOverrides, type Client, type Db, type Kv } from '@agenthub/runtime';
 import { DeliveryStore } from './delivery-store.js';
 import { InboxRoom } from './inbox-room.js';
 import { SettledHandoff } from './lifecycle.js';
@@ -7,7 +7,7 @@ import { PushStore } from './push-store.js';
 import { Recipients } from './recipients.js';
 import { SendKeyStore } from './send-key-store.js';
 import { TaskStore } from './task-store.js';
-import { InboxWakes, LocalFirstKv } from './wake.js';
+import { InboxWakes } from './wake.js';
 
 /** The part of the identity service this one calls. */
 export type IdentityClient = Pick<Client<typeof identityv1.IdentityService.method>, 'getAgent' | 'checkGrant' | 'getTenantLimits'>;
@@ -91,6 +91,8 @@ export function messagingEnv(deps: {
   limits?: Partial<MessagingLimits>;
   now?: () => number;
 }): MessagingEnv {
+  // A blocking send and the inbox it wakes usually share a messaging process: the wake-ups on its
+  // path (send → inbox, update → waiting sender) skip two hops through the Kv.
   const kv = new LocalFirstKv(deps.kv);
   const deliveries = new DeliveryStore(deps.db);
   return {

@@ -6,7 +6,6 @@ import { backends, testLogger } from '@agenthub/testing';
 import { pollInbox } from '../src/inbox.js';
 import { messagingEnv } from '../src/env.js';
 import { sendMessage, updateTask } from '../src/tasks.js';
-import { LocalFirstKv } from '../src/wake.js';
 import { startStack, type Stack, type TestAgent } from './harness.js';
 
 const { TaskState } = messagingv1;
@@ -17,53 +16,6 @@ const textOf = (part: messagingv1.Part | undefined) => (part?.content.case === '
 class DeafKv extends MemoryKv {
   override async publish(): Promise<void> {}
 }
-
-const waitFor = async (done: () => boolean) => {
-  for (let i = 0; i < 200 && !done(); i += 1) await new Promise((resolve) => setTimeout(resolve, 5));
-};
-
-describe('LocalFirstKv', () => {
-  it("passes the caller's signal on with every command, so a departed caller's command does not run", async () => {
-    const kv = new LocalFirstKv(new MemoryKv());
-    const gone = AbortSignal.abort();
-    const commands: [string, () => Promise<unknown>][] = [
-      ['get', () => kv.get('k', gone)],
-      ['set', () => kv.set('k', 'v', undefined, gone)],
-      ['setIfAbsent', () => kv.setIfAbsent('k', 'v', 1000, gone)],
-      ['del', () => kv.del('k', gone)],
-      ['take', () => kv.take('k', 1, 1, 1, gone)],
-      ['publish', () => kv.publish('c', 'm', gone)],
-      ['ping', () => kv.ping(gone)],
-    ];
-    const ran: string[] = [];
-    for (const [name, command] of commands) await command().then(() => ran.push(name), () => undefined);
-    expect(ran).toEqual([]);
-    expect(await kv.get('k')).toBeUndefined();
-  });
-
-  it('delivers a publish to the subscribers of its own process without the Kv, and to other processes through it', async () => {
-    const deaf = new LocalFirstKv(new DeafKv());
-    const heard: string[] = [];
-    const unsubscribe = await deaf.subscribe('c', (m) => heard.push(m));
-    await deaf.publish('c', 'one');
-    await waitFor(() => heard.length > 0);
-    expect(heard).toEqual(['one']);
-    await unsubscribe();
-    await deaf.publish('c', 'two');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(heard).toEqual(['one']);
-
-    // Another process (its own LocalFirstKv on the shared Kv) hears through the Kv.
-    const shared = new MemoryKv();
-    const here = new LocalFirstKv(shared);
-    const there = new LocalFirstKv(shared);
-    const heardThere: string[] = [];
-    await there.subscribe('c', (m) => heardThere.push(m));
-    await here.publish('c', 'three');
-    await waitFor(() => heardThere.length > 0);
-    expect(heardThere).toEqual(['three']);
-  });
-});
 
 describe.each(backends().map((b) => [b.name, b] as const))('blocking send within one process (%s)', (_name, backend) => {
   let stack: Stack;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { migrate, type Db } from '../db/index.js';
-import type { Kv } from '../kv/index.js';
+import { LocalFirstKv, type Kv } from '../kv/index.js';
 import type { Logger } from '../logger.js';
 import type { Bus, BusMessage, ConsumedMessage, Subscription } from './bus.js';
 
@@ -46,6 +46,11 @@ export class DbBus implements Bus {
   private readonly consumers = new Set<GroupMember>();
   private readonly retentionMs: number;
   private readonly retentionTimer: NodeJS.Timeout;
+  /**
+   * Wake-ups reach this process's consumers at once and the other processes through the Kv; a
+   * consumer does not hear its own process's wake-up a second time, which cost it an empty read.
+   */
+  private readonly wakes: LocalFirstKv | undefined;
   private unsubscribeWake: (() => Promise<void>) | undefined;
   private closed = false;
 
@@ -53,6 +58,7 @@ export class DbBus implements Bus {
     this.db = options.db;
     this.log = options.log;
     this.retentionMs = options.retentionMs ?? 7 * 24 * 3_600_000;
+    this.wakes = options.kv ? new LocalFirstKv(options.kv) : undefined;
     this.retentionTimer = setInterval(() => {
       this.deleteExpired().catch((err: unknown) => this.log.warn({ err }, 'bus retention failed'));
     }, options.retentionIntervalMs ?? 3_600_000);
@@ -63,26 +69,34 @@ export class DbBus implements Bus {
   static async open(options: DbBusOptions): Promise<DbBus> {
     await migrate(options.db, { schema: SCHEMA, dir: MIGRATIONS, log: options.log });
     const bus = new DbBus(options);
-    if (options.kv) bus.unsubscribeWake = await options.kv.subscribe(WAKE_CHANNEL, (topic) => bus.wakeLocal(topic));
+    if (bus.wakes) bus.unsubscribeWake = await bus.wakes.subscribe(WAKE_CHANNEL, (topic) => bus.wakeLocal(topic));
     return bus;
   }
 
   async publish(topic: string, messages: BusMessage[], signal?: AbortSignal): Promise<void> {
     if (messages.length === 0) return;
-    const params: unknown[] = [topic];
-    const rows = messages.map((m) => {
+    const params: unknown[] = [topic, `agenthub:bus:${topic}`];
+    const rows = messages.map((m, position) => {
       params.push(m.key, m.value, JSON.stringify(m.headers));
       const n = params.length;
-      return `($1, $${n - 2}, $${n - 1}, $${n}::jsonb, ${NOW_MS})`;
+      return `(${position}, $${n - 2}::text, $${n - 1}::text, $${n}::jsonb)`;
     });
-    await this.db.transaction(async (tx) => {
-      // Offsets are drawn when rows are inserted but seen when committed: publishers of one topic
-      // take turns so that no consumer sees offset n+1 and commits past an n that appears later.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`agenthub:bus:${topic}`]);
-      await tx.query(`INSERT INTO bus.messages (topic, key, value, headers, created_at) VALUES ${rows.join(', ')}`, params);
-    }, signal);
-    this.wakeLocal(topic);
-    this.options.kv?.publish(WAKE_CHANNEL, topic).catch((err: unknown) => this.log.debug({ err }, 'bus wake-up not sent'));
+    // Offsets are drawn when rows are inserted but seen when committed: publishers of one topic
+    // take turns (the lock, held until the statement's own transaction commits) so that no
+    // consumer sees offset n+1 and commits past an n that appears later. One statement, not a
+    // transaction of four: a row to insert exists only once the lock was taken, and only then is
+    // its offset drawn, in the messages' order (volatile defaults are computed after the sort).
+    await this.db.query(
+      `WITH turn AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext($2)))
+       INSERT INTO bus.messages (topic, key, value, headers, created_at)
+       SELECT $1::text, m.key, m.value, m.headers, ${NOW_MS}
+         FROM turn, (VALUES ${rows.join(', ')}) AS m (position, key, value, headers)
+        ORDER BY m.position`,
+      params,
+      signal,
+    );
+    if (!this.wakes) this.wakeLocal(topic);
+    else this.wakes.publish(WAKE_CHANNEL, topic).catch((err: unknown) => this.log.debug({ err }, 'bus wake-up not sent'));
   }
 
   async subscribe(group: string, topics: string[], handle: (message: ConsumedMessage) => Promise<void>): Promise<Subscription> {

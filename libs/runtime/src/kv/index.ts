@@ -2,6 +2,7 @@ import type { Kv } from './kv.js';
 import { MemoryKv } from './memory.js';
 
 export type { Kv, TakeResult } from './kv.js';
+export { LocalFirstKv } from './local-first.js';
 export { MemoryKv } from './memory.js';
 export type { RedisKv } from './redis.js';
 
