@@ -25,7 +25,7 @@ const DERIVED: Record<string, { readme: RegExp; config: undefined }> = {
   HUB_KEKS: { readme: /^generated$/, config: undefined },
   HUB_INTERNAL_KEY: { readme: /random per process/, config: undefined },
   OPS_HOST: { readme: /^`GRPC_HOST`$/, config: undefined },
-  EMBEDDINGS_THREADS: { readme: /^one per spare core, ≤ 2$/, config: undefined },
+  EMBEDDINGS_THREADS: { readme: /^one per core, ≤ 2$/, config: undefined },
   // The events service owns the schedule; services/events/test checks its literal default.
   WEBHOOK_RETRY_SCHEDULE_MS: { readme: /^0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h$/, config: undefined },
   // Each process names itself when it starts tracing; tracing.test checks that the variable wins.
