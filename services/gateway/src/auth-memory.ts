@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, type Kv, type Principal } from '@agenthub/runtime';
+import { AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, type Kv } from '@agenthub/runtime';
+import type { AgentPrincipal } from './auth.js';
 
 const PING = 'ping:';
 
@@ -12,7 +13,7 @@ const PING = 'ping:';
  * the caller asks the Kv, as without this cache.
  */
 export class AuthMemory {
-  private readonly entries = new Map<string, { principal: Principal; until: number }>();
+  private readonly entries = new Map<string, { principal: AgentPrincipal; until: number }>();
   private readonly pings = new Map<string, number>();
   private readonly id = randomBytes(6).toString('hex');
   private seq = 0;
@@ -49,7 +50,7 @@ export class AuthMemory {
     return this.epoch;
   }
 
-  get(keyHash: string): Principal | undefined {
+  get(keyHash: string): AgentPrincipal | undefined {
     if (!this.live()) return undefined;
     const entry = this.entries.get(keyHash);
     if (!entry) return undefined;
@@ -59,7 +60,7 @@ export class AuthMemory {
   }
 
   /** Remembers a lookup's answer unless a revocation was heard since it started (`epoch`). */
-  fill(keyHash: string, principal: Principal, epoch: number): void {
+  fill(keyHash: string, principal: AgentPrincipal, epoch: number): void {
     if (epoch !== this.epoch || !this.live()) return;
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     // Shared by every call with this key until it expires: frozen, so none can change it for the rest.

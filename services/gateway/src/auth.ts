@@ -12,9 +12,12 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+/** The principal an API key stands for: always an agent (operators present the admin token). */
+export type AgentPrincipal = Extract<Principal, { kind: 'agent' }>;
+
 /** An authenticated agent, and its API key's SHA-256 (hex), which also names the key's rate-limit bucket. */
 export interface AgentCaller {
-  principal: Principal;
+  principal: AgentPrincipal;
   keyHash: string;
 }
 
@@ -43,7 +46,7 @@ export class Authenticator {
     return { principal, keyHash };
   }
 
-  private async lookUp(key: string, keyHash: string, signal?: AbortSignal): Promise<Principal> {
+  private async lookUp(key: string, keyHash: string, signal?: AbortSignal): Promise<AgentPrincipal> {
     const cacheKey = authCacheKey(keyHash);
     if (this.cacheMs > 0) {
       const cached = await this.kv.get(cacheKey, signal);

@@ -1,5 +1,6 @@
-import { AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, type Kv, type Principal } from '@agenthub/runtime';
+import { AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, type Kv } from '@agenthub/runtime';
 import { backends, TestStackBackends, testLogger } from '@agenthub/testing';
+import type { AgentPrincipal } from '../src/auth.js';
 import { AuthMemory } from '../src/auth-memory.js';
 
 /**
@@ -8,7 +9,7 @@ import { AuthMemory } from '../src/auth-memory.js';
  * revocations must stop trusting its memory.
  */
 
-const alice: Principal = { kind: 'agent', agentId: 'agt_alice', tenantId: 'acme' };
+const alice: AgentPrincipal = { kind: 'agent', agentId: 'agt_alice', tenantId: 'acme' };
 const lease = () => new Promise((resolve) => setTimeout(resolve, AUTH_LOCAL_LEASE_MS + 50));
 /** What identity's revokeApiKey does after writing the tombstone. */
 const revoke = async (kv: Kv, keyHash: string) => {

@@ -80,7 +80,6 @@ export class Limits {
    */
   async admit(ctx: Koa.Context, caller: AgentCaller, body: unknown, strict: boolean): Promise<boolean> {
     const { principal } = caller;
-    if (principal.kind !== 'agent') return true;
     const limits = await this.buckets.limitsOf(principal.tenantId, principal);
     const calls = Array.isArray(body) ? Math.max(1, body.length) : 1;
     const keyId = caller.keyHash.slice(0, 32);
