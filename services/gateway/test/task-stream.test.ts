@@ -70,7 +70,7 @@ describe('SendStreamingMessage to a recipient that finishes before the stream op
 
 /**
  * A task that never finishes and an inbox that stays empty: watchTask sends the task, then waits,
- * and pollInbox waits, each until the caller lets go (as the service's calls do on cancellation).
+ * and streamInbox waits, each until the caller lets go (as the service's calls do on cancellation).
  */
 function neverEnding(): Clients {
   const task = create(messagingv1.TaskSchema, { id: 'task_1', contextId: 'ctx_1', version: 1n, state: TaskState.WORKING });
@@ -83,7 +83,9 @@ function neverEnding(): Clients {
       if (request.afterVersion === undefined) yield create(messagingv1.WatchTaskResponseSchema, { event: { case: 'task', value: task } });
       await released(options.signal);
     },
-    pollInbox: async (_request: unknown, options: { signal: AbortSignal }) => released(options.signal),
+    streamInbox: async function* (_request: unknown, options: { signal: AbortSignal }) {
+      await released(options.signal);
+    },
   };
   return new Map([[messagingv1.MessagingService.typeName, messaging as never]]);
 }

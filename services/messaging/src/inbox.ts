@@ -23,38 +23,58 @@ function deliveryView(d: DeliveryRecord): messagingv1.Delivery {
 }
 
 /**
+ * An inbox stream with nothing to send claims again this often, so a lost pub/sub message (Redis
+ * restart, replica failover) or a claim that expired delays a delivery instead of stalling it.
+ */
+const STREAM_RESCAN_MS = 5_000;
+/** An open inbox stream renews the caller's presence this often. */
+const STREAM_PRESENCE_MS = 25_000;
+
+function batchSize(max: number): number {
+  if (max < 0 || max > MAX_MAX) throw HubError.invalidParams('max', `must be between 1 and ${MAX_MAX}`);
+  return max || DEFAULT_MAX;
+}
+
+/**
+ * Claims up to `max` of the caller's queued deliveries. A call whose caller is gone claims
+ * nothing, and what it claimed while the caller left is released at once: the next call gets it
+ * now, not after the claim window as attempt 2.
+ */
+async function claim(env: MessagingEnv, ctx: CallContext, caller: Caller, max: number): Promise<DeliveryRecord[]> {
+  if (ctx.signal.aborted) return [];
+  const now = env.now();
+  const claimed = await env.deliveries.claimDeliveries(ctx.signal, caller.agentId, now, now + env.limits.claimMs, max);
+  if (ctx.signal.aborted && claimed.length) {
+    await release(env, caller, claimed);
+    return [];
+  }
+  return claimed;
+}
+
+function release(env: MessagingEnv, caller: Caller, deliveries: DeliveryRecord[]): Promise<unknown> {
+  return env.deliveries.releaseClaims(detachedSignal(), caller.agentId, deliveries.map((d) => d.id));
+}
+
+/**
  * Marks the caller online, then claims its queued deliveries; with none, waits (up to `wait_ms`,
  * bounded) for a send to wake it through Kv pub/sub, on whichever replica the send ran.
  */
 export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.PollInboxRequest) {
   if (request.waitMs < 0) throw HubError.invalidParams('wait_ms', 'must be at least 0');
-  if (request.max < 0 || request.max > MAX_MAX) throw HubError.invalidParams('max', `must be between 1 and ${MAX_MAX}`);
-  const max = request.max || DEFAULT_MAX;
+  const max = batchSize(request.max);
   const waitMs = Math.min(request.waitMs, env.limits.maxPollWaitMs);
   // Not the caller's signal: a poll whose caller left still answers (with nothing claimed).
   await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs + waitMs);
-  // A call whose caller is gone claims nothing, and what it claimed while the caller left is
-  // released at once: the next poll gets it now, not after the claim window as attempt 2.
-  const claim = async () => {
-    if (ctx.signal.aborted) return [];
-    const now = env.now();
-    const claimed = await env.deliveries.claimDeliveries(ctx.signal, caller.agentId, now, now + env.limits.claimMs, max);
-    if (ctx.signal.aborted && claimed.length) {
-      await env.deliveries.releaseClaims(detachedSignal(), caller.agentId, claimed.map((d) => d.id));
-      return [];
-    }
-    return claimed;
-  };
-  let deliveries = await claim();
+  let deliveries = await claim(env, ctx, caller, max);
   if (!deliveries.length && waitMs > 0) {
     const stop = waitSignal(ctx);
     const listener = await listen(env.kv, inboxChannel(caller.agentId), stop);
     try {
       // A send between the first claim and the subscription is caught by claiming once more.
-      deliveries = await claim();
+      deliveries = await claim(env, ctx, caller, max);
       if (!deliveries.length && !stop.aborted) {
         await listener.wait(waitMs);
-        deliveries = await claim();
+        deliveries = await claim(env, ctx, caller, max);
       }
     } finally {
       // Neither is awaited: the answer does not depend on them, and they are a round trip each.
@@ -63,6 +83,49 @@ export async function pollInbox(env: MessagingEnv, ctx: CallContext, caller: Cal
     void env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs).catch(() => undefined);
   }
   return { deliveries: deliveries.map(deliveryView) };
+}
+
+/**
+ * The caller's deliveries as sends queue them, for as long as the stream is open (until the
+ * service drains). Unlike back-to-back polls it subscribes once, renews presence only when due,
+ * and claims again only when woken, when its last batch was full, or on the rescan.
+ */
+export async function* streamInbox(
+  env: MessagingEnv,
+  ctx: CallContext,
+  caller: Caller,
+  request: messagingv1.StreamInboxRequest,
+): AsyncGenerator<messagingv1.StreamInboxResponse> {
+  const max = batchSize(request.max);
+  const stop = waitSignal(ctx);
+  const renew = async () => {
+    await env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs + STREAM_PRESENCE_MS);
+    return performance.now() + STREAM_PRESENCE_MS;
+  };
+  let renewAt = await renew();
+  const listener = await listen(env.kv, inboxChannel(caller.agentId), stop);
+  // Claimed and handed to the stream, but not yet taken by it (the generator resumes only once
+  // its batch is written): released at once if the stream ends there.
+  let unsent: DeliveryRecord[] = [];
+  try {
+    while (!stop.aborted) {
+      if (performance.now() >= renewAt) renewAt = await renew();
+      // A wake-up from now on may announce a delivery this claim misses: the wait below sees it.
+      listener.reset();
+      unsent = await claim(env, ctx, caller, max);
+      if (unsent.length) {
+        yield { $typeName: 'agenthub.messaging.v1.StreamInboxResponse', deliveries: unsent.map(deliveryView) };
+        const full = unsent.length === max;
+        unsent = [];
+        if (full) continue;
+      }
+      await listener.wait(Math.min(STREAM_RESCAN_MS, Math.max(0, renewAt - performance.now())));
+    }
+  } finally {
+    if (unsent.length) void release(env, caller, unsent).catch(() => undefined);
+    void env.kv.set(onlineKey(caller.agentId), '1', env.limits.onlineMs).catch(() => undefined);
+    await listener.close();
+  }
 }
 
 export async function ackDelivery(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.AckDeliveryRequest) {

@@ -1,7 +1,7 @@
 import { messagingv1 } from '@agenthub/proto';
 import { callerOf, HubError, Reason, type ServiceHandlers } from '@agenthub/runtime';
 import type { MessagingEnv } from './env.js';
-import { ackDelivery, pollInbox } from './inbox.js';
+import { ackDelivery, pollInbox, streamInbox } from './inbox.js';
 import { sendMessageOnce } from './send-once.js';
 import { watchTask } from './streams.js';
 import { cancelTask, getTask, listTasks, updateTask } from './tasks.js';
@@ -14,6 +14,7 @@ export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<type
     getTask: async (request, ctx) => getTask(env, ctx, callerOf(ctx), request),
     cancelTask: async (request, ctx) => cancelTask(env, ctx, callerOf(ctx), request),
     pollInbox: async (request, ctx) => pollInbox(env, ctx, callerOf(ctx), request),
+    streamInbox: (request, ctx) => streamInbox(env, ctx, callerOf(ctx), request),
     ackDelivery: async (request, ctx) => ackDelivery(env, ctx, callerOf(ctx), request),
     updateTask: async (request, ctx) => updateTask(env, ctx, callerOf(ctx), request),
     listTasks: async (request, ctx) => listTasks(env, ctx, callerOf(ctx), request),

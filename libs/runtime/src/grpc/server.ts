@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
@@ -283,7 +284,8 @@ export class GrpcServer {
         for await (const item of handler(call.request as never, ctx)) {
           if (controller.signal.aborted) break;
           if (!call.write(create(method.output, item as never))) {
-            await new Promise((resolve) => call.once('drain', resolve));
+            // A stream cancelled while full never drains.
+            await once(call, 'drain', { signal: controller.signal }).catch(() => undefined);
           }
         }
         call.end();

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { messagingv1 } from '@agenthub/proto';
 import type { CallOptions } from '@agenthub/runtime';
@@ -25,8 +26,8 @@ export const STREAM_MAX_MS = 30 * 60_000;
 export interface StreamOptions {
   streamMaxMs?: number;
 }
-/** Each long-poll behind `x-hub/inbox.stream`. */
-const INBOX_STREAM_POLL_MS = 25_000;
+/** The least time between two openings of the messaging stream behind `x-hub/inbox.stream`. */
+const REOPEN_PAUSE_MS = 1_000;
 
 /**
  * The SSE events of a task stream, in the interface's dialect: the task (`kind: "task"`), then per
@@ -135,18 +136,24 @@ export function watch(client: Record<string, (request: unknown, options: CallOpt
   );
 }
 
-/** Long-polls the caller's inbox back to back for as long as the stream is open. */
+/**
+ * The caller's inbox as one messaging stream, reopened when the service ends it (a replica
+ * draining) for as long as the client stays.
+ */
 export async function* inboxEvents(
   client: Record<string, (request: unknown, options: CallOptions) => unknown>,
   max: number,
   ctx: RpcContext,
   signal: AbortSignal,
+  maxMs: number,
 ): AsyncIterable<StreamEvent> {
   while (!signal.aborted) {
-    const { deliveries } = (await client.pollInbox!(
-      { waitMs: INBOX_STREAM_POLL_MS, max },
-      { principal: ctx.principal, signal, timeoutMs: WAITING_CALL_MS },
-    )) as messagingv1.PollInboxResponse;
-    for (const d of deliveries) yield { id: d.id, result: { kind: 'delivery', ...deliveryOut(d) } };
+    const opened = performance.now();
+    const stream = (client.streamInbox as Streaming)({ max }, { principal: ctx.principal, signal, timeoutMs: maxMs + 60_000 }) as AsyncIterable<messagingv1.StreamInboxResponse>;
+    for await (const { deliveries } of stream) {
+      for (const d of deliveries) yield { id: d.id, result: { kind: 'delivery', ...deliveryOut(d) } };
+    }
+    // A replica that is draining ends streams as they open: not a reason to call it in a loop.
+    if (performance.now() - opened < REOPEN_PAUSE_MS) await sleep(REOPEN_PAUSE_MS, undefined, { signal }).catch(() => undefined);
   }
 }

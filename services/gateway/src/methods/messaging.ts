@@ -99,9 +99,9 @@ function unchecked(clients: Clients, streamMaxMs: number): [string, Route][] {
         totalSize: r.totalSize,
       }),
     )],
-    ['x-hub/inbox.stream', streamMethod(clients, 'pollInbox', async (p, ctx, client) => {
+    ['x-hub/inbox.stream', streamMethod(clients, 'streamInbox', async (p, ctx, client) => {
       const max = optionalInt(p, 'max', '', 1, 100) ?? 10;
-      return bounded((signal) => inboxEvents(client, max, ctx, signal), ctx, streamMaxMs);
+      return bounded((signal) => inboxEvents(client, max, ctx, signal, streamMaxMs), ctx, streamMaxMs);
     })],
     ['x-hub/inbox.ack', method(clients, 'ackDelivery', (p) => ({ deliveryId: str(p, 'delivery_id', '', true)! }), (r) => ({ acked: r.acked }))],
     ['x-hub/tasks.update', method(
