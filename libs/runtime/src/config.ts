@@ -173,6 +173,8 @@ const schema = z.object({
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
   // How often each service's outbox relay looks for unpublished rows (it is also woken on writes).
   OUTBOX_POLL_MS: positiveInt.default(200),
+  // Least time between two relay passes that commits wake: commits closer together share a pass.
+  OUTBOX_PASS_INTERVAL_MS: z.coerce.number().int().min(0).max(1_000).default(25),
   EVENTS_ADDR: z.string().min(1).optional(),
   // Every outbound call (webhooks, push agents, embedding provider): allow targets outside global
   // unicast space (private, loopback, link-local, metadata, …) — tests, labs, in-cluster targets.

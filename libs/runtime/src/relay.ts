@@ -12,6 +12,12 @@ export interface RelayOptions {
   log: Logger;
   /** How often unpublished rows are looked for when nothing woke the relay (a missed notification). */
   pollMs?: number;
+  /**
+   * Least time from one pass's start to the next that a commit's wake-up starts: commits closer
+   * together than this share a pass (one batch, one bus write) and their events wait up to this
+   * much longer. A backlog, a flush() and a commit after a quiet spell are not held.
+   */
+  passIntervalMs?: number;
   batchSize?: number;
   /** A publish that has not finished by then counts as failed (its rows are published again). */
   publishTimeoutMs?: number;
@@ -107,6 +113,7 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 export function startRelay(options: RelayOptions): Relay {
   const { db, bus, log } = options;
   const pollMs = options.pollMs ?? 200;
+  const passIntervalMs = options.passIntervalMs ?? 0;
   const batchSize = options.batchSize ?? 100;
   const publishTimeoutMs = options.publishTimeoutMs ?? 10_000;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
@@ -192,17 +199,28 @@ export function startRelay(options: RelayOptions): Relay {
     if (rowCount > 0) log.debug({ rows: rowCount }, 'outbox pruned');
   };
 
-  /** Sleeps `ms`; stopping ends the sleep, and so does a wake-up (even one that came since the last pass) when `wakeable`. */
-  const sleep = (ms: number, wakeable: boolean) =>
+  /**
+   * Sleeps `ms`; stopping ends the sleep, and so does a wake-up (even one that came since the last
+   * pass) when `wakeable`: at once when a flush() waits, else no sooner than `holdUntil`.
+   */
+  const sleep = (ms: number, wakeable: boolean, holdUntil: number) =>
     new Promise<void>((resolve) => {
-      if (stopped || (wakeable && woken)) return resolve();
+      if (stopped) return resolve();
+      let timer: NodeJS.Timeout | undefined;
       const finish = () => {
         clearTimeout(timer);
         interrupt = undefined;
         resolve();
       };
-      const timer = setTimeout(finish, ms);
-      interrupt = wakeable ? finish : () => stopped && finish();
+      const woke = () => {
+        const hold = holdUntil - performance.now();
+        if (stopped || hold <= 0 || flushWaiters.size > 0) return finish();
+        clearTimeout(timer);
+        timer = setTimeout(finish, hold);
+      };
+      timer = setTimeout(finish, ms);
+      interrupt = wakeable ? woke : () => stopped && finish();
+      if (wakeable && woken) woke();
     });
 
   const run = async () => {
@@ -212,6 +230,7 @@ export function startRelay(options: RelayOptions): Relay {
       let delay = pollMs;
       let wakeable = true;
       const pass = ++passesBegun;
+      const holdUntil = performance.now() + passIntervalMs;
       try {
         const outcome = await publishBatch();
         if (failures > 0) log.info({ failures }, 'outbox relay publishing again');
@@ -230,7 +249,7 @@ export function startRelay(options: RelayOptions): Relay {
         wakeable = false;
         log.warn({ err, failures, retryInMs: delay }, 'outbox relay cannot publish; rows stay in the outbox');
       }
-      if (!stopped) await sleep(delay, wakeable);
+      if (!stopped) await sleep(delay, wakeable, holdUntil);
     }
   };
 

@@ -38,6 +38,8 @@ export interface ServiceDeps {
   bus?: Bus;
   /** How often the outbox relay polls (OUTBOX_POLL_MS); each committed outbox write also wakes it (OUTBOX_CHANNEL). */
   outboxPollMs?: number;
+  /** Least time between relay passes that commits wake (OUTBOX_PASS_INTERVAL_MS). */
+  outboxPassIntervalMs?: number;
   /** GRPC_MAX_CONNECTION_AGE_MS and its grace; the server's defaults when absent. */
   connectionAge?: Pick<GrpcServerOptions, 'maxConnectionAgeMs' | 'maxConnectionAgeGraceMs'>;
 }
@@ -72,7 +74,7 @@ export async function serveGrpc(
   const server = new GrpcServer({ log: deps.log, metrics: deps.metrics, internalKey: deps.internalKey, tls: deps.tls, ...deps.connectionAge });
   const relay =
     relayOutbox && deps.bus
-      ? startRelay({ db: deps.db, bus: deps.bus, log: deps.log.child({ component: 'outbox-relay' }), pollMs: deps.outboxPollMs })
+      ? startRelay({ db: deps.db, bus: deps.bus, log: deps.log.child({ component: 'outbox-relay' }), pollMs: deps.outboxPollMs, passIntervalMs: deps.outboxPassIntervalMs })
       : undefined;
   register(server, relay && options.publishBeforeAnswer ? publishBeforeReturning(deps.db, relay) : deps.db);
   const host = deps.listen.slice(0, deps.listen.lastIndexOf(':'));
@@ -145,6 +147,7 @@ export async function serviceProcess(
       tls,
       bus,
       outboxPollMs: config.OUTBOX_POLL_MS,
+      outboxPassIntervalMs: config.OUTBOX_PASS_INTERVAL_MS,
       connectionAge: { maxConnectionAgeMs: config.GRPC_MAX_CONNECTION_AGE_MS, maxConnectionAgeGraceMs: config.GRPC_MAX_CONNECTION_AGE_GRACE_MS },
     });
     // The ops endpoint (metrics, liveness, readiness) on OPS_HOST:OPS_PORT; readiness turns 503

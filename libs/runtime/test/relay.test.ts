@@ -318,6 +318,38 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     });
   });
 
+  it('lets commits closer together than passIntervalMs share one pass (one bus write), and does not hold a commit after a quiet spell', async () => {
+    const { db } = await service();
+    const bus = new RecordingBus();
+    await append(db, 1, 'ws_first');
+    relay({ db, bus, log, pollMs: 3_600_000, passIntervalMs: 400 });
+    await eventually(() => bus.published.length === 1, 'the first pass published the first event');
+    // Past the interval (and the pass the relay's listening starts), a commit's pass begins at once.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const attempts = bus.attempts;
+    const committed = Date.now();
+    await append(db, 1, 'ws_quiet');
+    await eventually(() => bus.published.length === 2, 'the commit after a quiet spell was published');
+    expect(Date.now() - committed).toBeLessThan(400);
+    // Within the interval of that pass, two commits wait for one pass together.
+    await append(db, 1, 'ws_a');
+    await append(db, 1, 'ws_b');
+    await eventually(() => bus.published.length === 4, 'both commits were published');
+    expect(bus.published.map((m) => m.key)).toEqual(['ws_first', 'ws_quiet', 'ws_a', 'ws_b']);
+    expect(bus.attempts - attempts).toBe(2);
+  });
+
+  it('does not hold a flush() for passIntervalMs: a service answering after its event is published waits for no interval', async () => {
+    const { db } = await service();
+    const bus = new RecordingBus();
+    await append(db, 1, 'ws_first');
+    const started = relay({ db, bus, log, pollMs: 3_600_000, passIntervalMs: 3_600_000, flushTimeoutMs: 3_600_000 });
+    await eventually(() => bus.published.length === 1, 'the first pass published the first event');
+    await append(db, 1, 'ws_flushed');
+    await started.flush();
+    expect(bus.published.map((m) => m.key)).toEqual(['ws_first', 'ws_flushed']);
+  });
+
   it('wakes within milliseconds for an append through another handle (another process), its poll an hour away', async () => {
     if (!provisioned.databaseUrl) return; // PGlite belongs to one process: there is no other handle.
     const { db, replica } = await service();

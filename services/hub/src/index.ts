@@ -51,7 +51,7 @@ export async function startHub(config: HubConfig, log: Logger): Promise<RunningH
     // service consumes it. Closed after every service stopped.
     const bus = await openBus(config, log, { kv });
     stops.push(() => bus.close());
-    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalKey, local, bus, outboxPollMs: config.OUTBOX_POLL_MS };
+    const common = { kv, metrics, listen, grpcTimeoutMs: config.HUB_GRPC_TIMEOUT_MS, internalKey, local, bus, outboxPollMs: config.OUTBOX_POLL_MS, outboxPassIntervalMs: config.OUTBOX_PASS_INTERVAL_MS };
     // In memory, the services share one embedded cluster, a schema each, as they share one
     // PostgreSQL database; the bus keeps its own, as a relay holds its service's transaction
     // while it publishes. Closed after every service's handle.
