@@ -63,6 +63,17 @@ describe('MESSAGING_BLOCKING_MS', () => {
   });
 });
 
+describe('OUTBOX_PASS_INTERVAL_MS', () => {
+  it('holds relay passes 25 ms apart by default, 0 gives each commit its own, and over a second is refused, naming the variable', () => {
+    expect(loadConfig({}).OUTBOX_PASS_INTERVAL_MS).toBe(25);
+    expect(loadConfig({ OUTBOX_PASS_INTERVAL_MS: '0' }).OUTBOX_PASS_INTERVAL_MS).toBe(0);
+    for (const value of ['1001', '-1', 'soon']) {
+      expect(() => loadConfig({ OUTBOX_PASS_INTERVAL_MS: value })).toThrow(ConfigError);
+      expect(() => loadConfig({ OUTBOX_PASS_INTERVAL_MS: value })).toThrow(/OUTBOX_PASS_INTERVAL_MS/);
+    }
+  });
+});
+
 describe('loadCliConfig', () => {
   it('reads the administration commands\' variables by the hub\'s rules, and only those', () => {
     expect(loadCliConfig({})).toEqual({ HUB_PORT: 8080, HUB_DATA_DIR: './.agenthub' });

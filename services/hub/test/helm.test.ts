@@ -250,6 +250,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
       HUB_EGRESS_ALLOW_PRIVATE: 'false',
       WEBHOOK_TIMEOUT_MS: '10000',
       OUTBOX_POLL_MS: '200',
+      OUTBOX_PASS_INTERVAL_MS: '25',
       GRPC_MAX_CONNECTION_AGE_MS: '300000',
       GRPC_MAX_CONNECTION_AGE_GRACE_MS: '1860000',
       GRPC_HOST: '0.0.0.0',
