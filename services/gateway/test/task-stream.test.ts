@@ -124,3 +124,27 @@ describe('the stream cap (HUB_STREAM_MAX_MS, README "Streams")', () => {
     }
   });
 });
+
+describe('x-hub/inbox.stream when the messaging service ends its stream (a replica draining)', () => {
+  it('opens the messaging stream again, so its client gets the deliveries of the next one on the same SSE stream', async () => {
+    const delivery = create(messagingv1.DeliverySchema, { id: 'dlv_1', taskId: 'task_1', contextId: 'ctx_1', senderAgentId: 'agt_sender', attempt: 1 });
+    let opened = 0;
+    const messaging = {
+      streamInbox: async function* (_request: unknown, options: { signal: AbortSignal }) {
+        opened += 1;
+        // The first replica drains at once; the next one has a delivery, then waits.
+        if (opened === 1) return;
+        yield create(messagingv1.StreamInboxResponseSchema, { deliveries: [delivery] });
+        await new Promise((_resolve, reject) => options.signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true }));
+      },
+    };
+    const methods = agentMethods(new Map([[messagingv1.MessagingService.typeName, messaging as never]]), { streamMaxMs: 5_000 });
+    const controller = new AbortController();
+    const events = await methods.get('x-hub/inbox.stream')!.stream!({}, { ...ctx, signal: controller.signal });
+    const iterator = events[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    controller.abort();
+    expect(first.value).toEqual({ id: 'dlv_1', result: expect.objectContaining({ kind: 'delivery', delivery_id: 'dlv_1', task_id: 'task_1', attempt: 1 }) });
+    expect(opened).toBe(2);
+  });
+});
