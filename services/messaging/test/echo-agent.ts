@@ -186,7 +186,8 @@ class Executor implements AgentExecutor {
 /**
  * Starts an agent on `port` (default: a free one) of 127.0.0.1. `stallFirstMs` holds the answer
  * to the first request that long, as an agent that took a message but answered too late; `gate`
- * holds the first that many requests until all of them have arrived.
+ * holds the first that many requests until all of them have arrived (one whose caller left
+ * meanwhile does not count).
  */
 export async function startEchoAgent(
   behaviour: Behaviour,
@@ -204,7 +205,13 @@ export async function startEchoAgent(
     });
     if (gate === 0) return next();
     // The first `gate` requests wait for each other: they get answers only if they came at once.
+    // One whose caller gave up waiting no longer counts, so a later group can still open the gate
+    // (the agent may come up between two calls the hub made at once: the first was refused).
     held.push(next);
+    res.once('close', () => {
+      const at = held.indexOf(next);
+      if (at >= 0) held.splice(at, 1);
+    });
     if (held.length === gate) {
       gate = 0;
       for (const go of held.splice(0)) go();

@@ -53,11 +53,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('push delivery slots 
       return (rows[0]?.attempts ?? 0) >= 1;
     }, 'an attempt');
 
-    // Its first two requests are answered only once both have arrived: one at a time, the first
-    // would wait out the hub's 10 s deadline and the tasks below would not complete in time.
+    // Its first two requests are answered only once both have arrived: one at a time, each would
+    // wait out the hub's 10 s deadline and the tasks below would not complete in time. Should the
+    // agent come up between two calls the hub made at once (the first refused, the second held
+    // alone), the next two open the gate once the hub gave up on the held one: 20 s allows that.
     const remote = await startEchoAgent('echo', { port, gate: 2 });
     closing.push(() => remote.stop());
-    for (const task of sent) await eventually(async () => (await state(task.id, sender.as)).state === TaskState.COMPLETED, `task ${task.id} to complete`);
+    for (const task of sent) await eventually(async () => (await state(task.id, sender.as)).state === TaskState.COMPLETED, `task ${task.id} to complete`, 20_000);
     expect(words(remote.received).sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
     // Two replicas, each at most two calls to the agent.
     expect(remote.load.max).toBeGreaterThanOrEqual(2);

@@ -159,9 +159,9 @@ export async function startRecorder(answer: (index: number) => { status: number;
   };
 }
 
-/** Polls `check` until it returns a value (bounded: about 10 s). */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string): Promise<T> {
-  for (let i = 0; i < 200; i += 1) {
+/** Polls `check` every 50 ms until it returns a value (bounded: about `ms`, 10 s by default). */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, ms = 10_000): Promise<T> {
+  for (let i = 0; i < ms / 50; i += 1) {
     const value = await check();
     if (value) return value;
     await new Promise((resolve) => setTimeout(resolve, 50));
