@@ -40,7 +40,7 @@ export function publishBeforeReturning(db: Db, relay: Pick<Relay, 'flush'>): Db 
       return result;
     },
     withAdvisoryLock: (name, work) => db.withAdvisoryLock(name, work),
-    listen: (channel, onNotify) => db.listen(channel, onNotify),
+    listen: (channel, onNotify, options) => db.listen(channel, onNotify, options),
     close: () => db.close(),
   };
 }

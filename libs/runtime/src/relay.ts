@@ -277,9 +277,15 @@ export function startRelay(options: RelayOptions): Relay {
 async function listenForWrites(db: Db, wake: () => void): Promise<() => Promise<void>> {
   const { rows } = await db.query<{ schema: string }>('SELECT current_schema() AS schema');
   const schema = rows[0]?.schema;
-  const unlisten = await db.listen(OUTBOX_CHANNEL, (payload) => {
-    if (payload === schema) wake();
-  });
+  // This relay publishes every row of its schema, whichever replica wrote it: this process's
+  // writes need not wake other replicas' relays (a pg_notify each), which would find them taken.
+  const unlisten = await db.listen(
+    OUTBOX_CHANNEL,
+    (payload) => {
+      if (payload === schema) wake();
+    },
+    { standsInForOthers: true },
+  );
   // A write that committed before the listening began would otherwise wait for the next poll.
   wake();
   return unlisten;

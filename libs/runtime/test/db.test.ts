@@ -90,6 +90,29 @@ describe.each(backends().map((b) => [b.name, b] as const))('Db adapter (%s)', (_
     }
   });
 
+  const twoProcesses = backend.name === 'embedded' ? it.skip : it;
+  const oneProcess = backend.name === 'embedded' ? ' (skipped: a PGlite database has one process, so no other to tell)' : '';
+  twoProcesses(`tells other processes of a notify only while no listener of this handle stands in for them${oneProcess}`, async () => {
+    const other = await openDb({ url: provisioned.databaseUrl, schema: 'dbtest' });
+    const elsewhere: string[] = [];
+    const here: string[] = [];
+    const unlistenElsewhere = await other.listen('dbtest_standin', (payload) => elsewhere.push(payload));
+    try {
+      db.notify('dbtest_standin', 'before');
+      await eventually(() => elsewhere.includes('before'), 'the other process heard the first notify');
+      const unlisten = await db.listen('dbtest_standin', (payload) => here.push(payload), { standsInForOthers: true });
+      db.notify('dbtest_standin', 'covered');
+      await unlisten();
+      db.notify('dbtest_standin', 'after');
+      // Notifications arrive in order: hearing 'after' means 'covered' was never sent.
+      await eventually(() => elsewhere.includes('after'), 'the other process heard the last notify');
+      expect([here, elsewhere]).toEqual([['covered'], ['before', 'after']]);
+    } finally {
+      await unlistenElsewhere();
+      await other.close();
+    }
+  });
+
   it('recognises unique violations', async () => {
     const err = await db.query('INSERT INTO items (id, at) VALUES ($1, 1)', ['a']).catch((e: unknown) => e);
     expect(isUniqueViolation(err)).toBe(true);

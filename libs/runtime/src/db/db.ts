@@ -25,6 +25,10 @@ export interface Queryable {
   notify(channel: string, payload: string): void;
 }
 
+export interface ListenOptions {
+  standsInForOthers?: boolean;
+}
+
 /**
  * The relational store one service owns. Statements are plain PostgreSQL; every table lives in
  * the service's own schema, which is first on the search path.
@@ -43,8 +47,11 @@ export interface Db extends Queryable {
    * identifier) from any handle of the database (on PostgreSQL, from any process), once each,
    * until the returned function is called. Rejects when it cannot start listening. One sent while
    * a lost listening connection is being re-established is missed: callers keep a fallback poll.
+   * With `standsInForOthers`, the listener does for its channel all that the listeners of other
+   * processes would (the outbox relay: any replica's relay publishes every replica's rows), so
+   * while it listens this handle's notifies on that channel reach it alone, without a pg_notify.
    */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (payload: string) => void, options?: ListenOptions): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

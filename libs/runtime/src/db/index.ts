@@ -4,7 +4,7 @@ import type { Db } from './db.js';
 import { type EmbeddedCluster, PgliteDb } from './pglite.js';
 import { PostgresDb } from './postgres.js';
 
-export { type Db, type Queryable, type QueryResult, isUniqueViolation } from './db.js';
+export { type Db, type ListenOptions, type Queryable, type QueryResult, isUniqueViolation } from './db.js';
 export { PostgresDb, DEFAULT_CONNECT_TIMEOUT_MS } from './postgres.js';
 export { EmbeddedCluster, PgliteDb, dumpEmptyCluster, useEmptyClusterTemplate } from './pglite.js';
 export { migrate } from './migrate.js';

@@ -9,10 +9,12 @@ type Handler = (payload: string) => void;
  * works, with every channel listened to anew. Notifying reaches this handle's listeners at once
  * and other sessions' through `send` (a pg_notify on the pool, outside any transaction), at most
  * one at a time per channel and payload: repeats meanwhile go as one more after it. What comes
- * back from the server of its own sending (`ownBackend`) is not delivered a second time.
+ * back from the server of its own sending (`ownBackend`) is not delivered a second time. While a
+ * listener that stands in for other processes' listens to a channel, nothing is sent for it.
  */
 export class PgNotifications {
   private readonly handlers = new Map<string, Set<Handler>>();
+  private readonly standIns = new Map<string, Set<Handler>>();
   private readonly sending = new Set<string>();
   private readonly again = new Set<string>();
   private connecting: Promise<pg.Client> | undefined;
@@ -31,17 +33,22 @@ export class PgNotifications {
   notify(channel: string, payload: string): void {
     if (this.closed) return;
     this.deliver(channel, payload);
-    this.sendOnce(channel, payload);
+    if (!this.standIns.get(channel)?.size) this.sendOnce(channel, payload);
   }
 
   /** `channel` must already be a plain identifier. */
-  async listen(channel: string, onNotify: Handler): Promise<() => Promise<void>> {
+  async listen(channel: string, onNotify: Handler, standsInForOthers = false): Promise<() => Promise<void>> {
     if (this.closed) throw new Error('The database handle is closed');
     // Its own function, so the same callback listening twice is two subscriptions.
     const handler: Handler = (payload) => onNotify(payload);
     let handlers = this.handlers.get(channel);
     if (!handlers) this.handlers.set(channel, (handlers = new Set()));
     handlers.add(handler);
+    if (standsInForOthers) {
+      let standIns = this.standIns.get(channel);
+      if (!standIns) this.standIns.set(channel, (standIns = new Set()));
+      standIns.add(handler);
+    }
     try {
       const client = await this.connection();
       await client.query(`LISTEN ${channel}`);
@@ -56,10 +63,12 @@ export class PgNotifications {
     this.closed = true;
     clearTimeout(this.retry);
     this.handlers.clear();
+    this.standIns.clear();
     await this.disconnect();
   }
 
   private async remove(channel: string, handler: Handler): Promise<void> {
+    this.standIns.get(channel)?.delete(handler);
     const handlers = this.handlers.get(channel);
     if (!handlers?.delete(handler) || handlers.size > 0) return;
     this.handlers.delete(channel);

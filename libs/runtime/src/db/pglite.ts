@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
-import type { Db, Queryable, QueryResult } from './db.js';
+import type { Db, ListenOptions, Queryable, QueryResult } from './db.js';
 import { assertIdentifier, traceQuery } from './db.js';
 import { restrictTree } from '../private-files.js';
 import { throwIfAborted } from '../abort.js';
@@ -183,7 +183,8 @@ export class PgliteDb implements Db {
     );
   }
 
-  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+  /** PGlite has one process: `standsInForOthers` changes nothing here. */
+  async listen(channel: string, onNotify: (payload: string) => void, _options?: ListenOptions): Promise<() => Promise<void>> {
     let listeners = this.listeners.get(assertIdentifier(channel));
     if (!listeners) this.listeners.set(channel, (listeners = new Set()));
     // Its own function, so the same callback listening twice is two subscriptions.

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Db, Queryable, QueryResult } from './db.js';
+import type { Db, ListenOptions, Queryable, QueryResult } from './db.js';
 import { assertIdentifier, traceQuery } from './db.js';
 import { PgNotifications } from './pg-listen.js';
 import { abortError, throwIfAborted } from '../abort.js';
@@ -122,8 +122,8 @@ export class PostgresDb implements Db {
     }
   }
 
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
-    return this.notifications.listen(assertIdentifier(channel), onNotify);
+  listen(channel: string, onNotify: (payload: string) => void, options: ListenOptions = {}): Promise<() => Promise<void>> {
+    return this.notifications.listen(assertIdentifier(channel), onNotify, options.standsInForOthers === true);
   }
 
   async close(): Promise<void> {
