@@ -319,14 +319,31 @@ export function parseHubEnv(raw = process.env.BENCH_HUB_ENV || '') {
   return hubEnv;
 }
 
-/** CPU time (user + system) of a process in clock ticks, from /proc; 0 where there is none. */
+/**
+ * CPU time (user + system) in clock ticks of a process and the processes it started (`serve all`
+ * runs its gateway in a child process where it has two cores), from /proc; 0 where there is none.
+ */
 export function processTicks(pid) {
+  return childPids(pid).reduce((sum, child) => sum + processTicks(child), ownProcessTicks(pid));
+}
+
+/** CPU time (user + system) in clock ticks of the process alone, from /proc; 0 where there is none. */
+export function ownProcessTicks(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return Number(fields[11]) + Number(fields[12]);
   } catch {
     return 0;
+  }
+}
+
+/** The live children of a process (the main thread's; node starts its children from it). */
+export function childPids(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
   }
 }
 

@@ -38,7 +38,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFloor } from './floor.js';
-import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, log, parseHubEnv, round, rpc, runBench, UNLIMITED, UsageError } from './lib.js';
+import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, log, ownProcessTicks, parseHubEnv, processTicks, round, rpc, runBench, UNLIMITED, UsageError } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -460,15 +460,9 @@ function ticksPerSecond() {
   return clockTicks;
 }
 
-function processTicks(pid) {
-  if (!existsSync(`/proc/${pid}`)) return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]); // utime + stime
-  } catch {
-    return null; // gone meanwhile
-  }
+/** processTicks of the hub and its gateway process; null once the server is gone. */
+function serverTicks(pid) {
+  return existsSync(`/proc/${pid}`) ? processTicks(pid) : null;
 }
 
 /** PostgreSQL backends serving our database, and the Redis server. */
@@ -496,9 +490,9 @@ function cpuSnapshot(serverPid, dbName) {
     busy: user + nice + system + irq + softirq,
     idle: idle + iowait,
     steal,
-    server: processTicks(serverPid),
-    self: serverPid === process.pid ? 0 : processTicks(process.pid),
-    backends: new Map(backends.map((pid) => [pid, processTicks(pid)])),
+    server: serverTicks(serverPid),
+    self: serverPid === process.pid ? 0 : ownProcessTicks(process.pid),
+    backends: new Map(backends.map((pid) => [pid, serverTicks(pid)])),
   };
 }
 

@@ -89,6 +89,9 @@ const schema = z.object({
   MESSAGING_IDEMPOTENCY_WINDOW_MS: positiveInt.default(24 * 3600_000),
   HUB_GRPC_TIMEOUT_MS: positiveInt.default(10_000),
   HUB_TRANSPORT: z.enum(['grpc', 'inproc']).default('grpc'),
+  // `serve all`: the gateway in a process of its own beside the services' (auto: where the
+  // backends are shared servers and the machine has a second core).
+  HUB_PROCESSES: z.enum(['auto', '1', '2']).default('auto'),
   HUB_MAX_BODY_BYTES: positiveInt.default(1024 * 1024),
   HUB_MAX_BATCH: positiveInt.default(50),
   HUB_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(MAX_AUTH_CACHE_MS).default(30_000),

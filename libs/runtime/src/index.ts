@@ -19,7 +19,7 @@ export { resolveLogFormat, prettyDestination, type LogFormat, type LogFormatSett
 /** A taken or unusable listen address, named by its variables; runProcess prints it without a stack and exits 3. */
 export { ListenError, listenFailure } from './listen.js';
 /** The process's Prometheus registry and the gRPC call histograms; one per process. */
-export { Metrics, OTHER_TENANTS, type GaugeSample, type GrpcCallRecorder, type QuotaUsage } from './metrics.js';
+export { Metrics, OTHER_TENANTS, type GaugeSample, type GrpcCallRecorder, type PeerMetrics, type QuotaUsage } from './metrics.js';
 /** The data directory 0700 and key files 0600, repaired with a warning when wider. */
 export { ensurePrivateDir, ensurePrivateFile } from './private-files.js';
 /** The relational store: PostgreSQL or PGlite behind one Db, one schema per service, migrations applied in order once. */
@@ -33,7 +33,7 @@ export { serveGrpc, openBackends, serviceProcess, splitSecurity, clientOptions, 
 /** The gateway's API-key cache: a revoked key's tombstone outlives every cached entry, so it fails on the very next call. */
 export { authCacheKey, AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
 /** A process's life: parse config, start, stop gracefully on SIGTERM/SIGINT; operator mistakes exit with a message and a documented status. */
-export { runProcess, SUPPORTED_NODE_MAJOR, unsupportedNodeWarning, type Stop } from './process.js';
+export { processLogger, runProcess, SUPPORTED_NODE_MAJOR, unsupportedNodeWarning, type Stop } from './process.js';
 /** /metrics, /healthz, /readyz (503 from the moment stopping begins) on the ops port. */
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';
 /** The transactional outbox: events are written in the same transaction as their change, in order per partition key. */

@@ -1,5 +1,5 @@
 import type { HubConfig } from './config.js';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 /** One sample of a gauge read at scrape time. */
 export interface GaugeSample<L extends string> {
@@ -17,6 +17,9 @@ export interface QuotaUsage {
   used: number;
   limit: number;
 }
+
+/** One process's metrics as prom-client serializes them between processes. */
+export type PeerMetrics = MetricObjectWithValues<MetricValue<string>>[];
 
 /** Label of the tenants past the `tenantLabels` first ones in agenthub_limited_requests_total. */
 export const OTHER_TENANTS = '_other';
@@ -46,6 +49,30 @@ export class Metrics {
   /** HUB_METRICS_QUOTA_REFRESH_MS: how long a quota usage read serves scrapes. */
   private readonly quotaRefreshMs: number;
   private readonly labelledTenants = new Set<string>();
+  /** Registries of other processes of the same hub (`serve all` in two processes), read at scrape time. */
+  private readonly peers: Array<() => Promise<PeerMetrics>> = [];
+
+  /**
+   * Adds another process's metrics (its `snapshot()`) to this one's `exposition()`: one scrape
+   * of the hub whatever the number of its processes. Series present in both are summed, as
+   * Prometheus would sum them across instances.
+   */
+  addPeer(read: () => Promise<PeerMetrics>): void {
+    this.peers.push(read);
+  }
+
+  /** This process's metrics in the form a peer reads them (see addPeer). */
+  snapshot(): Promise<PeerMetrics> {
+    return this.registry.getMetricsAsJSON();
+  }
+
+  /** The Prometheus text of this process and its peers, and its content type. */
+  async exposition(): Promise<{ contentType: string; text: string }> {
+    if (!this.peers.length) return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+    const all = await Promise.all([this.snapshot(), ...this.peers.map((read) => read())]);
+    const merged = AggregatorRegistry.aggregate(all);
+    return { contentType: merged.contentType, text: await merged.metrics() };
+  }
 
   /** A process's registry as its configuration sets it (HUB_METRICS, HUB_METRICS_TENANTS, HUB_METRICS_QUOTA_REFRESH_MS). */
   static fromConfig(config: Pick<HubConfig, 'HUB_METRICS' | 'HUB_METRICS_TENANTS' | 'HUB_METRICS_QUOTA_REFRESH_MS'>): Metrics {

@@ -28,7 +28,7 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOU
  * (a bad variable, a taken port, a database that does not answer) end with a plain message on
  * stderr and the status of EXIT, never a stack trace.
  */
-export async function runProcess(name: string, start: (config: HubConfig, log: Logger) => Promise<Stop>): Promise<void> {
+export async function runProcess(name: string, start: (config: HubConfig, log: Logger, fail: (err: Error) => void) => Promise<Stop>): Promise<void> {
   let config: HubConfig;
   try {
     config = loadConfig();
@@ -39,13 +39,7 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
     }
     throw err;
   }
-  const format = resolveLogFormat(config.LOG_FORMAT, process.stdout);
-  const log = createLogger({
-    level: config.LOG_LEVEL,
-    service: name === 'all' ? undefined : name,
-    format,
-    colors: format === 'pretty' && process.stdout.isTTY === true && !config.NO_COLOR,
-  });
+  const log = processLogger(config, name === 'all' ? undefined : name);
   warnUnsupportedNode(log);
   const stopTracing = await startTracing(config, { serviceName: name === 'all' ? 'agenthub' : `agenthub-${name}` });
   // Listening from the start: a SIGTERM that arrives while migrations run (a rollout, a scale
@@ -54,13 +48,16 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
   let stop: Stop | undefined;
   let signalled: string | undefined;
   let stopping = false;
+  // A part of the running process failed for good (the gateway process of `serve all`): stop the
+  // rest and exit FAILED, so the supervisor restarts the whole.
+  let failed = false;
   const shutdown = () => {
     if (stopping || !stop || !signalled) return;
     stopping = true;
     log.info({ signal: signalled }, 'stopping');
     stop().then(
       // The last spans are flushed before exit (a failing collector does not hold the exit up).
-      () => stopTracing().finally(() => process.exit(EXIT.OK)),
+      () => stopTracing().finally(() => process.exit(failed ? EXIT.FAILED : EXIT.OK)),
       (err: unknown) => {
         log.error({ err }, 'unclean stop');
         process.exit(EXIT.FAILED);
@@ -74,8 +71,14 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
+  const fail = (err: Error) => {
+    log.error({ err }, 'stopping: a part of the process failed');
+    failed = true;
+    signalled ??= 'failure';
+    shutdown();
+  };
   try {
-    stop = await start(config, log);
+    stop = await start(config, log, fail);
   } catch (err) {
     const status = err instanceof ConfigError ? EXIT.CONFIG : err instanceof ListenError ? EXIT.LISTEN : EXIT.FAILED;
     const code = (err as NodeJS.ErrnoException | undefined)?.code;
@@ -90,6 +93,17 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
     return;
   }
   shutdown();
+}
+
+/** The logger of one process (`service` labels its lines) as LOG_LEVEL, LOG_FORMAT and NO_COLOR set it. */
+export function processLogger(config: HubConfig, service: string | undefined): Logger {
+  const format = resolveLogFormat(config.LOG_FORMAT, process.stdout);
+  return createLogger({
+    level: config.LOG_LEVEL,
+    service,
+    format,
+    colors: format === 'pretty' && process.stdout.isTTY === true && !config.NO_COLOR,
+  });
 }
 
 /** The Node.js major version AgentHub is built and tested on (`.nvmrc`, `engines`, the image). */

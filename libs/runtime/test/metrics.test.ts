@@ -42,3 +42,30 @@ describe('scrape-time gauges', () => {
     expect(empty).toMatch(/^agenthub_test_queued_oldest_age_seconds\{queue="q"\} 0$/m);
   });
 });
+
+describe('one exposition for two processes (addPeer)', () => {
+  it('adds the peer\'s series to this process\'s, summing the ones both have, each family once', async () => {
+    const gateway = new Metrics({ defaultMetrics: true });
+    const services = new Metrics({ defaultMetrics: true });
+    gateway.rpcRequests.inc({ method: 'x-hub/workspace.get', code: '0' }, 3);
+    services.grpcServerCalls.observe({ service: 'agenthub.workspace.v1.WorkspaceService', method: 'GetWorkspace', code: 'OK' }, 0.002);
+    gateway.limited('key', 'acme');
+    services.limited('key', 'acme');
+    gateway.addPeer(() => services.snapshot());
+
+    const { contentType, text } = await gateway.exposition();
+    expect(contentType).toContain('text/plain');
+    expect(text).toMatch(/^agenthub_jsonrpc_requests_total\{method="x-hub\/workspace.get",code="0"\} 3$/m);
+    expect(text).toMatch(/^agenthub_grpc_server_handling_seconds_count\{service="agenthub.workspace.v1.WorkspaceService",method="GetWorkspace",code="OK"\} 1$/m);
+    expect(text).toMatch(/^agenthub_limited_requests_total\{reason="key",tenant="acme"\} 2$/m);
+    const families = [...text.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]);
+    expect(families).toContain('process_cpu_seconds_total');
+    expect(new Set(families).size).toBe(families.length);
+  });
+
+  it('without a peer is this process\'s registry as it is', async () => {
+    const alone = new Metrics();
+    alone.rpcRequests.inc({ method: 'SendMessage', code: '0' });
+    expect((await alone.exposition()).text).toBe(await alone.registry.metrics());
+  });
+});

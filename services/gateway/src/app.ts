@@ -112,8 +112,9 @@ export function createApp(options: GatewayAppOptions): Koa {
       return;
     }
     if (options.publicMetrics && ctx.method === 'GET' && ctx.path === '/metrics') {
-      ctx.type = options.metrics.registry.contentType;
-      ctx.body = await options.metrics.registry.metrics();
+      const { contentType, text } = await options.metrics.exposition();
+      ctx.type = contentType;
+      ctx.body = text;
       return;
     }
     const cardPath = AGENT_CARD_PATH.exec(ctx.path);

@@ -12,8 +12,8 @@ export async function serveMetrics(metrics: Metrics, listen: { host: string; por
       res.writeHead(404, { 'Content-Type': 'text/plain' }).end('Not found\n');
       return;
     }
-    metrics.registry.metrics().then(
-      (body) => res.writeHead(200, { 'Content-Type': metrics.registry.contentType }).end(body),
+    metrics.exposition().then(
+      ({ contentType, text }) => res.writeHead(200, { 'Content-Type': contentType }).end(text),
       () => res.writeHead(500).end(),
     );
   });

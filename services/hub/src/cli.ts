@@ -16,7 +16,7 @@ class UsageError extends Error {}
 
 type Flags = Record<string, string | string[] | boolean | undefined>;
 
-type Main = (config: HubConfig, log: Logger) => Promise<Stop>;
+type Main = (config: HubConfig, log: Logger, fail: (err: Error) => void) => Promise<Stop>;
 
 /** Loaded only for `serve`, so operator commands start fast. */
 const services: Record<string, () => Promise<Main>> = {
@@ -29,10 +29,12 @@ const services: Record<string, () => Promise<Main>> = {
   events: async () => (await import('@agenthub/events/main')).main,
 };
 
-async function startAll(config: HubConfig, log: Logger): Promise<Stop> {
+async function startAll(config: HubConfig, log: Logger, fail: (err: Error) => void): Promise<Stop> {
   const { startHub } = await import('./index.js');
-  const hub = await startHub(config, log);
-  process.stdout.write(`AgentHub is listening on ${hub.url} (data in ${config.HUB_DATA_DIR}; database ${config.DATABASE_URL ? 'PostgreSQL' : config.HUB_EMBEDDED_STORAGE === 'memory' ? 'embedded PGlite in memory, lost on exit' : 'embedded PGlite'}; kv ${config.REDIS_URL ? 'Redis' : 'in-process'})\n`);
+  const { hubProcesses, startHubInTwoProcesses } = await import('./two-processes.js');
+  const processes = hubProcesses(config);
+  const hub = processes === 2 ? await startHubInTwoProcesses(config, log, fail) : await startHub(config, log);
+  process.stdout.write(`AgentHub is listening on ${hub.url} (data in ${config.HUB_DATA_DIR}; database ${config.DATABASE_URL ? 'PostgreSQL' : config.HUB_EMBEDDED_STORAGE === 'memory' ? 'embedded PGlite in memory, lost on exit' : 'embedded PGlite'}; kv ${config.REDIS_URL ? 'Redis' : 'in-process'}; ${processes === 2 ? 'gateway and services in two processes' : 'one process'})\n`);
   return hub.stop;
 }
 

@@ -10,9 +10,9 @@ interface CommandHelp {
 export const COMMAND_HELP: Record<string, CommandHelp> = {
   serve: {
     usage: 'agenthub serve [all|gateway|identity|workspace|secrets|messaging|events]',
-    summary: 'run every service in one process (default), or one service (split mode)',
+    summary: 'run the whole hub (default: every service in one process, the gateway in a second one where HUB_PROCESSES says), or one service (split mode)',
     details: `Configuration comes from the environment (the README's table); LOG_FORMAT=pretty|json.
-Exit codes: 0 stopped by SIGTERM/SIGINT, 1 failed to start or unclean stop,
+Exit codes: 0 stopped by SIGTERM/SIGINT, 1 failed to start, unclean stop or the gateway process died,
 2 invalid configuration (the message names the variable), 3 a port is taken or an address
 cannot be bound (the message names the variable).`,
   },

@@ -147,7 +147,10 @@ describe('workspace structure', () => {
     (service) => {
       const options = `${service}Options(config`;
       expect(readFileSync(join(ROOT, 'services', service, 'src', 'main.ts'), 'utf8')).toContain(options);
-      expect(readFileSync(join(ROOT, 'services', 'hub', 'src', 'index.ts'), 'utf8')).toContain(options);
+      // serve all wires the services in services.ts and the gateway in index.ts (one process) and
+      // gateway-process.ts (its own process).
+      const wiring = service === 'gateway' ? ['index.ts', 'gateway-process.ts'] : ['services.ts'];
+      for (const file of wiring) expect(readFileSync(join(ROOT, 'services', 'hub', 'src', file), 'utf8')).toContain(options);
     },
   );
 
