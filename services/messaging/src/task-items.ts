@@ -106,7 +106,12 @@ export async function heldIds(q: Queryable, taskId: string): Promise<HeldIds> {
     "SELECT kind, item_id FROM task_items WHERE task_id = $1 AND item_id <> ''",
     [taskId],
   );
+  return heldIdsOf(rows.map((row) => [row.kind, row.item_id]));
+}
+
+/** The held ids of (kind, item id) pairs. */
+export function heldIdsOf(pairs: Iterable<readonly [ItemKind, string]>): HeldIds {
   const held = { messages: new Set<string>(), artifacts: new Set<string>() };
-  for (const row of rows) (row.kind === 'message' ? held.messages : held.artifacts).add(row.item_id);
+  for (const [kind, itemId] of pairs) (kind === 'message' ? held.messages : held.artifacts).add(itemId);
   return held;
 }

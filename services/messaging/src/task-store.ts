@@ -1,7 +1,7 @@
 import { appendEvent, currentTraceparent, OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, throwIfAborted, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
 import { TaskInsertBatcher } from './send-batch.js';
-import { appendItems, growthOf, heldIds, loadItems, serializeItems, type HeldIds, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
+import { appendItems, growthOf, heldIds, heldIdsOf, loadItems, serializeItems, type HeldIds, type ItemKind, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
 export const MESSAGING_EVENTS_TOPIC = 'agenthub.messaging.events';
@@ -161,6 +161,19 @@ export class TaskStore {
   }
 
   /** The task with the items `load` selects (default all; `false`: none). */
+  /** The task (without its items) and the ids of the items it holds, as of one snapshot. */
+  private async readWithHeld(signal: AbortSignal, id: string): Promise<{ task: TaskRecord; held: HeldIds } | undefined> {
+    const { rows } = await this.db.query<TaskRow & { held: [ItemKind, string][] | null }>(
+      `SELECT ${TASK_COLUMNS},
+              (SELECT json_agg(json_build_array(i.kind, i.item_id)) FROM task_items i WHERE i.task_id = tasks.id AND i.item_id <> '') AS held
+         FROM tasks WHERE id = $1`,
+      [id],
+      signal,
+    );
+    if (!rows[0]) return undefined;
+    return { task: toTask(rows[0]), held: heldIdsOf(json<[ItemKind, string][] | null>(rows[0].held) ?? []) };
+  }
+
   async getTask(signal: AbortSignal, id: string, load: ItemSelection | false = { artifacts: true }): Promise<TaskRecord | undefined> {
     const { rows } = await this.db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id], signal);
     if (!rows[0]) return undefined;
@@ -213,7 +226,15 @@ export class TaskStore {
     options: TransitionOptions = {},
   ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
     if (options.current && !options.held) {
-      const done = await this.transitionFrom(signal, options.current, decide, options);
+      const done = await this.transitionFrom(signal, options.current, decide, options, undefined);
+      if (done) return done;
+    } else if (options.held) {
+      // The task and the ids it holds in one read, then the version-checked write: two round trips
+      // where the locked transaction below takes ten, each waiting for this event loop between
+      // statements while the row stays locked.
+      const read = await this.readWithHeld(signal, id);
+      if (!read) return undefined;
+      const done = await this.transitionFrom(signal, read.task, decide, options, read.held);
       if (done) return done;
     }
     return this.db.transaction(async (tx) => {
@@ -267,8 +288,9 @@ export class TaskStore {
     before: TaskRecord,
     decide: (current: TaskRecord, held: HeldIds | undefined) => TaskChange,
     options: TransitionOptions,
+    held: HeldIds | undefined,
   ): Promise<{ before: TaskRecord; after: TaskRecord } | undefined> {
-    const decided = decide(before, undefined);
+    const decided = decide(before, held);
     const { delivery, purge } = decided;
     const addedMessages = decided.append?.messages ?? [];
     const addedArtifacts = decided.append?.artifacts ?? [];

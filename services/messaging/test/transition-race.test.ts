@@ -1,6 +1,8 @@
 import { messagingv1 } from '@agenthub/proto';
-import { HubError, Reason } from '@agenthub/runtime';
+import { HubError, Reason, type Db } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
+import type { HeldIds } from '../src/task-items.js';
+import { TaskStore } from '../src/task-store.js';
 import { failure, startStack, type Stack } from './harness.js';
 
 /**
@@ -10,6 +12,41 @@ import { failure, startStack, type Stack } from './harness.js';
 
 const { TaskState } = messagingv1;
 const text = (t: string) => ({ content: { case: 'text' as const, value: { text: t } } });
+
+/**
+ * `db` counting its statements and transactions; `beforeWrite` runs once, just before the first
+ * version-checked write (transitionFrom's statement) reaches the database.
+ */
+function counting(db: Db, beforeWrite?: () => Promise<void>): { db: Db; counts: { query: number; transaction: number } } {
+  const counts = { query: 0, transaction: 0 };
+  let pending = beforeWrite;
+  const proxy = new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'query') {
+        return async (text: string, params?: unknown[], signal?: AbortSignal) => {
+          counts.query += 1;
+          if (pending && text.trimStart().startsWith('WITH upd AS')) {
+            const run = pending;
+            pending = undefined;
+            await run();
+          }
+          return target.query(text, params, signal);
+        };
+      }
+      if (prop === 'transaction') {
+        return (work: Parameters<Db['transaction']>[0], signal?: AbortSignal) => {
+          counts.transaction += 1;
+          return target.transaction(work, signal);
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { db: proxy, counts };
+}
+
+const artifact = (id: string) => ({ id, name: id, parts: [] });
 
 describe.each(backends().map((b) => [b.name, b] as const))('concurrent transitions of one task (%s)', (_name, backend) => {
   let stack: Stack;
@@ -83,5 +120,52 @@ describe.each(backends().map((b) => [b.name, b] as const))('concurrent transitio
     expect(done!.version).toBe(4n);
     const stored = (await one!.getTask({ taskId: task!.id }, sender.as)).task!;
     expect(stored.messages.map(words)).toEqual(['q1', 'which?', 'that one', 'done']);
+  });
+
+  it('a change that needs the ids the task holds (a push agent\'s answer) is one read and one write, no transaction', async () => {
+    const sender = await stack.agent('acme', 'held-sender');
+    const recipient = await stack.agent('acme', 'held-recipient');
+    const { task } = await stack.replicas[0]!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('q')] } }, sender.as);
+    await stack.env.tasks.transition(new AbortController().signal, task!.id, () => ({ next: { state: 'working', updatedAt: Date.now() }, append: { artifacts: [artifact('first')] } }));
+    const { db, counts } = counting(stack.db);
+    const seen: HeldIds[] = [];
+    const moved = await new TaskStore(db).transition(
+      new AbortController().signal,
+      task!.id,
+      (_t, held) => {
+        seen.push(held!);
+        return { next: { state: 'completed', updatedAt: Date.now() }, append: { artifacts: [artifact('first'), artifact('second')].filter((a) => !held!.artifacts.has(a.id)) } };
+      },
+      { held: true, load: { artifacts: true } },
+    );
+    expect(counts).toEqual({ query: 2, transaction: 0 });
+    expect(seen.map((held) => [...held.artifacts])).toEqual([['first']]);
+    expect(moved!.after.state).toBe('completed');
+    const stored = (await stack.replicas[0]!.getTask({ taskId: task!.id }, sender.as)).task!;
+    expect([stored.version, stored.artifacts.map((a) => a.name)]).toEqual([3n, ['first', 'second']]);
+  });
+
+  it('one whose task moved between that read and its write writes nothing, and is decided again under the lock with the ids held then', async () => {
+    const sender = await stack.agent('acme', 'held-race-sender');
+    const recipient = await stack.agent('acme', 'held-race-recipient');
+    const { task } = await stack.replicas[0]!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('q')] } }, sender.as);
+    // Another replica relays the same answer in between: its artifact lands first.
+    const { db, counts } = counting(stack.db, async () => {
+      await stack.env.tasks.transition(new AbortController().signal, task!.id, () => ({ next: { state: 'working', updatedAt: Date.now() }, append: { artifacts: [artifact('answer')] } }));
+    });
+    const seen: string[][] = [];
+    await new TaskStore(db).transition(
+      new AbortController().signal,
+      task!.id,
+      (_t, held) => {
+        seen.push([...held!.artifacts]);
+        return { next: { state: 'completed', updatedAt: Date.now() }, append: { artifacts: [artifact('answer')].filter((a) => !held!.artifacts.has(a.id)) } };
+      },
+      { held: true },
+    );
+    expect(seen).toEqual([[], ['answer']]);
+    expect(counts.transaction).toBe(1);
+    const stored = (await stack.replicas[0]!.getTask({ taskId: task!.id }, sender.as)).task!;
+    expect([stored.state, stored.version, stored.artifacts.map((a) => a.name)]).toEqual([TaskState.COMPLETED, 3n, ['answer']]);
   });
 });
