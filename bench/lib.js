@@ -421,12 +421,23 @@ export async function startNodeProcess(cleanups, root, args, env, ready) {
   return { match, pid: child.pid };
 }
 
-/** RSS of a process in MiB from /proc; null where there is none. */
+/** RSS of a process and the processes it started, in MiB from /proc; null where there is none. */
 export function processRssMiB(pid) {
+  const kib = treeRssKiB(pid);
+  return kib === null ? null : round(kib / 1024, 1);
+}
+
+/** With the processes it started (`serve all`'s gateway process), as processTicks counts CPU. */
+function treeRssKiB(pid) {
+  const own = ownRssKiB(pid);
+  return own === null ? null : childPids(pid).reduce((sum, child) => sum + (treeRssKiB(child) ?? 0), own);
+}
+
+function ownRssKiB(pid) {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
-    return Number.isFinite(kb) ? round(kb / 1024, 1) : null;
+    return Number.isFinite(kb) ? kb : null;
   } catch {
     return null;
   }

@@ -11,7 +11,8 @@
 // Settings (environment):
 //   BENCH_SOAK_SECONDS   measured seconds of load per server (default 300)
 //   BENCH_SOAK_SAMPLE    seconds between RSS samples (default 10)
-//   BENCH_WARMUP         warm-up seconds before the first sample (default 10)
+//   BENCH_WARMUP         warm-up seconds before the first sample (default 30: at 1,400 sends/s the
+//                        hub still grows to its working size for about that long)
 //   BENCH_CONNECTIONS    autocannon connections (default 32)
 //   BENCH_ONLY           hub | sdk: soak one of them only
 //   BENCH_PG_URL / BENCH_REDIS_URL / BENCH_HUB_ENV   as in the other benchmarks
@@ -35,7 +36,7 @@ function settings() {
   return {
     seconds: envNumber('BENCH_SOAK_SECONDS', 300, 5),
     sample: envNumber('BENCH_SOAK_SAMPLE', 10, 1),
-    warmup: envNumber('BENCH_WARMUP', 10, 0),
+    warmup: envNumber('BENCH_WARMUP', 30, 0),
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
     only: process.env.BENCH_ONLY || '',
     hubEnv: parseHubEnv(),
