@@ -11,7 +11,7 @@
  * the gateway exits at once.
  */
 import { gatewayOptions, startGateway, type RunningGateway, type UpstreamAddresses } from '@agenthub/gateway';
-import { ConfigError, InternalKey, ListenError, loadConfig, Metrics, openKv, processLogger, type Logger, type PeerMetrics } from '@agenthub/runtime';
+import { ConfigError, InternalKey, ListenError, loadConfig, Metrics, openKv, processLogger, startTracing, type Logger, type PeerMetrics } from '@agenthub/runtime';
 import { logMetricsPlace } from './metrics-place.js';
 
 /** What the parent tells the gateway process. */
@@ -95,10 +95,12 @@ function main(): void {
   process.on('SIGINT', () => undefined);
   process.on('SIGTERM', () => undefined);
   process.once('disconnect', () => process.exit(1));
+  // The gateway's spans are the roots of every call's trace, as in one process.
+  const tracing = startTracing(config, { serviceName: 'agenthub' });
   let gateway: Promise<RunningGateway | undefined> | undefined;
   process.on('message', (message: ToGateway) => {
     if (message.kind === 'start' && !gateway) {
-      gateway = start(message, log).then(
+      gateway = tracing.then(() => start(message, log)).then(
         (running) => {
           send({ kind: 'ready', url: running.url });
           return running;
@@ -117,6 +119,8 @@ function main(): void {
     } else if (message.kind === 'stop') {
       void (gateway ?? Promise.resolve(undefined))
         .then((running) => running?.stop(config.HUB_SHUTDOWN_GRACE_MS))
+        // The last spans are flushed before exit (a failing collector does not hold the exit up).
+        .then(() => tracing.then((stop) => stop()).catch(() => undefined))
         .then(
           () => process.exit(0),
           (err: unknown) => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +64,23 @@ async function rpc(url: string, path: string, token: string, method: string, par
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
   });
   return { status: response.status, body: await response.json() };
+}
+
+/** An OTLP/HTTP JSON collector: the names and trace ids of the spans it was sent. */
+async function collector(): Promise<{ url: string; spans: { name: string; traceId: string }[]; close(): Promise<void> }> {
+  const spans: { name: string; traceId: string }[] = [];
+  const server: Server = createHttpServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => {
+      const sent = JSON.parse(body) as { resourceSpans?: { scopeSpans?: { spans?: { name: string; traceId: string }[] }[] }[] };
+      for (const resource of sent.resourceSpans ?? []) for (const scope of resource.scopeSpans ?? []) for (const span of scope.spans ?? []) spans.push({ name: span.name, traceId: span.traceId });
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, spans, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 describe('how many processes serve all runs (hubProcesses)', () => {
@@ -187,6 +205,25 @@ describeReal('agenthub serve all in two processes (PostgreSQL and Redis)', () =>
     await hub.kill('SIGKILL');
     expect(await eventually(() => !alive(gateway), 10_000)).toBe(true);
     expect(await portFree(port)).toBe(true);
+  }, START_TIMEOUT_MS + 30_000);
+
+  it('traces a call from the gateway process into the services\' as one trace', async () => {
+    const otlp = await collector();
+    const hub = await start({ HUB_PROCESSES: '2', OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: '100' });
+    try {
+      const created = await rpc(hub.url, '/admin', adminToken, 'agents.create', { tenant_id: 'traced', name: 'worker', create_tenant: true });
+      const key: string = created.body.result.api_key;
+      const workspace = await rpc(hub.url, '/a2a', key, 'x-hub/workspace.create', { name: 'Traced' });
+      await rpc(hub.url, '/a2a', key, 'x-hub/workspace.get', { workspace_id: workspace.body.result.workspace.id });
+      const traced = () => {
+        const root = otlp.spans.find((span) => span.name === 'jsonrpc x-hub/workspace.get');
+        return root && otlp.spans.some((span) => span.traceId === root.traceId && span.name === 'agenthub.workspace.v1.WorkspaceService/GetWorkspace');
+      };
+      expect(await eventually(() => Boolean(traced()), 15_000)).toBe(true);
+    } finally {
+      await hub.kill('SIGTERM');
+      await otlp.close();
+    }
   }, START_TIMEOUT_MS + 30_000);
 
   it('HUB_PROCESSES=1 keeps the whole hub in one process', async () => {
