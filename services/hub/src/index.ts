@@ -6,7 +6,7 @@ import { startServices } from './services.js';
 /** The operator token in `<HUB_DATA_DIR>/admin-token` (mode 0600): made once on first start, then read; readAdminToken gives undefined when there is none. */
 export { loadOrCreateAdminToken, readAdminToken } from './admin-token.js';
 export { startServices, type RunningServices } from './services.js';
-export { hubProcesses, startHubInTwoProcesses } from './two-processes.js';
+export { hubProcesses, startHubInTwoProcesses, usableCores } from './two-processes.js';
 
 export interface RunningHub {
   /** Base URL of the gateway. */

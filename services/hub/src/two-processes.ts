@@ -16,6 +16,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, InternalKey, ListenError, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
@@ -27,10 +28,36 @@ import { startServices } from './services.js';
 const STOP_SLACK_MS = 5_000;
 
 /**
+ * Whole cores this process may use: what Node.js counts (CPU affinity), lowered to the CPU quota
+ * of its container where one is set (cgroup v2 `cpu.max`, else v1's CFS quota), which Node.js
+ * does not see. A quota of 1.5 cores counts as one: a second process would not have a core.
+ */
+export function usableCores(read: (path: string) => string = (path) => readFileSync(path, 'utf8'), parallelism = availableParallelism()): number {
+  const quota = cgroupQuota(read);
+  return quota === undefined ? parallelism : Math.max(1, Math.min(parallelism, Math.floor(quota)));
+}
+
+/** The CPU quota in cores, or undefined where none is set or none can be read. */
+function cgroupQuota(read: (path: string) => string): number | undefined {
+  const attempt = (path: string) => {
+    try {
+      return read(path).trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const v2 = attempt('/sys/fs/cgroup/cpu.max')?.split(/\s+/);
+  if (v2) return v2[0] === 'max' ? undefined : Number(v2[0]) / Number(v2[1] ?? 100_000) || undefined;
+  const quota = Number(attempt('/sys/fs/cgroup/cpu/cpu.cfs_quota_us'));
+  const period = Number(attempt('/sys/fs/cgroup/cpu/cpu.cfs_period_us'));
+  return quota > 0 && period > 0 ? quota / period : undefined;
+}
+
+/**
  * How many processes `serve all` runs: HUB_PROCESSES, where `auto` takes two when both are
  * possible (shared backends, the gRPC transport) and a second core is there to use.
  */
-export function hubProcesses(config: Pick<HubConfig, 'HUB_PROCESSES' | 'DATABASE_URL' | 'REDIS_URL' | 'HUB_TRANSPORT'>, cores = availableParallelism()): 1 | 2 {
+export function hubProcesses(config: Pick<HubConfig, 'HUB_PROCESSES' | 'DATABASE_URL' | 'REDIS_URL' | 'HUB_TRANSPORT'>, cores = usableCores()): 1 | 2 {
   const possible = Boolean(config.DATABASE_URL && config.REDIS_URL) && config.HUB_TRANSPORT === 'grpc';
   if (config.HUB_PROCESSES === '1') return 1;
   if (config.HUB_PROCESSES === '2') {

@@ -3,10 +3,10 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backends, skipUnlessRequired, type ProvisionedBackend } from '@agenthub/testing';
-import { hubProcesses } from '@agenthub/hub';
+import { hubProcesses, usableCores } from '@agenthub/hub';
 import { agenthub, HOOK_TIMEOUT_MS, START_TIMEOUT_MS } from './bin.js';
 import { freePort, startHubProcess, type HubProcess } from './hub-process.js';
 
@@ -101,6 +101,21 @@ describe('how many processes serve all runs (hubProcesses)', () => {
     expect(() => hubProcesses({ ...shared, HUB_TRANSPORT: 'inproc', HUB_PROCESSES: '2' }, 8)).toThrow('HUB_TRANSPORT=grpc');
   });
 
+  it('counts the cores a container\'s CPU quota leaves, where Node.js sees the whole machine\'s', () => {
+    const files = (entries: Record<string, string>) => (path: string) => {
+      if (!(path in entries)) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
+      return entries[path]!;
+    };
+    expect(usableCores(files({}), 8)).toBe(8);
+    expect(usableCores(files({ '/sys/fs/cgroup/cpu.max': 'max 100000\n' }), 8)).toBe(8);
+    expect(usableCores(files({ '/sys/fs/cgroup/cpu.max': '100000 100000\n' }), 8)).toBe(1);
+    expect(usableCores(files({ '/sys/fs/cgroup/cpu.max': '150000 100000\n' }), 8)).toBe(1);
+    expect(usableCores(files({ '/sys/fs/cgroup/cpu.max': '400000 100000\n' }), 2)).toBe(2);
+    expect(usableCores(files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '-1\n', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n' }), 4)).toBe(4);
+    expect(usableCores(files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '50000\n', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n' }), 4)).toBe(1);
+    expect(usableCores(files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '200000\n', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n' }), 4)).toBe(2);
+  });
+
   it('agenthub serve all with HUB_PROCESSES=2 and embedded storage exits 2 naming the variable', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'agenthub-two-'));
     try {
@@ -152,7 +167,7 @@ describeReal('agenthub serve all in two processes (PostgreSQL and Redis)', () =>
 
   it('serves every call, one /metrics for both processes, a revoked key refused on the next call, and stops both on SIGTERM with status 0', async () => {
     // The default (auto) on this machine, or what HUB_PROCESSES=2 asks for on a 1-core one.
-    const hub = await start(availableParallelism() >= 2 ? {} : { HUB_PROCESSES: '2' });
+    const hub = await start(usableCores() >= 2 ? {} : { HUB_PROCESSES: '2' });
     try {
       // The line comes once the gateway said it listens, maybe just after /readyz first answered.
       expect(await eventually(() => hub.output().includes('gateway and services in two processes'), 10_000)).toBe(true);
