@@ -241,6 +241,28 @@ describeReal('agenthub serve all in two processes (PostgreSQL and Redis)', () =>
     }
   }, START_TIMEOUT_MS + 30_000);
 
+  it('exits 3 naming HUB_PORT when the gateway process finds the port taken', async () => {
+    const taken = createServer();
+    const port = await new Promise<number>((resolve) => taken.listen(0, '127.0.0.1', () => resolve((taken.address() as { port: number }).port)));
+    try {
+      const result = await agenthub(['serve', 'all'], {
+        HUB_PROCESSES: '2',
+        HUB_PORT: String(port),
+        HUB_DATA_DIR: dataDir,
+        HUB_ADMIN_TOKEN: adminToken,
+        HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
+        DATABASE_URL: provisioned.databaseUrl!,
+        REDIS_URL: provisioned.redisUrl!,
+        REDIS_PREFIX: provisioned.redisPrefix!,
+        EMBEDDINGS_THREADS: '1',
+      });
+      expect(result.code).toBe(3);
+      expect(result.stderr).toContain(`Port ${port} is already in use (HUB_PORT)`);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  }, START_TIMEOUT_MS);
+
   it('HUB_PROCESSES=1 keeps the whole hub in one process', async () => {
     const hub = await start({ HUB_PROCESSES: '1' });
     try {
