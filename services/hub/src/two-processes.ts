@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, InternalKey, ListenError, type HubConfig, type Logger, type Stop } from '@agenthub/runtime';
+import { ConfigError, InternalKey, ListenError, type HubConfig, type Logger, type PeerMetrics, type Stop } from '@agenthub/runtime';
 import type { FromGateway, ToGateway } from './gateway-process.js';
 import type { RunningHub } from './index.js';
 import { startServices } from './services.js';
@@ -78,10 +78,12 @@ export async function startHubInTwoProcesses(config: HubConfig, log: Logger, fai
     const exited = new Promise<string | undefined>((resolve) => gateway.once('exit', (code, signal) => resolve(code === 0 ? undefined : signal ? `signal ${signal}` : `code ${code}`)));
     gateway.on('message', (message: FromGateway) => {
       if (message.kind !== 'metrics') return;
-      services.metrics.snapshot().then(
-        (metrics) => gateway.connected && gateway.send({ kind: 'metrics', id: message.id, metrics } satisfies ToGateway),
-        (err: unknown) => log.warn({ err }, 'could not read the services\' metrics for the gateway process'),
-      );
+      // A scrape gets the gateway's own metrics at once rather than waiting for the services' in vain.
+      const answer = (metrics: PeerMetrics) => gateway.connected && gateway.send({ kind: 'metrics', id: message.id, metrics } satisfies ToGateway);
+      services.metrics.snapshot().then(answer, (err: unknown) => {
+        log.warn({ err }, 'could not read the services\' metrics for the gateway process');
+        answer([]);
+      });
     });
     gateway.send({ kind: 'start', upstreams: services.upstreams, internalKey: keyText, adminToken: services.adminToken } satisfies ToGateway);
     const url = await ready(gateway, exited);
