@@ -74,7 +74,8 @@ function summary(results) {
 await runBench(async (cleanups) => {
   const settings = await freshHubSettings(cleanups, { pgUrl, redisUrl });
   // Loopback webhook receivers need the egress guard relaxed, as in tests.
-  const hub = await startHubProcess(ROOT, { ...settings.env, HUB_ADMIN_TOKEN: settings.adminToken, HUB_EGRESS_ALLOW_PRIVATE: 'true', ...parseHubEnv() });
+  // Metrics on: each phase reports the hub's garbage collection, read from /metrics between turns.
+  const hub = await startHubProcess(ROOT, { ...settings.env, HUB_ADMIN_TOKEN: settings.adminToken, HUB_EGRESS_ALLOW_PRIVATE: 'true', HUB_METRICS: 'true', ...parseHubEnv() });
   cleanups.push(() => hub.stop());
   const admin = async (method, params) => {
     const reply = await rpc(hub.url, '/admin', settings.adminToken, method, params);
@@ -97,9 +98,10 @@ await runBench(async (cleanups) => {
   await Promise.all([openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, 2), inWorker({ kind: 'calls', url: hub.url, key: noisy.key, workspaceId: noisy.workspaceId, rate: quietRate, seconds: 2 })]);
 
   /** A phase's calls and CPU, added up over its turns. */
-  const tally = () => ({ q: [], n: [], hubMs: 0, benchMs: 0, seconds: 0 });
+  const tally = () => ({ q: [], n: [], hubMs: 0, benchMs: 0, seconds: 0, gc: { pauses: 0, ms: 0, over10: 0 } });
   /** Runs the quiet tenant (and the noisy one with `withNoisy`) for `seconds`, adding to `calls`. */
   const run = async (withNoisy, seconds, calls) => {
+    const gcBefore = await gcSoFar(hub.url);
     const before = { hub: processTicks(hub.pid), bench: process.cpuUsage() };
     const [q, n] = await Promise.all([
       openLoop(hub.url, quiet.key, quiet.workspaceId, quietRate, seconds),
@@ -112,14 +114,18 @@ await runBench(async (cleanups) => {
     // The bench process's CPU is the load generators' (both tenants, the worker thread included).
     calls.benchMs += (used.user + used.system) / 1000;
     calls.seconds += seconds;
+    const gcAfter = await gcSoFar(hub.url);
+    for (const field of ['pauses', 'ms', 'over10']) calls.gc[field] += gcAfter[field] - gcBefore[field];
     return calls;
   };
   const report = (name, calls) => {
     const share = (ms) => round((ms / (calls.seconds * 1000)) * 100, 0);
-    const result = { phase: name, quiet: summary(calls.q), noisy: calls.n.length ? summary(calls.n) : undefined, cpu_percent: { hub: share(calls.hubMs), load: share(calls.benchMs) } };
+    const gc = { pauses: calls.gc.pauses, ms: round(calls.gc.ms, 1), over_10ms: calls.gc.over10 };
+    const result = { phase: name, quiet: summary(calls.q), noisy: calls.n.length ? summary(calls.n) : undefined, cpu_percent: { hub: share(calls.hubMs), load: share(calls.benchMs) }, hub_gc: gc };
     log(`  ${name.padEnd(15)} quiet p50 ${result.quiet.p50_ms} ms, p99 ${result.quiet.p99_ms} ms (${result.quiet.ok}/${result.quiet.calls} ok)` +
       (result.noisy ? `; noisy ${result.noisy.ok} ok, ${result.noisy.limited} limited, ${result.noisy.failed} failed` : '') +
-      `; CPU: hub ${result.cpu_percent.hub}%, load generators ${result.cpu_percent.load}% of a core`);
+      `; CPU: hub ${result.cpu_percent.hub}%, load generators ${result.cpu_percent.load}% of a core` +
+      `; hub GC: ${gc.pauses} pauses, ${gc.ms} ms, ${gc.over_10ms} over 10 ms`);
     return result;
   };
 
@@ -160,6 +166,24 @@ await runBench(async (cleanups) => {
   if (quietFailed) log('  the quiet tenant had failed or limited calls solo or with limits: no figures are claimed from this run');
   return quietFailed ? 1 : 0;
 });
+
+/**
+ * The hub's garbage collection so far, from its /metrics (both processes under HUB_PROCESSES=2):
+ * pauses, their total, and the pauses over 10 ms (prom-client's GC buckets end at 1, 10, 100 ms…).
+ */
+async function gcSoFar(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let pauses = 0;
+  let seconds = 0;
+  let upTo10 = 0;
+  for (const line of text.split('\n')) {
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.startsWith('nodejs_gc_duration_seconds_count{')) pauses += value;
+    else if (line.startsWith('nodejs_gc_duration_seconds_sum{')) seconds += value;
+    else if (line.startsWith('nodejs_gc_duration_seconds_bucket{le="0.01",')) upTo10 += value;
+  }
+  return { pauses, ms: seconds * 1000, over10: pauses - upTo10 };
+}
 
 /**
  * The quiet tenant's webhook latency (event caused → delivery received), alone and next to the
