@@ -208,7 +208,9 @@ export class JsonRpcHandler {
         // Every internal error is logged here with its cause. One a service raised was logged there
         // too, but one raised on this side of the wire (a request the gRPC client could not
         // serialize, a transport failure, a bug of ours) is logged nowhere else.
-        if (error.code === RpcCode.INTERNAL_ERROR) this.options.log.error({ err, method: name }, 'method failed');
+        // A call the caller gave up on (its connection closed) was cancelled on purpose: nothing failed.
+        if (error.code === RpcCode.INTERNAL_ERROR && ctx.signal?.aborted) this.options.log.debug({ method: name }, 'the caller went away before the answer');
+        else if (error.code === RpcCode.INTERNAL_ERROR) this.options.log.error({ err, method: name }, 'method failed');
         response = { jsonrpc: '2.0', id, error };
       }
     }

@@ -105,6 +105,23 @@ describe('JsonRpcHandler', () => {
     expect(lines).toContainEqual(expect.objectContaining({ level: 50, method: 'fails', err: expect.objectContaining({ message: expect.stringContaining(cause) }) }));
   });
 
+  it('logs a call cancelled because its caller went away at debug, not as a failure', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger({ level: 'debug', destination: new Writable({ write(chunk, _e, done) { lines.push(JSON.parse(String(chunk))); done(); } }) });
+    const gone = new AbortController();
+    const cancelled = new HubError(Reason.UNAVAILABLE, 'The call was cancelled; retry later');
+    const methods = new Map([['slow', { invoke: async () => { gone.abort(); throw cancelled; } }]]);
+    const rpc = new JsonRpcHandler({ methods, maxBatch: 3, log, metrics: new Metrics() });
+    const response = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'slow' }, { ...ctx, signal: gone.signal })) as RpcResponse;
+    expect(response.error?.code).toBe(RpcCode.INTERNAL_ERROR);
+    expect(lines.filter((line) => (line.level as number) >= 40)).toEqual([]);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 20, method: 'slow', msg: 'the caller went away before the answer' }));
+    // The same failure while the caller still waits is one.
+    const waiting = new JsonRpcHandler({ methods: new Map([['slow', { invoke: async () => { throw cancelled; } }]]), maxBatch: 3, log, metrics: new Metrics() });
+    await waiting.handle({ jsonrpc: '2.0', id: 2, method: 'slow' }, { ...ctx, signal: new AbortController().signal });
+    expect(lines).toContainEqual(expect.objectContaining({ level: 50, method: 'slow', msg: 'method failed' }));
+  });
+
   it('answers each call with the precheck error when it refuses', async () => {
     const { rpc, calls } = handler(() => ({ code: RpcCode.VERSION_NOT_SUPPORTED, message: 'A2A version 9 is not supported; use 1.0' }));
     const response = (await rpc.handle({ jsonrpc: '2.0', id: 1, method: 'echo' }, ctx)) as RpcResponse;
