@@ -109,6 +109,40 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
     expect((await db.query('SELECT 1 FROM marks WHERE id = $1', [marker])).rows).toEqual([]);
   });
 
+  it('callers leaving together have every statement cancelled, one cancel at a time on the cancelling connection', async () => {
+    // pg queues a statement sent while another runs on the same client, deprecated since pg 8 and
+    // refused from pg 9: every cancel goes on one connection, so they must wait their turn.
+    const query = pg.Client.prototype.query;
+    const inFlight = new Map<unknown, number>();
+    let most = 0;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const result = (query as (...a: unknown[]) => unknown).apply(this, args);
+      if (!String(args[0]).includes('pg_cancel_backend')) return result;
+      inFlight.set(this, (inFlight.get(this) ?? 0) + 1);
+      most = Math.max(most, inFlight.get(this)!);
+      void Promise.resolve(result).then(
+        () => inFlight.set(this, inFlight.get(this)! - 1),
+        () => inFlight.set(this, inFlight.get(this)! - 1),
+      );
+      return result;
+    } as typeof query;
+    try {
+      const marker = `together_${randomBytes(6).toString('hex')}`;
+      const callers = Array.from({ length: 4 }, () => new AbortController());
+      const statements = callers.map((caller) => failure(db.query(`SELECT pg_sleep(30) AS ${marker}`, [], caller.signal)));
+      expect(await eventually(async () => (await running(marker)) === 4, 2_000)).toBe(true);
+      for (const caller of callers) caller.abort();
+      for (const { err, ms } of await Promise.all(statements)) {
+        expect(err.reason).toBe(Reason.UNAVAILABLE);
+        expect(ms).toBeLessThan(2_000);
+      }
+      expect(await eventually(async () => (await running(marker)) === 0, 2_000)).toBe(true);
+      expect(most).toBe(1);
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+  });
+
   it('a caller waiting for a pool connection stops with its signal, and any waiter with the connect timeout', async () => {
     const small = new PostgresDb({ url: provisioned.databaseUrl!, schema: 'deadlines', maxConnections: 1, connectTimeoutMs: 1_500 });
     let release = () => undefined as void;

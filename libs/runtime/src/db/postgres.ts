@@ -33,6 +33,8 @@ export class PostgresDb implements Db {
   private readonly url: string;
   private readonly connectTimeoutMs: number;
   private canceller: Promise<pg.Client> | undefined;
+  /** The cancels sent so far, each after the one before. */
+  private cancels: Promise<unknown> = Promise.resolve();
 
   constructor(options: PostgresDbOptions) {
     const schema = assertIdentifier(options.schema);
@@ -156,7 +158,10 @@ export class PostgresDb implements Db {
   /** Asks the server to cancel whatever backend `pid` runs (a no-op when it runs nothing). */
   cancelBackend(pid: number): void {
     const canceller = (this.canceller ??= this.openCanceller());
-    canceller
+    // One at a time on that connection: pg only queues a statement sent while another runs
+    // (deprecated, refused from pg 9), and callers leaving together cancel together.
+    this.cancels = this.cancels
+      .then(() => canceller)
       .then((client) => client.query('SELECT pg_cancel_backend($1)', [pid]))
       .catch(() => {
         // The next cancel opens a fresh connection; this statement ends at statement_timeout.
