@@ -133,8 +133,9 @@ describeReal('agenthub serve all in two processes (PostgreSQL and Redis)', () =>
   let dataDir: string;
   const adminToken = `two-admin-${randomBytes(12).toString('hex')}`;
 
-  async function start(extra: Record<string, string> = {}): Promise<HubProcess> {
-    return startHubProcess({
+  /** The hub's settings on this suite's database and Redis, on a free port unless `extra` names one. */
+  async function settings(extra: Record<string, string> = {}): Promise<Record<string, string>> {
+    return {
       HUB_PORT: String(await freePort()),
       HUB_DATA_DIR: dataDir,
       HUB_ADMIN_TOKEN: adminToken,
@@ -144,7 +145,11 @@ describeReal('agenthub serve all in two processes (PostgreSQL and Redis)', () =>
       REDIS_PREFIX: provisioned.redisPrefix!,
       EMBEDDINGS_THREADS: '1',
       ...extra,
-    });
+    };
+  }
+
+  async function start(extra: Record<string, string> = {}): Promise<HubProcess> {
+    return startHubProcess(await settings(extra));
   }
 
   /** The gateway process `hub` forked: its only child, running gateway-process.js. */
@@ -245,17 +250,7 @@ describeReal('agenthub serve all in two processes (PostgreSQL and Redis)', () =>
     const taken = createServer();
     const port = await new Promise<number>((resolve) => taken.listen(0, '127.0.0.1', () => resolve((taken.address() as { port: number }).port)));
     try {
-      const result = await agenthub(['serve', 'all'], {
-        HUB_PROCESSES: '2',
-        HUB_PORT: String(port),
-        HUB_DATA_DIR: dataDir,
-        HUB_ADMIN_TOKEN: adminToken,
-        HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
-        DATABASE_URL: provisioned.databaseUrl!,
-        REDIS_URL: provisioned.redisUrl!,
-        REDIS_PREFIX: provisioned.redisPrefix!,
-        EMBEDDINGS_THREADS: '1',
-      });
+      const result = await agenthub(['serve', 'all'], await settings({ HUB_PROCESSES: '2', HUB_PORT: String(port) }));
       expect(result.code).toBe(3);
       expect(result.stderr).toContain(`Port ${port} is already in use (HUB_PORT)`);
     } finally {
