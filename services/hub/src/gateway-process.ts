@@ -11,7 +11,7 @@
  * the gateway exits at once.
  */
 import { gatewayOptions, startGateway, type RunningGateway, type UpstreamAddresses } from '@agenthub/gateway';
-import { ConfigError, InternalKey, ListenError, loadConfig, Metrics, openKv, processLogger, startTracing, type Logger, type PeerMetrics } from '@agenthub/runtime';
+import { ConfigError, InternalKey, ListenError, loadConfig, Metrics, openKv, processLogger, startTracing, type HubConfig, type Logger, type PeerMetrics } from '@agenthub/runtime';
 import { logMetricsPlace } from './metrics-place.js';
 
 /** What the parent tells the gateway process. */
@@ -57,8 +57,7 @@ function parentMetrics(): () => Promise<PeerMetrics> {
     });
 }
 
-async function start(start: Extract<ToGateway, { kind: 'start' }>, log: Logger): Promise<RunningGateway> {
-  const config = loadConfig();
+async function start(start: Extract<ToGateway, { kind: 'start' }>, config: HubConfig, log: Logger): Promise<RunningGateway> {
   const metrics = Metrics.fromConfig(config);
   metrics.addPeer(parentMetrics());
   const kv = await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX });
@@ -100,7 +99,7 @@ function main(): void {
   let gateway: Promise<RunningGateway | undefined> | undefined;
   process.on('message', (message: ToGateway) => {
     if (message.kind === 'start' && !gateway) {
-      gateway = tracing.then(() => start(message, log)).then(
+      gateway = tracing.then(() => start(message, config, log)).then(
         (running) => {
           send({ kind: 'ready', url: running.url });
           return running;
