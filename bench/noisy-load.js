@@ -7,7 +7,8 @@ import { rpc } from './lib.js';
 
 /**
  * Sends one `x-hub/workspace.get` every 1/rate seconds for `seconds`, not waiting for answers
- * (open loop: a slow hub does not slow the sender down). Returns each call's latency and status.
+ * (open loop: a slow hub does not slow the sender down). Returns each call's latency, status and
+ * when it was sent (`performance.now()` of the calling thread).
  * Plain `node:http` over kept-alive connections: `fetch` costs the sender several times the CPU
  * per call, which on a small machine is taken from the hub under test.
  */
@@ -35,9 +36,9 @@ export async function openLoop(url, key, workspaceId, rate, seconds) {
       new Promise((done) => {
         const request = http.request(options, (response) => {
           response.resume();
-          response.once('end', () => done({ ms: performance.now() - sent, status: response.statusCode }));
+          response.once('end', () => done({ ms: performance.now() - sent, status: response.statusCode, sent }));
         });
-        request.once('error', () => done({ ms: performance.now() - sent, status: 0 }));
+        request.once('error', () => done({ ms: performance.now() - sent, status: 0, sent }));
         request.end(body);
       }),
     );
