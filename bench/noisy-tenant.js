@@ -183,7 +183,7 @@ await runBench(async (cleanups) => {
     return quietFailed;
   };
   const quietFailed = only === 'webhooks' ? false : await callPhases();
-  const webhooks = webhookRate > 0 ? await webhookPhases(hub.url, admin, quiet, noisy, setNoisy) : undefined;
+  const webhooks = webhookRate > 0 ? await webhookPhases(hub, admin, quiet, noisy, setNoisy) : undefined;
   if (webhooks) {
     await writeFile(join(ROOT, 'bench', 'results', 'noisy-tenant-webhooks.json'), `${JSON.stringify(webhooks, null, 2)}\n`);
   }
@@ -212,7 +212,8 @@ async function gcSoFar(url) {
  * The quiet tenant's webhook latency (event caused → delivery received), alone and next to the
  * noisy tenant's tarpit webhooks.
  */
-async function webhookPhases(url, admin, quiet, noisy, setNoisy) {
+async function webhookPhases(hub, admin, quiet, noisy, setNoisy) {
+  const url = hub.url;
   const call = async (key, method, params) => {
     const reply = await rpc(url, '/a2a', key, method, params);
     if (reply.error) throw new Error(`${method}: ${JSON.stringify(reply.error)}`);
@@ -246,16 +247,19 @@ async function webhookPhases(url, admin, quiet, noisy, setNoisy) {
     const quietEvent = memberToggler(url, quiet.key, quietPeer);
     const measure = async (name, withNoisy) => {
       arrivals.length = 0;
+      const ticks = processTicks(hub.pid);
       const [sent] = await Promise.all([
         drive(webhookRate, duration, () => quietEvent(quiet.workspaceId)),
         withNoisy ? inWorker({ kind: 'events', url, key: noisy.key, peerId: noisyPeer, workspaceIds: noisyWorkspaces, rate: webhookRate * 10, seconds: duration }) : Promise.resolve(0),
       ]);
+      // The hub's CPU while the events were caused, both tenants' (and the tarpit's cost) included.
+      const hubCpu = round((((processTicks(hub.pid) - ticks) / TICKS_PER_SECOND) / duration) * 100, 0);
       const deadline = performance.now() + 30_000;
       while (arrivals.length < sent.length && performance.now() < deadline) await new Promise((ok) => setTimeout(ok, 50));
       // One webhook delivers in order: the i-th arrival is the i-th event's.
       const ms = sent.slice(0, arrivals.length).map((at, i) => arrivals[i] - at).sort((a, b) => a - b);
-      const result = { phase: name, events: sent.length, delivered: arrivals.length, p50_ms: round(percentile(ms, 50), 1), p99_ms: round(percentile(ms, 99), 1), tarpit_held: held.length };
-      log(`  webhooks ${name.padEnd(12)} quiet p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms (${result.delivered}/${result.events} delivered); tarpit requests held so far: ${held.length}`);
+      const result = { phase: name, events: sent.length, delivered: arrivals.length, p50_ms: round(percentile(ms, 50), 1), p99_ms: round(percentile(ms, 99), 1), tarpit_held: held.length, hub_cpu_percent: hubCpu };
+      log(`  webhooks ${name.padEnd(12)} quiet p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms (${result.delivered}/${result.events} delivered); tarpit requests held so far: ${held.length}; hub CPU ${hubCpu}% of a core`);
       return result;
     };
     const solo = await measure('solo', false);

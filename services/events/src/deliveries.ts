@@ -55,13 +55,17 @@ async function intake(env: EventsEnv, message: EventMessage, signal: AbortSignal
   }
   const traceparent = currentTraceparent() ?? message.headers[TRACEPARENT];
   const event = { workspaceId, eventId, type, payload: message.value, occurredAt, traceparent };
-  const webhookIds = type.startsWith('messaging.')
-    ? await intakeTaskEvent(env, event, signal)
-    : [...(await env.deliveries.intake(signal, event, env.clock())), ...(await matchAgentWebhooks(env, event, signal))];
-  if (webhookIds.length > 0) {
-    env.log.debug({ event_id: eventId, event: type, workspace_id: workspaceId, deliveries: webhookIds.length }, 'event queued for webhooks');
-    env.wake(webhookIds);
-  }
+  // Each group with the workspace its delivery slots count under: agent-wide webhooks under ''
+  // (their own workspace), task push configs under none known here (each task's scope).
+  const queued: { webhookIds: string[]; slotsOf?: string }[] = type.startsWith('messaging.')
+    ? [{ webhookIds: await intakeTaskEvent(env, event, signal) }]
+    : [
+        { webhookIds: await env.deliveries.intake(signal, event, env.clock()), slotsOf: workspaceId },
+        { webhookIds: await matchAgentWebhooks(env, event, signal), slotsOf: '' },
+      ];
+  const deliveries = queued.reduce((sum, group) => sum + group.webhookIds.length, 0);
+  if (deliveries > 0) env.log.debug({ event_id: eventId, event: type, workspace_id: workspaceId, deliveries }, 'event queued for webhooks');
+  for (const group of queued) if (group.webhookIds.length > 0) env.wake(group.webhookIds, group.slotsOf);
 }
 
 /** The retry decision after an attempt; `failures` counts the delivery's failed attempts before this one. */
@@ -219,6 +223,11 @@ export class DeliveryWorker {
   private readonly slots = new Set<Promise<unknown>>();
   /** Slots held per workspace. */
   private readonly held = new Map<string, number>();
+  /**
+   * Workspaces that may have deliveries due that no claim took because they held their share of
+   * the slots: the next of their slots to free wakes the loop.
+   */
+  private readonly waiting = new Set<string>();
   private readonly stopping = new AbortController();
 
   constructor(
@@ -232,12 +241,19 @@ export class DeliveryWorker {
   }
 
   /**
-   * Deliveries were queued for `webhookIds` (unknown: replayed). One for a webhook a run of this
-   * worker holds goes out in that run, or in the claim that run's end asks for, so only the
-   * others wake the loop: while runs keep up, intake costs the loop no claim.
+   * Deliveries were queued for `webhookIds` (unknown: replayed), all of them webhooks whose slots
+   * count under `slotsOf` when it is given. One for a webhook a run of this worker holds goes
+   * out in that run, or in the claim that run's end asks for, and those of a workspace holding its
+   * share of the slots wait for one of its slots to free (which wakes the loop), so only the
+   * others wake the loop: while runs keep up, and while a workspace's slots hang on slow
+   * endpoints, its intake costs the loop no claim.
    */
-  wake(webhookIds?: string[]): void {
+  wake(webhookIds?: string[], slotsOf?: string): void {
     this.wakes += 1;
+    if (slotsOf !== undefined && (this.held.get(slotsOf) ?? 0) >= this.options.maxSlotsPerWorkspace) {
+      this.waiting.add(slotsOf);
+      return;
+    }
     if (!webhookIds || webhookIds.some((id) => !this.inRun.has(id))) this.rouse();
   }
 
@@ -305,8 +321,10 @@ export class DeliveryWorker {
         const left = (this.held.get(head.workspaceId) ?? 1) - 1;
         if (left > 0) this.held.set(head.workspaceId, left);
         else this.held.delete(head.workspaceId);
-        // A full loop waits for a slot; otherwise only a run that may have left work due needs it.
-        if (!drained || this.slots.size === this.options.concurrency - 1) this.rouse();
+        // A full loop waits for a slot, and a workspace that held its share for one of its own;
+        // otherwise only a run that may have left work due needs it.
+        const awaited = this.waiting.delete(head.workspaceId);
+        if (!drained || awaited || this.slots.size === this.options.concurrency - 1) this.rouse();
       },
     );
     this.slots.add(slot);
@@ -324,11 +342,14 @@ export class DeliveryWorker {
           const limit = Math.min(free, this.options.batchSize);
           const max = this.options.maxSlotsPerWorkspace;
           const busy = [...this.held].filter(([, count]) => count >= max).map(([workspaceId]) => workspaceId);
+          for (const workspaceId of busy) this.waiting.add(workspaceId);
           const { claimed, nextDue } = await this.env.deliveries.claimDue(this.stopping.signal, this.env.clock(), limit, this.options.leaseMs, busy);
           for (const head of claimed) {
             // One claim may bring more heads of a workspace than its share: the rest go back.
-            if ((this.held.get(head.workspaceId) ?? 0) >= max) await this.env.deliveries.releaseLease(this.stopping.signal, head.seq);
-            else this.occupy(head);
+            if ((this.held.get(head.workspaceId) ?? 0) >= max) {
+              await this.env.deliveries.releaseLease(this.stopping.signal, head.seq);
+              this.waiting.add(head.workspaceId);
+            } else this.occupy(head);
           }
           // More may be due: claim again, or, with every slot taken, wait below for one to free.
           if (claimed.length === limit) continue;

@@ -157,7 +157,10 @@ export class DeliveryStore {
    * `nextDue` is when the earliest head left unclaimed falls due (or its lease lapses), for the
    * worker's sleep; it comes with the claim to spare the loop a round trip.
    */
-  /** `busyWorkspaces`: workspaces whose heads are skipped (they hold their share of the slots). */
+  /**
+   * `busyWorkspaces`: workspaces whose heads are skipped (they hold their share of the slots) and
+   * left out of `nextDue` too: they wait for a slot of theirs to free, which wakes the worker.
+   */
   async claimDue(signal: AbortSignal, now: number, limit: number, leaseMs: number, busyWorkspaces: readonly string[] = []): Promise<{ claimed: DueDelivery[]; nextDue: number | undefined }> {
     const { rows } = await this.db.query<Partial<DueRow> & { next_due: string | number | null }>(
       `WITH RECURSIVE heads AS (
@@ -184,7 +187,7 @@ export class DeliveryStore {
        SELECT claimed.*, (
          SELECT min(greatest(n.next_attempt_at, coalesce(n.lease_until, 0)))
            FROM heads h JOIN deliveries n ON n.seq = h.seq JOIN webhooks nw ON nw.id = n.webhook_id
-          WHERE nw.enabled AND h.seq NOT IN (SELECT seq FROM due)
+          WHERE nw.enabled AND h.seq NOT IN (SELECT seq FROM due) AND NOT (nw.workspace_id = ANY($4::text[]))
        ) AS next_due
        FROM (VALUES (1)) AS one LEFT JOIN claimed ON true`,
       [now, limit, leaseMs, [...busyWorkspaces]],

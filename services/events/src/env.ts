@@ -86,6 +86,9 @@ export interface EventsEnv {
   clock: Clock;
   metrics: WebhookMetrics;
   log: Logger;
-  /** Tells the delivery worker that deliveries were queued for `webhookIds` (unknown: replayed). */
-  wake(webhookIds?: string[]): void;
+  /**
+   * Tells the delivery worker that deliveries were queued for `webhookIds` (unknown: replayed),
+   * whose slots count under `slotsOf` when it is known (the webhooks' workspace, '' agent-wide).
+   */
+  wake(webhookIds?: string[], slotsOf?: string): void;
 }

@@ -92,7 +92,7 @@ export async function startEvents(deps: EventsDeps): Promise<RunningEvents> {
     clock,
     metrics: new WebhookMetrics(deps.metrics),
     log,
-    wake: (webhookIds) => worker?.wake(webhookIds),
+    wake: (webhookIds, slotsOf) => worker?.wake(webhookIds, slotsOf),
   };
   const timeoutMs = deps.timeoutMs;
   worker = new DeliveryWorker(env, {

@@ -54,3 +54,80 @@ describe.each(backends().map((b) => [b.name, b] as const))('fair delivery slots 
     expect(peak).toBe(1);
   });
 });
+
+/**
+ * A workspace holding its share of the slots costs the delivery loop nothing while it waits: its
+ * due deliveries are not claimed over and over (the loop sleeps instead of polling them every
+ * 10 ms), and its new events make no claim. When a slot of its own frees, what it left waiting
+ * goes out at once, long before the loop's poll.
+ */
+describe.each(backends().map((b) => [b.name, b] as const))('a workspace at its share of the slots (%s)', (_name, backend: Backend) => {
+  let stack: Stack;
+  let quiet: Receiver;
+  let answering = false;
+  const held: ServerResponse[] = [];
+  let requests = 0;
+  const tarpit = createServer((req, res) => {
+    req.resume();
+    requests += 1;
+    if (answering) res.writeHead(204).end();
+    else held.push(res);
+  });
+  let tarpitUrl = '';
+  /** Claim statements the delivery loop made, counted on the events service's database handle. */
+  let claims = 0;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  beforeAll(async () => {
+    // One slot per workspace, and a poll too slow to matter: only wake-ups move the loop.
+    stack = await startStack(backend, { timeoutMs: 20_000, worker: { concurrency: 2, maxSlotsPerWorkspace: 1, pollMs: 60_000 } });
+    const query = stack.db.query.bind(stack.db);
+    stack.db.query = ((sql: string, ...rest: unknown[]) => {
+      if (sql.includes('WITH RECURSIVE heads')) claims += 1;
+      return (query as (sql: string, ...rest: unknown[]) => unknown)(sql, ...rest);
+    }) as typeof stack.db.query;
+    quiet = await startReceiver();
+    await new Promise<void>((resolve) => tarpit.listen(0, '127.0.0.1', resolve));
+    tarpitUrl = `http://127.0.0.1:${(tarpit.address() as AddressInfo).port}/hook`;
+  });
+  afterAll(async () => {
+    for (const res of held) if (!res.writableEnded) res.writeHead(204).end();
+    tarpit.closeAllConnections();
+    tarpit.close();
+    await quiet?.close();
+    await stack?.stop();
+  });
+
+  test('makes no claims while it waits, and its waiting deliveries go out when its slot frees', async () => {
+    const noisyOwner = await stack.agent('noisy', 'Owner');
+    const quietOwner = await stack.agent('quiet', 'Owner');
+    const noisy = await stack.workspaceWith(noisyOwner);
+    const calm = await stack.workspaceWith(quietOwner);
+    for (let i = 0; i < 2; i++) await stack.events.createWebhook({ workspaceId: noisy, url: tarpitUrl, events: [], description: '' }, noisyOwner.as);
+    await stack.events.createWebhook({ workspaceId: calm, url: quiet.url, events: [], description: '' }, quietOwner.as);
+
+    await stack.publish(stack.event(noisy, 'workspace.memory.stored'));
+    for (let i = 0; i < 200 && held.length === 0; i++) await sleep(25);
+    expect(held.length).toBe(1);
+    // The second webhook's delivery is due, but its workspace holds its one slot.
+    await sleep(100);
+    const settled = claims;
+    await sleep(500);
+    expect(claims - settled).toBe(0);
+    for (let i = 0; i < 5; i++) await stack.publish(stack.event(noisy, 'workspace.memory.stored'));
+    await sleep(200);
+    expect(claims - settled).toBe(0);
+    expect(requests).toBe(1);
+
+    const event = stack.event(calm, 'workspace.memory.stored');
+    await stack.publish(event);
+    for (let i = 0; i < 400 && quiet.received.length === 0; i++) await sleep(25);
+    expect(quiet.received.map((r) => r.eventId)).toEqual([event.eventId]);
+
+    // The tarpit answers: both webhooks' six deliveries each go out, without waiting for the poll.
+    answering = true;
+    held[0]!.writeHead(204).end();
+    for (let i = 0; i < 400 && requests < 12; i++) await sleep(25);
+    expect(requests).toBe(12);
+  });
+});
