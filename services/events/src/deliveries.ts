@@ -228,6 +228,19 @@ export class DeliveryWorker {
    * the slots: the next of their slots to free wakes the loop.
    */
   private readonly waiting = new Set<string>();
+  /** Webhooks that had deliveries queued since the last claim: the next claim may look at these alone. */
+  private readonly queuedFor = new Set<string>();
+  /**
+   * Whether the next claim must look at every webhook's head: at start, after a sleep ran out, a
+   * replay, a slot that may have left work behind, a claim that filled the free slots, or a
+   * failed pass (and at least once a poll interval). Otherwise only webhooks had deliveries
+   * queued, and their heads are all it needs.
+   */
+  private claimAll = true;
+  /** When the earliest head the last full claim left unclaimed falls due. */
+  private nextDue: number | undefined;
+  /** performance.now() of the last full claim: wake-ups coming faster than the poll must not put it off for good. */
+  private lastClaimAll = 0;
   private readonly stopping = new AbortController();
 
   constructor(
@@ -254,7 +267,15 @@ export class DeliveryWorker {
       this.waiting.add(slotsOf);
       return;
     }
-    if (!webhookIds || webhookIds.some((id) => !this.inRun.has(id))) this.rouse();
+    if (!webhookIds) {
+      this.claimAll = true;
+      this.rouse();
+      return;
+    }
+    const outside = webhookIds.filter((id) => !this.inRun.has(id));
+    if (outside.length === 0) return;
+    for (const id of outside) this.queuedFor.add(id);
+    this.rouse();
   }
 
   /** Sends everything due now, pass after pass, waiting for each; resolves with the number of attempts made. */
@@ -324,7 +345,10 @@ export class DeliveryWorker {
         // A full loop waits for a slot, and a workspace that held its share for one of its own;
         // otherwise only a run that may have left work due needs it.
         const awaited = this.waiting.delete(head.workspaceId);
-        if (!drained || awaited || this.slots.size === this.options.concurrency - 1) this.rouse();
+        if (!drained || awaited || this.slots.size === this.options.concurrency - 1) {
+          this.claimAll = true;
+          this.rouse();
+        }
       },
     );
     this.slots.add(slot);
@@ -343,7 +367,17 @@ export class DeliveryWorker {
           const max = this.options.maxSlotsPerWorkspace;
           const busy = [...this.held].filter(([, count]) => count >= max).map(([workspaceId]) => workspaceId);
           for (const workspaceId of busy) this.waiting.add(workspaceId);
-          const { claimed, nextDue } = await this.env.deliveries.claimDue(this.stopping.signal, this.env.clock(), limit, this.options.leaseMs, busy);
+          const queuedFor = [...this.queuedFor];
+          this.queuedFor.clear();
+          let claimed: DueDelivery[];
+          if (this.claimAll || performance.now() - this.lastClaimAll >= this.options.pollMs) {
+            this.claimAll = false;
+            this.lastClaimAll = performance.now();
+            ({ claimed, nextDue: this.nextDue } = await this.env.deliveries.claimDue(this.stopping.signal, this.env.clock(), limit, this.options.leaseMs, busy));
+          } else if (queuedFor.length > 0) {
+            // Only new deliveries since the last full claim: their webhooks' heads, not everyone's.
+            claimed = await this.env.deliveries.claimHeads(this.stopping.signal, this.env.clock(), queuedFor, limit, this.options.leaseMs, busy);
+          } else claimed = [];
           for (const head of claimed) {
             // One claim may bring more heads of a workspace than its share: the rest go back.
             if ((this.held.get(head.workspaceId) ?? 0) >= max) {
@@ -352,19 +386,26 @@ export class DeliveryWorker {
             } else this.occupy(head);
           }
           // More may be due: claim again, or, with every slot taken, wait below for one to free.
-          if (claimed.length === limit) continue;
-          if (nextDue !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, nextDue - this.env.clock()));
+          if (claimed.length === limit) {
+            this.claimAll = true;
+            continue;
+          }
+          if (this.nextDue !== undefined) sleepMs = Math.min(sleepMs, Math.max(0, this.nextDue - this.env.clock()));
           if (performance.now() - lastSweep >= this.options.pollMs) {
             lastSweep = performance.now();
             await this.housekeeping();
           }
         }
       } catch (err) {
+        this.claimAll = true;
         if (this.running) this.env.log.error({ err }, 'webhook delivery pass failed');
       }
       if (!this.running || this.woken) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(sleepMs, 10));
+        const timer = setTimeout(() => {
+          this.claimAll = true;
+          resolve();
+        }, Math.max(sleepMs, 10));
         this.wakeUp = () => {
           clearTimeout(timer);
           resolve();

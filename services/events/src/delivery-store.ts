@@ -200,6 +200,34 @@ export class DeliveryStore {
     };
   }
 
+  /**
+   * Claims, as `claimDue` does, the due heads of `webhookIds` alone (those with deliveries just
+   * queued), skipping `busyWorkspaces`: one index probe per webhook instead of one per webhook
+   * with pending work, and no `nextDue`.
+   */
+  async claimHeads(signal: AbortSignal, now: number, webhookIds: readonly string[], limit: number, leaseMs: number, busyWorkspaces: readonly string[]): Promise<DueDelivery[]> {
+    const { rows } = await this.db.query<DueRow>(
+      `WITH heads AS (
+         SELECT h.webhook_id, h.seq FROM unnest($5::text[]) AS ids (id) CROSS JOIN LATERAL (
+           SELECT webhook_id, seq FROM deliveries WHERE status = 'pending' AND webhook_id = ids.id ORDER BY seq LIMIT 1) h
+       ), due AS (
+         SELECT c.seq FROM heads h JOIN deliveries c ON c.seq = h.seq JOIN webhooks cw ON cw.id = c.webhook_id
+          WHERE c.status = 'pending' AND c.next_attempt_at <= $1
+            AND (c.lease_until IS NULL OR c.lease_until <= $1) AND cw.enabled
+            AND NOT (cw.workspace_id = ANY($4::text[]))
+          ORDER BY c.next_attempt_at, c.seq LIMIT $2
+          FOR UPDATE OF c SKIP LOCKED
+       )
+       UPDATE deliveries d SET lease_until = $1::bigint + $3::bigint
+         FROM webhooks w
+        WHERE d.seq IN (SELECT seq FROM due) AND w.id = d.webhook_id
+        RETURNING ${DUE_COLUMNS}`,
+      [now, limit, leaseMs, [...busyWorkspaces], [...webhookIds]],
+      signal,
+    );
+    return rows.map((row) => toDue(row, now));
+  }
+
   /** Gives a claimed delivery back unattempted (shutdown), so another worker may send it at once. */
   async releaseLease(signal: AbortSignal, seq: number): Promise<void> {
     await this.db.query('UPDATE deliveries SET lease_until = NULL WHERE seq = $1', [seq], signal);

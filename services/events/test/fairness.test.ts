@@ -58,8 +58,9 @@ describe.each(backends().map((b) => [b.name, b] as const))('fair delivery slots 
 /**
  * A workspace holding its share of the slots costs the delivery loop nothing while it waits: its
  * due deliveries are not claimed over and over (the loop sleeps instead of polling them every
- * 10 ms), and its new events make no claim. When a slot of its own frees, what it left waiting
- * goes out at once, long before the loop's poll.
+ * 10 ms), and its new events make no claim. Another workspace's new delivery is claimed by its
+ * webhook alone, not by a look at every webhook's head. When a slot of its own frees, what it
+ * left waiting goes out at once, long before the loop's poll.
  */
 describe.each(backends().map((b) => [b.name, b] as const))('a workspace at its share of the slots (%s)', (_name, backend: Backend) => {
   let stack: Stack;
@@ -74,13 +75,14 @@ describe.each(backends().map((b) => [b.name, b] as const))('a workspace at its s
     else held.push(res);
   });
   let tarpitUrl = '';
-  /** Claim statements the delivery loop made, counted on the events service's database handle. */
+  /** Claims over every webhook's head the delivery loop made, counted on the events service's database handle. */
   let claims = 0;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   beforeAll(async () => {
-    // One slot per workspace, and a poll too slow to matter: only wake-ups move the loop.
-    stack = await startStack(backend, { timeoutMs: 20_000, worker: { concurrency: 2, maxSlotsPerWorkspace: 1, pollMs: 60_000 } });
+    // One slot per workspace (and one left free, so that a slot freeing never finds the loop
+    // full), and a poll too slow to matter: only wake-ups move the loop.
+    stack = await startStack(backend, { timeoutMs: 20_000, worker: { concurrency: 3, maxSlotsPerWorkspace: 1, pollMs: 60_000 } });
     const query = stack.db.query.bind(stack.db);
     stack.db.query = ((sql: string, ...rest: unknown[]) => {
       if (sql.includes('WITH RECURSIVE heads')) claims += 1;
@@ -119,15 +121,60 @@ describe.each(backends().map((b) => [b.name, b] as const))('a workspace at its s
     expect(claims - settled).toBe(0);
     expect(requests).toBe(1);
 
+    // Another workspace's event is delivered at once, its webhook's head claimed alone: still no
+    // claim over every webhook's head.
     const event = stack.event(calm, 'workspace.memory.stored');
     await stack.publish(event);
     for (let i = 0; i < 400 && quiet.received.length === 0; i++) await sleep(25);
     expect(quiet.received.map((r) => r.eventId)).toEqual([event.eventId]);
+    expect(claims - settled).toBe(0);
 
     // The tarpit answers: both webhooks' six deliveries each go out, without waiting for the poll.
     answering = true;
     held[0]!.writeHead(204).end();
     for (let i = 0; i < 400 && requests < 12; i++) await sleep(25);
     expect(requests).toBe(12);
+  });
+});
+
+/**
+ * Wake-ups claim only the webhooks they name, so a delivery nobody woke this worker for (queued
+ * by another replica) still goes out within a poll, however often wake-ups come.
+ */
+describe.each(backends().map((b) => [b.name, b] as const))('a delivery queued elsewhere (%s)', (_name, backend: Backend) => {
+  let stack: Stack;
+  let busy: Receiver;
+  let other: Receiver;
+
+  beforeAll(async () => {
+    stack = await startStack(backend, { worker: { concurrency: 8, maxSlotsPerWorkspace: 2, pollMs: 300 } });
+    busy = await startReceiver();
+    other = await startReceiver();
+  });
+  afterAll(async () => {
+    await busy?.close();
+    await other?.close();
+    await stack?.stop();
+  });
+
+  test('goes out within a poll while another webhook is woken every 50 ms', async () => {
+    const owner = await stack.agent('elsewhere', 'Owner');
+    const workspace = await stack.workspaceWith(owner);
+    const otherWorkspace = await stack.workspaceWith(owner);
+    await stack.events.createWebhook({ workspaceId: workspace, url: busy.url, events: [], description: '' }, owner.as);
+    const { webhook } = await stack.events.createWebhook({ workspaceId: otherWorkspace, url: other.url, events: [], description: '' }, owner.as);
+    // As another replica's intake would queue it: a row, and no wake-up of this worker.
+    await stack.db.query(
+      `INSERT INTO deliveries (webhook_id, event_id, event_type, payload, status, next_attempt_at, created_at)
+       VALUES ($1, 'evt_elsewhere', 'workspace.memory.stored', '{}', 'pending', $2, $2)`,
+      [webhook!.id, stack.clock.now],
+    );
+    const started = performance.now();
+    while (other.received.length === 0 && performance.now() - started < 5_000) {
+      await stack.publish(stack.event(workspace, 'workspace.memory.stored'));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(other.received.map((r) => r.eventId)).toEqual(['evt_elsewhere']);
+    expect(busy.received.length).toBeGreaterThan(0);
   });
 });
