@@ -53,6 +53,25 @@ export type Outcome =
 const DUE_COLUMNS =
   'd.seq, d.webhook_id, d.event_id, d.payload, d.failures, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.workspace_id, w.created_by, w.workspace_deleted_at, d.traceparent, w.push_token, w.push_auth_scheme, w.push_auth_credentials';
 
+/**
+ * The claim of a set of heads (a CTE `heads` of webhook_id, seq, written before it): those due at
+ * $1 and not leased, of enabled webhooks outside the busy workspaces ($4), oldest due first, at
+ * most $2, locked (a head another worker holds is skipped) and leased until $1 + $3.
+ */
+const CLAIM_HEADS = `due AS (
+         SELECT c.seq FROM heads h JOIN deliveries c ON c.seq = h.seq JOIN webhooks cw ON cw.id = c.webhook_id
+          WHERE c.status = 'pending' AND c.next_attempt_at <= $1
+            AND (c.lease_until IS NULL OR c.lease_until <= $1) AND cw.enabled
+            AND NOT (cw.workspace_id = ANY($4::text[]))
+          ORDER BY c.next_attempt_at, c.seq LIMIT $2
+          FOR UPDATE OF c SKIP LOCKED
+       ), claimed AS (
+         UPDATE deliveries d SET lease_until = $1::bigint + $3::bigint
+           FROM webhooks w
+          WHERE d.seq IN (SELECT seq FROM due) AND w.id = d.webhook_id
+          RETURNING ${DUE_COLUMNS}
+       )`;
+
 interface DueRow {
   seq: string | number;
   webhook_id: string;
@@ -171,19 +190,7 @@ export class DeliveryStore {
          SELECT n.webhook_id, n.seq FROM heads h CROSS JOIN LATERAL (
            SELECT webhook_id, seq FROM deliveries
             WHERE status = 'pending' AND webhook_id > h.webhook_id ORDER BY webhook_id, seq LIMIT 1) n
-       ), due AS (
-         SELECT c.seq FROM heads h JOIN deliveries c ON c.seq = h.seq JOIN webhooks cw ON cw.id = c.webhook_id
-          WHERE c.status = 'pending' AND c.next_attempt_at <= $1
-            AND (c.lease_until IS NULL OR c.lease_until <= $1) AND cw.enabled
-            AND NOT (cw.workspace_id = ANY($4::text[]))
-          ORDER BY c.next_attempt_at, c.seq LIMIT $2
-          FOR UPDATE OF c SKIP LOCKED
-       ), claimed AS (
-         UPDATE deliveries d SET lease_until = $1::bigint + $3::bigint
-           FROM webhooks w
-          WHERE d.seq IN (SELECT seq FROM due) AND w.id = d.webhook_id
-          RETURNING ${DUE_COLUMNS}
-       )
+       ), ${CLAIM_HEADS}
        SELECT claimed.*, (
          SELECT min(greatest(n.next_attempt_at, coalesce(n.lease_until, 0)))
            FROM heads h JOIN deliveries n ON n.seq = h.seq JOIN webhooks nw ON nw.id = n.webhook_id
@@ -210,18 +217,8 @@ export class DeliveryStore {
       `WITH heads AS (
          SELECT h.webhook_id, h.seq FROM unnest($5::text[]) AS ids (id) CROSS JOIN LATERAL (
            SELECT webhook_id, seq FROM deliveries WHERE status = 'pending' AND webhook_id = ids.id ORDER BY seq LIMIT 1) h
-       ), due AS (
-         SELECT c.seq FROM heads h JOIN deliveries c ON c.seq = h.seq JOIN webhooks cw ON cw.id = c.webhook_id
-          WHERE c.status = 'pending' AND c.next_attempt_at <= $1
-            AND (c.lease_until IS NULL OR c.lease_until <= $1) AND cw.enabled
-            AND NOT (cw.workspace_id = ANY($4::text[]))
-          ORDER BY c.next_attempt_at, c.seq LIMIT $2
-          FOR UPDATE OF c SKIP LOCKED
-       )
-       UPDATE deliveries d SET lease_until = $1::bigint + $3::bigint
-         FROM webhooks w
-        WHERE d.seq IN (SELECT seq FROM due) AND w.id = d.webhook_id
-        RETURNING ${DUE_COLUMNS}`,
+       ), ${CLAIM_HEADS}
+       SELECT * FROM claimed`,
       [now, limit, leaseMs, [...busyWorkspaces], [...webhookIds]],
       signal,
     );
