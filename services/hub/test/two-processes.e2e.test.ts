@@ -136,7 +136,7 @@ describeReal('agenthub serve all in two processes (PostgreSQL and Redis)', () =>
   /** The hub's settings on this suite's database and Redis, on a free port unless `extra` names one. */
   async function settings(extra: Record<string, string> = {}): Promise<Record<string, string>> {
     return {
-      HUB_PORT: String(await freePort()),
+      HUB_PORT: extra.HUB_PORT ?? String(await freePort()),
       HUB_DATA_DIR: dataDir,
       HUB_ADMIN_TOKEN: adminToken,
       HUB_KEKS: `v1:${randomBytes(32).toString('base64')}`,
