@@ -103,6 +103,22 @@ describe('internal calls: signed principals', () => {
     expect(running.seen).toEqual([{ kind: 'agent', agentId: 'alice', tenantId: 'acme' }]);
   });
 
+  it('checks a signature it accepted before like any other: another one for the same call, or a later second, is refused', async () => {
+    // Whole seconds, so that the second of expiry moves by a second exactly.
+    const expires = Math.ceil(soon() / 1000) * 1000;
+    const signed = forgeSignature(KEY, GET_AGENT, alice, expires);
+    expect(await unary({ principal: alice, expires, signature: signed })).toBe(OK);
+    const bytes = Buffer.from(signed.slice(3), 'base64url');
+    bytes[0]! ^= 1;
+    const tampered = `v1.${bytes.toString('base64url')}`;
+    expect(await unary({ principal: alice, expires, signature: tampered })).toBe(UNAUTHENTICATED);
+    // x-hub-expires may name any millisecond of the signed second, and no later one.
+    expect(await unary({ principal: alice, expires: expires - 999, signature: signed })).toBe(OK);
+    expect(await unary({ principal: alice, expires: expires + 1, signature: signed })).toBe(UNAUTHENTICATED);
+    expect(await unary({ principal: alice, expires: expires - 1000, signature: signed })).toBe(UNAUTHENTICATED);
+    expect(running.seen).toHaveLength(2);
+  });
+
   it('refuses an expired signature', async () => {
     const expired = Date.now() - 10_000;
     expect(await unary({ principal: operator, expires: expired, signature: forgeSignature(KEY, GET_AGENT, operator, expired) })).toBe(UNAUTHENTICATED);

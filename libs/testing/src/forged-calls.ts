@@ -20,10 +20,10 @@ export interface ForgedCall {
   extra?: Record<string, string>;
 }
 
-/** `v1.<base64url HMAC-SHA256>` over the method's path, the principal and the expiry, as a service expects it. */
+/** `v1.<base64url HMAC-SHA256>` over the method's path, the principal and the expiry rounded up to a whole second, as a service expects it. */
 export function forgeSignature(keyBase64: string, path: string, principal: ForgedPrincipal, expires: number): string {
   const fields = principal.kind === 'agent' ? ['agent', principal.agentId, principal.tenantId] : [principal.kind, '', ''];
-  const mac = createHmac('sha256', Buffer.from(keyBase64, 'base64')).update(JSON.stringify(['v1', path, ...fields, expires])).digest('base64url');
+  const mac = createHmac('sha256', Buffer.from(keyBase64, 'base64')).update(JSON.stringify(['v1', path, ...fields, Math.ceil(expires / 1000) * 1000])).digest('base64url');
   return `v1.${mac}`;
 }
 
