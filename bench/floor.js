@@ -13,7 +13,13 @@
 //
 //   node bench/floor.js   with FLOOR_SHAPE=read|send, FLOOR_PG_URL, FLOOR_KEYS (JSON
 //                         {"<bearer key>": "<agent id>"}), FLOOR_SEED (JSON {workspaceId, agentId}
-//                         for read); prints "FLOOR listening on <url>" once ready.
+//                         for read), FLOOR_RPC (below); prints "FLOOR listening on <url>" once ready.
+//
+// FLOOR_RPC=hub (read shape only) makes the one call through the hub's own RPC layer instead of
+// bare grpc-js with JSON: `createClient` and `GrpcServer` from libs/runtime on the workspace
+// service's `GetWorkspace` (protobuf, the principal and expiry signed with the internal key, a
+// deadline, the retry service config, gRPC metrics). Everything else stays the floor's, so its
+// ratio to the floor is what the hub's internal calls cost on their own.
 
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -27,7 +33,9 @@ const hashKey = (key) => createHash('sha256').update(key).digest('hex');
  * Starts a floor in this process. `keys` maps bearer keys to agent ids; `seed` names the workspace
  * and member the read shape answers for. Resolves to `{ url, stop }`.
  */
-export async function startFloor({ shape, pgUrl, keys, seed }) {
+export async function startFloor({ shape, pgUrl, keys, seed, rpc = 'grpc-js' }) {
+  if (rpc !== 'grpc-js' && rpc !== 'hub') throw new Error(`FLOOR_RPC must be grpc-js or hub (got "${rpc}")`);
+  if (rpc === 'hub' && shape !== 'read') throw new Error('FLOOR_RPC=hub has the read shape only');
   const Koa = require('koa');
   const grpc = require('@grpc/grpc-js');
   const pg = require('pg');
@@ -76,6 +84,10 @@ export async function startFloor({ shape, pgUrl, keys, seed }) {
   const grpcPort = await new Promise((ok, fail) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => (err ? fail(err) : ok(port))));
   const Client = grpc.makeGenericClientConstructor(service, 'Floor');
   const client = new Client(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
+  const hubRpc = rpc === 'hub' ? await startHubRpc(pool, statement) : undefined;
+  const call = hubRpc
+    ? hubRpc.call
+    : (agent, params) => new Promise((ok, fail) => client.call({ agent, params }, { deadline: Date.now() + 10_000 }, (err, r) => (err ? fail(err) : ok(r))));
 
   const agents = new Map(Object.entries(keys).map(([key, agent]) => [hashKey(key), agent]));
   const app = new Koa();
@@ -90,9 +102,7 @@ export async function startFloor({ shape, pgUrl, keys, seed }) {
       ctx.body = { jsonrpc: '2.0', id: req.id, error: { code: -32001, message: 'Unauthorized' } };
       return;
     }
-    const row = await new Promise((ok, fail) =>
-      client.call({ agent, params: req.params }, { deadline: Date.now() + 10_000 }, (err, r) => (err ? fail(err) : ok(r))),
-    );
+    const row = await call(agent, req.params);
     ctx.body = { jsonrpc: '2.0', id: req.id, result: shape === 'read' ? { workspace: row } : { task: row } };
   });
   const http = createServer(app.callback());
@@ -109,8 +119,50 @@ export async function startFloor({ shape, pgUrl, keys, seed }) {
       await new Promise((ok) => http.close(() => ok()));
       client.close();
       server.forceShutdown();
+      await hubRpc?.stop();
       await pool.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined);
       await pool.end();
+    },
+  };
+}
+
+/**
+ * The read shape's call through the hub's RPC layer (see FLOOR_RPC above): the same statement,
+ * answered as the workspace service's GetWorkspace and turned back into the floor's row.
+ */
+async function startHubRpc(pool, statement) {
+  const { createClient, createLogger, GrpcServer, InternalKey, Metrics } = await import('@agenthub/runtime');
+  const { workspacev1 } = await import('@agenthub/proto');
+  const { WorkspaceService } = workspacev1;
+  // Only the one method, so the server has no other handlers to stub.
+  const service = { typeName: WorkspaceService.typeName, methods: [WorkspaceService.method.getWorkspace] };
+  const internalKey = InternalKey.generate();
+  const metrics = new Metrics();
+  const server = new GrpcServer({ log: createLogger({ level: 'warn' }), metrics, internalKey });
+  server.add(service, {
+    getWorkspace: async (request, ctx) => {
+      const { rows } = await pool.query(statement({ agent: ctx.principal.agentId, params: { workspace_id: request.workspaceId } }));
+      const row = rows[0];
+      if (!row) return {};
+      return {
+        workspace: { id: row.id, name: row.name, description: row.description, ownerAgentId: row.owner, createdAt: BigInt(row.created_at) },
+        role: row.role === 'admin' ? workspacev1.Role.ADMIN : workspacev1.Role.READ,
+        memberCount: Number(row.member_count),
+      };
+    },
+  });
+  const port = await server.listen('127.0.0.1:0');
+  const client = createClient(service, `127.0.0.1:${port}`, { metrics, defaultTimeoutMs: 10_000, internalKey });
+  return {
+    async call(agent, params) {
+      const answer = await client.getWorkspace({ workspaceId: params?.workspace_id ?? '' }, { principal: { kind: 'agent', agentId: agent, tenantId: 'floor' } });
+      const { workspace } = answer;
+      if (!workspace) return null;
+      return { id: workspace.id, name: workspace.name, description: workspace.description, owner: workspace.ownerAgentId, created_at: String(workspace.createdAt), role: answer.role === workspacev1.Role.ADMIN ? 'admin' : 'read', member_count: String(answer.memberCount) };
+    },
+    async stop() {
+      client.close();
+      await server.shutdown(0);
     },
   };
 }
@@ -121,6 +173,7 @@ if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\//,
     pgUrl: process.env.FLOOR_PG_URL,
     keys: JSON.parse(process.env.FLOOR_KEYS || '{}'),
     seed: process.env.FLOOR_SEED ? JSON.parse(process.env.FLOOR_SEED) : undefined,
+    rpc: process.env.FLOOR_RPC || undefined,
   });
   process.stdout.write(`FLOOR listening on ${floor.url}\n`);
   const stop = () => floor.stop().then(() => process.exit(0));

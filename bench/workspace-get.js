@@ -21,6 +21,9 @@
 //   BENCH_PROFILE      1: run the children with --cpu-prof into bench/results/profiles/
 //                      (child mode only); summarise with `node bench/profile-summary.js <file>`
 //   BENCH_ONLY         hub | floor: measure one side only (no ratio; for profiling)
+//   BENCH_RPC_FLOOR    1: also measure the floor with the hub's RPC layer in place of bare grpc-js
+//                      (bench/floor.js, FLOOR_RPC=hub) in the same rounds, and print how much of
+//                      the hub's gap to the floor its internal calls account for
 //   BENCH_HUB_DIR      the hub package to run (default services/hub): point it at another build,
 //                      e.g. a patched copy, to A/B an optimisation against the same load
 //
@@ -66,6 +69,7 @@ function settings() {
     mode,
     only,
     profile,
+    rpcFloor: process.env.BENCH_RPC_FLOOR === '1',
     hubEnv,
     hubDir: resolve(ROOT, process.env.BENCH_HUB_DIR || 'services/hub'),
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -157,17 +161,29 @@ async function run(cleanups) {
     if (answered.error || answered.result?.workspace?.id !== workspaceId) throw new Error(`the floor answered ${JSON.stringify(answered)}`);
   }
 
+  let rpcFloor;
+  if (opts.rpcFloor && opts.only !== 'hub') {
+    const rpcSettings = { shape: 'read', pgUrl: databaseUrl, keys: { [apiKey]: admin.result.agent.id }, seed: { workspaceId, agentId: admin.result.agent.id }, rpc: 'hub' };
+    rpcFloor = opts.mode === 'child'
+      ? await startChild('floor-rpc', [...nodeArgs('floor-rpc'), join(HERE, 'floor.js')], { FLOOR_SHAPE: 'read', FLOOR_RPC: 'hub', FLOOR_PG_URL: databaseUrl, FLOOR_KEYS: JSON.stringify(rpcSettings.keys), FLOOR_SEED: JSON.stringify(rpcSettings.seed) }, /FLOOR listening on (\S+)/)
+      : { ...(await startFloor(rpcSettings)), pid: process.pid };
+    cleanups.push(() => rpcFloor.stop());
+    const answered = await rpc(rpcFloor.url, '/a2a', apiKey, null, null, body);
+    if (answered.error || answered.result?.workspace?.id !== workspaceId) throw new Error(`the floor with the hub's RPC layer answered ${JSON.stringify(answered)}`);
+  }
+
   // 5. Load: warm-up, then the measured run, one server at a time.
   const load = { body, apiKey, connections: opts.connections, dbName };
   const results = {};
   // Interleaved in BENCH_ROUNDS slices (hub, floor, hub, …) so that a change in the machine's load
   // during the run hits both alike; each side's figure combines its slices.
-  const slices = { hub: [], floor: [] };
+  const slices = { hub: [], floor: [], rpcFloor: [] };
   const warningsBefore = hub.warnings(); // start-up warnings (e.g. about configuration) do not count
   for (let r = 0; r < opts.rounds; r += 1) {
     const slice = { ...opts, warmup: r === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds };
     if (opts.only !== 'floor') slices.hub.push(await measure('hub', hub, load, slice));
     if (floor) slices.floor.push(await measure('floor', floor, load, slice));
+    if (rpcFloor) slices.rpcFloor.push(await measure('floor-rpc', rpcFloor, load, slice));
   }
   if (slices.hub.length) {
     results.hub = combine(slices.hub);
@@ -175,6 +191,7 @@ async function run(cleanups) {
     if (results.hub.hubLogWarnings) log(`[hub] the hub logged ${results.hub.hubLogWarnings} warning/error lines during the runs`);
   }
   if (slices.floor.length) results.floor = combine(slices.floor);
+  if (slices.rpcFloor.length) results.rpcFloor = combine(slices.rpcFloor);
 
   // 6. Report.
   const ratio = results.hub?.valid && results.floor?.valid ? results.hub.requestsPerSec / results.floor.requestsPerSec : null;
@@ -193,6 +210,7 @@ async function run(cleanups) {
     hubEnv: opts.hubEnv,
     hub: results.hub ?? null,
     floor: results.floor ?? null,
+    ...(results.rpcFloor ? { rpcFloor: results.rpcFloor, rpcFloorRatio: round(rpcFloorRatio(results), 3) } : {}),
     ratio: round(ratio, 3),
     target: TARGET_RATIO,
     verdict: !(results.hub && results.floor) ? 'N/A' : ratio === null ? 'INVALID' : ratio >= TARGET_RATIO ? 'PASS' : 'BELOW TARGET',
@@ -205,7 +223,7 @@ async function run(cleanups) {
   log(`\nResults written to ${join('bench', 'results', resultsFile)}`);
   if (opts.profile) {
     log(`CPU profiles (written when the children exit) in ${join('bench', 'results', 'profiles')}; to read the measured window:`);
-    for (const [name, server] of [['hub', hub], ['floor', floor]]) {
+    for (const [name, server] of [['hub', hub], ['floor', floor], ['floor-rpc', rpcFloor]]) {
       if (server?.profileHint) log(`  node bench/profile-summary.js bench/results/profiles/${name}-${id}.cpuprofile ${server.profileHint}`);
     }
   }
@@ -339,6 +357,7 @@ function printTable(results, ratio) {
     ...[
       ['hub  (x-hub/workspace.get)', results.hub],
       ['floor (bench/floor.js)', results.floor],
+      ['floor, hub RPC (FLOOR_RPC=hub)', results.rpcFloor],
     ]
       .filter(([, r]) => r)
       .map(([label, r]) => [
@@ -370,6 +389,16 @@ function printTable(results, ratio) {
   } else if (results.hub && results.floor) {
     log('ratio hub/floor: not computed (a run was invalid)');
   }
+  const rpcRatio = rpcFloorRatio(results);
+  if (rpcRatio !== null) {
+    log(`ratio floor with the hub's RPC layer/floor = ${rpcRatio.toFixed(3)}: its internal calls alone, without the gateway's and the service's own work`);
+    if (ratio !== null) log(`ratio hub/(floor with the hub's RPC layer) = ${(ratio / rpcRatio).toFixed(3)}: the rest of the hub`);
+  }
+}
+
+/** The floor with the hub's RPC layer against the plain floor, when both ran cleanly. */
+function rpcFloorRatio(results) {
+  return results.rpcFloor?.valid && results.floor?.valid ? results.rpcFloor.requestsPerSec / results.floor.requestsPerSec : null;
 }
 
 // ---------------------------------------------------------------------------------------------
