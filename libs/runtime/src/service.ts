@@ -111,6 +111,7 @@ export async function openBackends(config: HubConfig, service: string, options: 
     dataDir: embeddedDataDir(config, service),
     schema: service,
     maxConnections: config.DATABASE_POOL_SIZE,
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
     cluster: options.cluster,
   });
   const kv = options.kv ?? (await openKv({ url: config.REDIS_URL, prefix: config.REDIS_PREFIX }));

@@ -25,6 +25,7 @@ export async function openBus(config: HubConfig, log: Logger, options: { kv?: Kv
     schema: 'bus',
     // Publishes, one consumer loop per subscription and heartbeats: a few connections suffice.
     maxConnections: Math.min(config.DATABASE_POOL_SIZE, 4),
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
   });
   try {
     return await DbBus.open({ db, log: busLog, ownsDb: true, kv: options.kv });

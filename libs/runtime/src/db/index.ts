@@ -13,8 +13,8 @@ export { migrate } from './migrate.js';
  * PostgreSQL when a URL is configured, else embedded PGlite: in `dataDir`, or in memory when it is
  * absent, on `cluster` when one is given (shared with other schemas of this process).
  */
-export async function openDb(options: { url?: string; dataDir?: string; schema: string; maxConnections?: number; cluster?: EmbeddedCluster }): Promise<Db> {
-  if (options.url) return new PostgresDb({ url: options.url, schema: options.schema, maxConnections: options.maxConnections });
+export async function openDb(options: { url?: string; dataDir?: string; schema: string; maxConnections?: number; preparedStatements?: boolean; cluster?: EmbeddedCluster }): Promise<Db> {
+  if (options.url) return new PostgresDb({ url: options.url, schema: options.schema, maxConnections: options.maxConnections, preparedStatements: options.preparedStatements });
   if (options.cluster && !options.dataDir) return options.cluster.open(options.schema);
   return PgliteDb.open({ dataDir: options.dataDir, schema: options.schema });
 }

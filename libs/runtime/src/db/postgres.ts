@@ -17,6 +17,8 @@ export interface PostgresDbOptions {
   statementTimeoutMs?: number;
   /** Bound on waiting for a connection from the pool, signal or not. */
   connectTimeoutMs?: number;
+  /** Run statements with parameters as named prepared statements (see PreparedStatements); default true. */
+  preparedStatements?: boolean;
 }
 
 /**
@@ -35,11 +37,13 @@ export class PostgresDb implements Db {
   private canceller: Promise<pg.Client> | undefined;
   /** The cancels sent so far, each after the one before. */
   private cancels: Promise<unknown> = Promise.resolve();
+  readonly prepared: PreparedStatements | undefined;
 
   constructor(options: PostgresDbOptions) {
     const schema = assertIdentifier(options.schema);
     this.url = options.url;
     this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.prepared = options.preparedStatements === false ? undefined : new PreparedStatements();
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.maxConnections ?? 10,
@@ -69,7 +73,7 @@ export class PostgresDb implements Db {
 
   async query<R>(sql: string, params: readonly unknown[] = [], signal?: AbortSignal): Promise<QueryResult<R>> {
     if (!signal) {
-      const result = await traceQuery(sql, () => this.pool.query(sql, params as unknown[]));
+      const result = await traceQuery(sql, () => run(this.pool, this.prepared, sql, params));
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
     }
     throwIfAborted(signal);
@@ -192,7 +196,7 @@ class Session implements Queryable {
 
   async query<R>(sql: string, params: readonly unknown[] = [], signal = this.signal): Promise<QueryResult<R>> {
     if (!signal) {
-      const result = await traceQuery(sql, () => this.client.query(sql, params as unknown[]));
+      const result = await traceQuery(sql, () => run(this.client, this.db.prepared, sql, params));
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
     }
     throwIfAborted(signal);
@@ -202,7 +206,7 @@ class Session implements Queryable {
     };
     signal.addEventListener('abort', cancel, { once: true });
     try {
-      const result = await traceQuery(sql, () => this.client.query(sql, params as unknown[]));
+      const result = await traceQuery(sql, () => run(this.client, this.db.prepared, sql, params));
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
     } catch (err) {
       if (signal.aborted) throw abortError(signal);
@@ -218,5 +222,49 @@ class Session implements Queryable {
 
   release(): void {
     this.client.release(this.cancelled || undefined);
+  }
+}
+
+/**
+ * Names for the statements a pool runs with parameters, so each is parsed and planned once per
+ * connection rather than on every call (the floor's unnamed statements pay that in PostgreSQL's
+ * CPU every time). A statement whose text selects or returns `*` stays unnamed: a column added by
+ * a newer replica's migration would change its result type, which a prepared statement cannot
+ * follow. A named statement that fails that way anyway (a column's type changed, SQLSTATE 0A000)
+ * loses its name, so the next call plans it afresh. At most MAX_PREPARED texts get names, so
+ * statements built with a varying number of parameters cannot fill the server's memory.
+ */
+class PreparedStatements {
+  readonly #names = new Map<string, string | null>();
+  #next = 0;
+
+  nameOf(sql: string): string | undefined {
+    let name = this.#names.get(sql);
+    if (name === undefined) {
+      if (this.#names.size >= MAX_PREPARED) return undefined;
+      name = WHOLE_ROW.test(sql) ? null : `agenthub_${(this.#next += 1)}`;
+      this.#names.set(sql, name);
+    }
+    return name ?? undefined;
+  }
+
+  forget(sql: string): void {
+    this.#names.set(sql, null);
+  }
+}
+
+const MAX_PREPARED = 1000;
+/** `*` after a space, a comma or a table name's dot: a column list that follows the table's columns. */
+const WHOLE_ROW = /[\s,.]\*/;
+const FEATURE_NOT_SUPPORTED = '0A000';
+
+async function run(target: pg.Pool | pg.PoolClient, prepared: PreparedStatements | undefined, sql: string, params: readonly unknown[]): Promise<pg.QueryResult> {
+  const name = params.length > 0 ? prepared?.nameOf(sql) : undefined;
+  if (!name) return target.query(sql, params as unknown[]);
+  try {
+    return await target.query({ name, text: sql, values: params as unknown[] });
+  } catch (err) {
+    if ((err as { code?: string }).code === FEATURE_NOT_SUPPORTED) prepared!.forget(sql);
+    throw err;
   }
 }
