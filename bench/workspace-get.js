@@ -149,28 +149,20 @@ async function run(cleanups) {
   }
   log(`  agent ${admin.result.agent.id}, workspace ${workspaceId}: workspace.get answers role=${check.result.role}, member_count=${check.result.member_count}`);
 
-  // 4. The floor, run the same way as the hub, on the same database, key and workspace.
-  let floor;
-  if (opts.only !== 'hub') {
-    const floorSettings = { shape: 'read', pgUrl: databaseUrl, keys: { [apiKey]: admin.result.agent.id }, seed: { workspaceId, agentId: admin.result.agent.id } };
-    floor = opts.mode === 'child'
-      ? await startChild('floor', [...nodeArgs('floor'), join(HERE, 'floor.js')], { FLOOR_SHAPE: 'read', FLOOR_PG_URL: databaseUrl, FLOOR_KEYS: JSON.stringify(floorSettings.keys), FLOOR_SEED: JSON.stringify(floorSettings.seed) }, /FLOOR listening on (\S+)/)
-      : { ...(await startFloor(floorSettings)), pid: process.pid };
-    cleanups.push(() => floor.stop());
-    const answered = await rpc(floor.url, '/a2a', apiKey, null, null, body);
-    if (answered.error || answered.result?.workspace?.id !== workspaceId) throw new Error(`the floor answered ${JSON.stringify(answered)}`);
-  }
-
-  let rpcFloor;
-  if (opts.rpcFloor && opts.only !== 'hub') {
-    const rpcSettings = { shape: 'read', pgUrl: databaseUrl, keys: { [apiKey]: admin.result.agent.id }, seed: { workspaceId, agentId: admin.result.agent.id }, rpc: 'hub' };
-    rpcFloor = opts.mode === 'child'
-      ? await startChild('floor-rpc', [...nodeArgs('floor-rpc'), join(HERE, 'floor.js')], { FLOOR_SHAPE: 'read', FLOOR_RPC: 'hub', FLOOR_PG_URL: databaseUrl, FLOOR_KEYS: JSON.stringify(rpcSettings.keys), FLOOR_SEED: JSON.stringify(rpcSettings.seed) }, /FLOOR listening on (\S+)/)
-      : { ...(await startFloor(rpcSettings)), pid: process.pid };
-    cleanups.push(() => rpcFloor.stop());
-    const answered = await rpc(rpcFloor.url, '/a2a', apiKey, null, null, body);
-    if (answered.error || answered.result?.workspace?.id !== workspaceId) throw new Error(`the floor with the hub's RPC layer answered ${JSON.stringify(answered)}`);
-  }
+  // 4. The floor, run the same way as the hub, on the same database, key and workspace; with
+  // BENCH_RPC_FLOOR=1 also the floor whose call goes through the hub's RPC layer.
+  const startFloorServer = async (name, rpcLayer) => {
+    const settings = { shape: 'read', pgUrl: databaseUrl, keys: { [apiKey]: admin.result.agent.id }, seed: { workspaceId, agentId: admin.result.agent.id }, rpc: rpcLayer };
+    const server = opts.mode === 'child'
+      ? await startChild(name, [...nodeArgs(name), join(HERE, 'floor.js')], { FLOOR_SHAPE: 'read', FLOOR_RPC: rpcLayer, FLOOR_PG_URL: databaseUrl, FLOOR_KEYS: JSON.stringify(settings.keys), FLOOR_SEED: JSON.stringify(settings.seed) }, /FLOOR listening on (\S+)/)
+      : { ...(await startFloor(settings)), pid: process.pid };
+    cleanups.push(() => server.stop());
+    const answered = await rpc(server.url, '/a2a', apiKey, null, null, body);
+    if (answered.error || answered.result?.workspace?.id !== workspaceId) throw new Error(`${name} answered ${JSON.stringify(answered)}`);
+    return server;
+  };
+  const floor = opts.only !== 'hub' ? await startFloorServer('floor', 'grpc-js') : undefined;
+  const rpcFloor = opts.rpcFloor && opts.only !== 'hub' ? await startFloorServer('floor-rpc', 'hub') : undefined;
 
   // 5. Load: warm-up, then the measured run, one server at a time.
   const load = { body, apiKey, connections: opts.connections, dbName };
