@@ -235,14 +235,14 @@ class Session implements Queryable {
  * statements built with a varying number of parameters cannot fill the server's memory.
  */
 class PreparedStatements {
+  /** Each text ever seen; never deleted, so its size numbers new names uniquely. */
   readonly #names = new Map<string, string | null>();
-  #next = 0;
 
   nameOf(sql: string): string | undefined {
     let name = this.#names.get(sql);
     if (name === undefined) {
       if (this.#names.size >= MAX_PREPARED) return undefined;
-      name = WHOLE_ROW.test(sql) ? null : `agenthub_${(this.#next += 1)}`;
+      name = WHOLE_ROW.test(sql) ? null : `agenthub_${this.#names.size + 1}`;
       this.#names.set(sql, name);
     }
     return name ?? undefined;
