@@ -170,7 +170,21 @@ describe('gRPC bridge', () => {
     expect(calls.createAgent).toBe(1);
     const exhausted = await failure(client.listAgents({}));
     expect({ reason: exhausted.reason, message: exhausted.message }).toEqual({ reason: Reason.UNAVAILABLE, message: 'still down' });
-    expect(calls.listAgents).toBe(4);
+    expect(calls.listAgents).toBe(5);
+  });
+
+  it('tries a read again for as long as a replica takes to drain, not only for a moment', async () => {
+    // A replica refusing reads for 300 ms: a restart's drain, or turnovers met by one try after
+    // another on a busy machine. Tries spread over under 150 ms would all be refused.
+    let firstCall: number | undefined;
+    const { client } = await setup({
+      getAgent: async (req) => {
+        firstCall ??= Date.now();
+        if (Date.now() - firstCall < 300) throw new HubError(Reason.UNAVAILABLE, 'draining');
+        return { agent: { id: req.agentId, name: 'n', createdAt: 1n } };
+      },
+    });
+    expect((await client.getAgent({ agentId: 'a1' })).agent?.id).toBe('a1');
   });
 
   it('loses no read while both replicas age out their connections', async () => {

@@ -143,26 +143,29 @@ export function createClient<S extends GenServiceMethods>(
 }
 
 /**
- * The grpc-js target for an `*_ADDR` value: one `host:port` as is (resolved by DNS), or several
- * separated by commas as an `ipv4:`/`ipv6:` address list, balanced round-robin. A list takes IP
- * addresses only (`localhost` counts as 127.0.0.1); for names, use one name with several records.
- */
-/**
  * Calls the proto declares free of side effects are tried again on UNAVAILABLE, within their
- * deadline. A server ageing out its connection (GRPC_MAX_CONNECTION_AGE_MS) can refuse a stream
- * the client sent before the GOAWAY reached it; grpc-js retries such a stream once on its own, and
- * a second refusal, or a replica that is going away, would otherwise reach the caller as
- * "unavailable". Calls with effects are never repeated: the caller decides.
+ * deadline. A grpc-js server ageing out a connection (GRPC_MAX_CONNECTION_AGE_MS) closes it right
+ * after its GOAWAY, so it refuses a stream the client sent before the GOAWAY reached it; grpc-js
+ * sends a refused stream once more on its own. Connections made to every replica at once also
+ * age out together, so that second try often meets the next refusal. The later tries are spread
+ * over about a second (25, 100, 400, 500 ms apart, ±20 %) so that they outlast a turnover, a
+ * replica's drain, and a machine too busy to read the GOAWAY at once. Calls with effects are
+ * never repeated: the caller decides.
  */
 function retryConfig(service: GenService<GenServiceMethods>) {
   const reads = service.methods.filter((method) => method.methodKind === 'unary' && method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS);
   if (!reads.length) return [];
   return [{
     name: reads.map((method) => ({ service: service.typeName, method: method.name })),
-    retryPolicy: { maxAttempts: 4, initialBackoff: '0.01s', maxBackoff: '0.2s', backoffMultiplier: 3, retryableStatusCodes: ['UNAVAILABLE'] },
+    retryPolicy: { maxAttempts: 5, initialBackoff: '0.025s', maxBackoff: '0.5s', backoffMultiplier: 4, retryableStatusCodes: ['UNAVAILABLE'] },
   }];
 }
 
+/**
+ * The grpc-js target for an `*_ADDR` value: one `host:port` as is (resolved by DNS), or several
+ * separated by commas as an `ipv4:`/`ipv6:` address list, balanced round-robin. A list takes IP
+ * addresses only (`localhost` counts as 127.0.0.1); for names, use one name with several records.
+ */
 export function channelTarget(address: string): string {
   const parts = address.split(',').map((part) => part.trim()).filter(Boolean);
   if (parts.length <= 1) return parts[0] ?? address;
