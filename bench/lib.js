@@ -376,10 +376,10 @@ export function postgresBackendPids(dbName) {
  * loaded machine, per-operation CPU holds steadier than wall-clock latency.
  */
 export async function cpuDuring(hubPid, dbName, work) {
-  const backends = postgresBackendPids(dbName);
-  const before = { hub: processTicks(hubPid), pg: backends.map(processTicks) };
+  const before = { hub: processTicks(hubPid), pg: new Map(postgresBackendPids(dbName).map((pid) => [pid, processTicks(pid)])) };
   const result = await work();
-  const pg = backends.reduce((sum, pid, i) => sum + Math.max(0, processTicks(pid) - before.pg[i]), 0);
+  // A backend a pool opened meanwhile spent all of its time in `work`.
+  const pg = postgresBackendPids(dbName).reduce((sum, pid) => sum + Math.max(0, processTicks(pid) - (before.pg.get(pid) ?? 0)), 0);
   return { result, hubMs: ((processTicks(hubPid) - before.hub) * 1000) / TICKS_PER_SECOND, pgMs: (pg * 1000) / TICKS_PER_SECOND };
 }
 

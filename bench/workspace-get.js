@@ -311,7 +311,7 @@ async function measure(name, server, load, opts) {
     autocannon: { requestsPerSecAverage: result.requests.average, latencyP50: result.latency.p50, latencyP99: result.latency.p99 },
   };
   if (cpu) {
-    log(`[${name}] CPU (% of one core): server ${cpu.serverPercent === null ? '(exited)' : `${cpu.serverPercent}%`}${opts.mode === 'child' ? `, load generator ${cpu.loadGeneratorPercent}%` : ' (with the load generator)'}, PostgreSQL+Redis ${cpu.backendsPercent}%, other processes ${cpu.backgroundPercent}%, machine idle ${cpu.idlePercent}%`);
+    log(`[${name}] CPU (% of one core): server ${cpu.serverPercent === null ? '(exited)' : `${cpu.serverPercent}%`}${cpu.startedProcessesPercent ? ` (the processes it started: ${cpu.startedProcessesPercent}%)` : ''}${opts.mode === 'child' ? `, load generator ${cpu.loadGeneratorPercent}%` : ' (with the load generator)'}, PostgreSQL+Redis ${cpu.backendsPercent}%, other processes ${cpu.backgroundPercent}%, machine idle ${cpu.idlePercent}%`);
     if (cpu.backgroundPercent > BACKGROUND_WARN_PERCENT) {
       log(`[${name}] WARNING: other processes used ${cpu.backgroundPercent}% of a core during this run; the figures are skewed by a busy machine`);
     }
@@ -512,6 +512,7 @@ function cpuSnapshot(serverPid, dbName) {
     idle: idle + iowait,
     steal,
     server: serverTicks(serverPid),
+    serverOwn: serverPid === process.pid ? null : ownProcessTicks(serverPid),
     self: serverPid === process.pid ? 0 : ownProcessTicks(process.pid),
     backends: new Map(backends.map((pid) => [pid, serverTicks(pid)])),
   };
@@ -524,14 +525,18 @@ function cpuUsage(a, b, mode) {
   let backends = 0;
   for (const [pid, ticks] of b.backends) {
     const before = a.backends.get(pid);
-    if (ticks !== null && before !== null && before !== undefined) backends += ticks - before;
+    // A backend the pool opened during the run spent all of its time in it.
+    if (ticks !== null && before !== null) backends += ticks - (before ?? 0);
   }
   // A server that died during the run has no figure (its CPU is then counted as background).
   const server = a.server === null || b.server === null ? null : b.server - a.server;
+  // `serve all` in two processes: the services' process and the gateway's process it started.
+  const started = server === null || a.serverOwn === null ? null : server - (b.serverOwn - a.serverOwn);
   const self = b.self - a.self;
   const busy = b.busy - a.busy;
   return {
     serverPercent: server === null ? null : percent(server),
+    startedProcessesPercent: started ? percent(started) : null,
     loadGeneratorPercent: mode === 'child' ? percent(self) : null,
     backendsPercent: percent(backends),
     backgroundPercent: percent(Math.max(0, busy - (server ?? 0) - self - backends)),
