@@ -102,11 +102,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
   beforeAll(async () => {
     provisioned = await backend.provision();
   });
+  // Each test's handles are closed after it: kept to the end of the suite they held dozens of
+  // connections, and with a hub of a suite in the other worker PostgreSQL ran out of them.
   afterEach(async () => {
     await Promise.all(relays.splice(0).map((r) => r.stop()));
+    await Promise.all([...new Set(opened.splice(0))].map((db) => db.close()));
   });
   afterAll(async () => {
-    await Promise.all([...new Set(opened)].map((db) => db.close()));
     await provisioned?.dispose();
   });
 
