@@ -319,7 +319,9 @@ describeSplit('the split stack of the test harness', () => {
   // A CI run failed when the gateway found its port taken: the stack chooses free ports, but a
   // process binds its port only once it has loaded, seconds later.
   it('starts on fresh ports when one it chose is taken before its process binds it', async () => {
-    const holder = createServer();
+    // It only holds the port: a connection to it is closed at once, since a socket nobody reads
+    // never sees its peer's FIN and would stay open in this worker after the test.
+    const holder = createServer((socket) => socket.destroy());
     const held = await freePort();
     await new Promise<void>((resolve) => holder.listen(held, '127.0.0.1', resolve));
     let chosen = 0;
