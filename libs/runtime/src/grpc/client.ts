@@ -146,11 +146,11 @@ export function createClient<S extends GenServiceMethods>(
  * Calls the proto declares free of side effects are tried again on UNAVAILABLE, within their
  * deadline. A grpc-js server ageing out a connection (GRPC_MAX_CONNECTION_AGE_MS) closes it right
  * after its GOAWAY, so it refuses a stream the client sent before the GOAWAY reached it; grpc-js
- * sends a refused stream once more on its own. Connections made to every replica at once also
- * age out together, so that second try often meets the next refusal. The later tries are spread
- * over about a second (25, 100, 400, 500 ms apart, ±20 %) so that they outlast a turnover, a
- * replica's drain, and a machine too busy to read the GOAWAY at once. Calls with effects are
- * never repeated: the caller decides.
+ * sends a refused stream once more on its own. Connections opened to every replica at once turn
+ * over close together while the age is short, so that second try can meet the next refusal. The
+ * later tries are spread over about a second (25, 100, 400, 500 ms apart, ±20 %) so that they
+ * outlast a turnover, a replica's drain, and a machine too busy to read the GOAWAY at once. Calls
+ * with effects are never repeated: the caller decides.
  */
 function retryConfig(service: GenService<GenServiceMethods>) {
   const reads = service.methods.filter((method) => method.methodKind === 'unary' && method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS);
