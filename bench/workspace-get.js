@@ -9,9 +9,9 @@
 //   BENCH_DURATION=20 node bench/workspace-get.js   (seconds per measured run; default 10)
 //
 // Settings (environment):
-//   BENCH_DURATION     measured seconds per server (default 12), split over the rounds
-//   BENCH_ROUNDS       interleaved slices per server (default 3): hub, floor, hub, floor, …
-//   BENCH_WARMUP       warm-up seconds per server, not measured (default 3)
+//   BENCH_DURATION     measured seconds per server (default 16), split over the rounds
+//   BENCH_ROUNDS       interleaved slices per server (default 4): hub, floor, floor, hub, …
+//   BENCH_WARMUP       warm-up seconds per server, not measured (default 10)
 //   BENCH_CONNECTIONS  concurrent keep-alive connections (default 32)
 //   BENCH_MODE         child (default): hub and floor each run as their own node process;
 //                      inprocess: both run inside this process, sharing autocannon's event loop
@@ -62,9 +62,9 @@ function settings() {
   const profile = process.env.BENCH_PROFILE === '1';
   if (profile && mode !== 'child') throw new UsageError('BENCH_PROFILE=1 needs BENCH_MODE=child');
   return {
-    duration: envNumber('BENCH_DURATION', 12, 1),
-    rounds: Math.round(envNumber('BENCH_ROUNDS', 3, 1)),
-    warmup: envNumber('BENCH_WARMUP', 3, 0),
+    duration: envNumber('BENCH_DURATION', 16, 1),
+    rounds: Math.round(envNumber('BENCH_ROUNDS', 4, 1)),
+    warmup: envNumber('BENCH_WARMUP', 10, 0),
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
     mode,
     only,
@@ -167,15 +167,25 @@ async function run(cleanups) {
   // 5. Load: warm-up, then the measured run, one server at a time.
   const load = { body, apiKey, connections: opts.connections, dbName };
   const results = {};
-  // Interleaved in BENCH_ROUNDS slices (hub, floor, hub, …) so that a change in the machine's load
-  // during the run hits both alike; each side's figure combines its slices.
+  // Interleaved in BENCH_ROUNDS slices so that a change in the machine's load during the run hits
+  // both alike; each side's figure combines its slices. Every other round runs in reverse order
+  // (hub, floor, floor, hub, …): the machine speeds up over a run's first minute or so (both
+  // servers gain 5–10% from their second slice to their last), and a side always measured first
+  // in its round would meet that drift a slice earlier than the other on every round.
   const slices = { hub: [], floor: [], rpcFloor: [] };
+  const sides = [
+    opts.only !== 'floor' && { name: 'hub', server: hub, into: slices.hub },
+    floor && { name: 'floor', server: floor, into: slices.floor },
+    rpcFloor && { name: 'floor-rpc', server: rpcFloor, into: slices.rpcFloor },
+  ].filter(Boolean);
+  const warmed = new Set();
   const warningsBefore = hub.warnings(); // start-up warnings (e.g. about configuration) do not count
   for (let r = 0; r < opts.rounds; r += 1) {
-    const slice = { ...opts, warmup: r === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds };
-    if (opts.only !== 'floor') slices.hub.push(await measure('hub', hub, load, slice));
-    if (floor) slices.floor.push(await measure('floor', floor, load, slice));
-    if (rpcFloor) slices.rpcFloor.push(await measure('floor-rpc', rpcFloor, load, slice));
+    for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
+      const slice = { ...opts, warmup: warmed.has(side.name) ? 0 : opts.warmup, duration: opts.duration / opts.rounds };
+      warmed.add(side.name);
+      side.into.push(await measure(side.name, side.server, load, slice));
+    }
   }
   if (slices.hub.length) {
     results.hub = combine(slices.hub);
