@@ -44,8 +44,9 @@ const schema = z.object({
   HUB_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   DATABASE_POOL_SIZE: positiveInt.default(10),
-  // Off behind a pooler that hands each transaction a different server connection (PgBouncer in
-  // transaction mode before 1.21), where a statement prepared on one is unknown on the next.
+  // Off: every statement is parsed and planned on each call, for data on which a prepared
+  // statement's generic plan does worse, or backends short of memory. Not a way to run behind a
+  // transaction-mode pooler: migrations' advisory locks and LISTEN need a session either way.
   DATABASE_PREPARED_STATEMENTS: bool.default(true),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   REDIS_PREFIX: z.string().default('agenthub:'),
