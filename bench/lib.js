@@ -350,8 +350,11 @@ export function childPids(pid) {
 /** Linux's USER_HZ: 100 on every mainstream architecture. */
 export const TICKS_PER_SECOND = 100;
 
-/** The PostgreSQL backends serving database `dbName` (from /proc; none where there is no /proc). */
-export function postgresBackendPids(dbName) {
+/**
+ * The PostgreSQL backends serving database `dbName`, with `redis` the Redis server as well (from
+ * /proc; none where there is no /proc).
+ */
+export function backendPids(dbName, { redis = false } = {}) {
   const pids = [];
   let entries = [];
   try {
@@ -363,7 +366,7 @@ export function postgresBackendPids(dbName) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmd.startsWith('postgres:') && cmd.includes(` ${dbName} `)) pids.push(Number(entry));
+      if ((cmd.startsWith('postgres:') && cmd.includes(` ${dbName} `)) || (redis && cmd.startsWith('redis-server'))) pids.push(Number(entry));
     } catch {
       // gone meanwhile
     }
@@ -372,14 +375,28 @@ export function postgresBackendPids(dbName) {
 }
 
 /**
+ * Clock ticks the processes of `after` (pid → ticks, null once gone) spent since `before`. A
+ * process missing from `before` started in between (a pool opened a backend) and spent all of
+ * its time since; one gone at either end counts nothing.
+ */
+export function ticksSince(before, after) {
+  let sum = 0;
+  for (const [pid, ticks] of after) {
+    const then = before.get(pid);
+    if (ticks !== null && then !== null) sum += Math.max(0, ticks - (then ?? 0));
+  }
+  return sum;
+}
+
+/**
  * CPU time (ms) the hub and the database's PostgreSQL backends spend while `work` runs: on a
  * loaded machine, per-operation CPU holds steadier than wall-clock latency.
  */
 export async function cpuDuring(hubPid, dbName, work) {
-  const before = { hub: processTicks(hubPid), pg: new Map(postgresBackendPids(dbName).map((pid) => [pid, processTicks(pid)])) };
+  const backendTicks = () => new Map(backendPids(dbName).map((pid) => [pid, processTicks(pid)]));
+  const before = { hub: processTicks(hubPid), pg: backendTicks() };
   const result = await work();
-  // A backend a pool opened meanwhile spent all of its time in `work`.
-  const pg = postgresBackendPids(dbName).reduce((sum, pid) => sum + Math.max(0, processTicks(pid) - (before.pg.get(pid) ?? 0)), 0);
+  const pg = ticksSince(before.pg, backendTicks());
   return { result, hubMs: ((processTicks(hubPid) - before.hub) * 1000) / TICKS_PER_SECOND, pgMs: (pg * 1000) / TICKS_PER_SECOND };
 }
 

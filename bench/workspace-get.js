@@ -33,7 +33,7 @@
 
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { cpus, tmpdir } from 'node:os';
@@ -41,7 +41,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFloor } from './floor.js';
-import { checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, log, ownProcessTicks, parseHubEnv, processTicks, round, rpc, runBench, UNLIMITED, UsageError } from './lib.js';
+import { backendPids, checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, log, ownProcessTicks, parseHubEnv, processTicks, round, rpc, runBench, ticksSince, UNLIMITED, UsageError } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -496,26 +496,11 @@ function serverTicks(pid) {
   return existsSync(`/proc/${pid}`) ? processTicks(pid) : null;
 }
 
-/** PostgreSQL backends serving our database, and the Redis server. */
-function backendPids(dbName) {
-  const pids = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if ((cmd.startsWith('postgres:') && cmd.includes(` ${dbName} `)) || cmd.startsWith('redis-server')) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
-
 function cpuSnapshot(serverPid, dbName) {
   if (!existsSync('/proc/stat')) return null;
   const cpuLine = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
   const [user, nice, system, idle, iowait, irq, softirq, steal] = cpuLine;
-  const backends = backendPids(dbName);
+  const backends = backendPids(dbName, { redis: true });
   return {
     at: performance.now(),
     busy: user + nice + system + irq + softirq,
@@ -532,12 +517,7 @@ function cpuUsage(a, b, mode) {
   if (!a || !b) return null;
   const seconds = (b.at - a.at) / 1000;
   const percent = (ticks) => round((100 * ticks) / ticksPerSecond() / seconds, 1);
-  let backends = 0;
-  for (const [pid, ticks] of b.backends) {
-    const before = a.backends.get(pid);
-    // A backend the pool opened during the run spent all of its time in it.
-    if (ticks !== null && before !== null) backends += ticks - (before ?? 0);
-  }
+  const backends = ticksSince(a.backends, b.backends);
   // A server that died during the run has no figure (its CPU is then counted as background).
   const server = a.server === null || b.server === null ? null : b.server - a.server;
   // `serve all` in two processes: the services' process and the gateway's process it started.
