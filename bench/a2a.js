@@ -2,7 +2,8 @@
 // Benchmark: one echo exchange (a blocking A2A 1.0 SendMessage with one text part, answered with a
 // completed task carrying the text back as an artifact), sent by the `@a2a-js/sdk` client
 //   - through AgentHub: SDK client → the hub's strict endpoint (from the agent's card) → a
-//     connected echo agent long-polling `x-hub/inbox.poll` and answering with `x-hub/tasks.update`;
+//     connected echo agent on the SSE inbox (`x-hub/inbox.stream`, or long-polling
+//     `x-hub/inbox.poll` with BENCH_AGENT=poll) answering with `x-hub/tasks.update`;
 //   - through AgentHub to a push agent: SDK client → the hub → that same `@a2a-js/sdk` server,
 //     registered as the agent's endpoint (the hub forwards with the SDK's client);
 //   - directly: SDK client → an `@a2a-js/sdk` express server running the same echo executor.
@@ -20,6 +21,8 @@
 //   BENCH_REDIS_URL    Redis URL (default redis://127.0.0.1:6379)
 //   BENCH_HUB_ENV      extra hub settings, "NAME=value NAME=value"
 //   BENCH_PATHS        which paths to measure, comma-separated: hub, push (default both; direct always runs)
+//   BENCH_AGENT        stream (default): the connected agent holds x-hub/inbox.stream (SSE), as
+//                      `@agenthub/client`'s serve() does; poll: it long-polls x-hub/inbox.poll
 //   BENCH_PROFILE      1: the hub runs with --cpu-prof; read it with bench/profile-summary.js
 //
 // The hub, the connected agent and the direct server each run as their own node process (this
@@ -31,7 +34,7 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { envNumber, fmt, freshHubSettings, log, parseHubEnv, round, rpc, runBench, startHubProcess, startNodeProcess, UsageError } from './lib.js';
+import { envNumber, fmt, freshHubSettings, log, parseHubEnv, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, UsageError } from './lib.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -83,10 +86,17 @@ async function serveDirect() {
 }
 
 /**
- * The hub path's recipient: a connected agent that long-polls its inbox and answers every
- * delivery with the same echo (completed, artifact = the parts received); completing removes the delivery.
+ * The hub path's recipient: a connected agent that holds the SSE inbox (`shape` stream) or
+ * long-polls it (poll) and answers every delivery with the same echo (completed, artifact = the
+ * parts received); completing removes the delivery.
  */
-async function connectedAgent(hubUrl, apiKey, pollers) {
+async function connectedAgent(hubUrl, apiKey, shape, concurrency) {
+  if (shape === 'stream') {
+    await startStreamingEchoAgent(hubUrl, apiKey, concurrency);
+    process.stdout.write('connected agent streaming\n');
+    return;
+  }
+  const pollers = Math.max(2, Math.ceil(concurrency / 8));
   const call = async (method, params) => {
     const reply = await rpc(hubUrl, '/a2a', apiKey, method, params);
     if (reply.error) throw new Error(`${method}: ${JSON.stringify(reply.error)}`);
@@ -124,8 +134,15 @@ function settings() {
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
     paths: paths(),
+    agent: agentShape(),
     profile: process.env.BENCH_PROFILE === '1',
   };
+}
+
+function agentShape() {
+  const shape = process.env.BENCH_AGENT || 'stream';
+  if (shape !== 'stream' && shape !== 'poll') throw new UsageError(`BENCH_AGENT must be stream or poll (got "${shape}")`);
+  return shape;
 }
 
 function paths() {
@@ -204,7 +221,7 @@ async function measure(name, client, opts) {
 async function run(cleanups) {
   const opts = settings();
   log(`A2A echo exchange (blocking SendMessage, one text part): AgentHub vs a direct @a2a-js/sdk server`);
-  log(`  ${fmt(opts.requests)} exchanges per path after ${fmt(opts.warmup)} warm-up, ${opts.concurrency} in flight`);
+  log(`  ${fmt(opts.requests)} exchanges per path after ${fmt(opts.warmup)} warm-up, ${opts.concurrency} in flight; connected agent on the ${opts.agent === 'stream' ? 'SSE inbox (x-hub/inbox.stream)' : 'long-polled inbox (x-hub/inbox.poll)'}`);
 
   const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
   // The push agent is the SDK server on loopback: the egress guard lets the hub reach it only so.
@@ -223,7 +240,7 @@ async function run(cleanups) {
   const tenant = `bench-${id}`;
   const sender = await admin('agents.create', { tenant_id: tenant, name: 'sender', create_tenant: true });
   const echo = await admin('agents.create', { tenant_id: tenant, name: 'echo', create_tenant: true, description: 'Echoes its input' });
-  await startRole(cleanups, 'connected-agent', [hub.url, echo.api_key, String(Math.max(2, Math.ceil(opts.concurrency / 8)))], /connected agent polling/);
+  await startRole(cleanups, 'connected-agent', [hub.url, echo.api_key, opts.agent, String(opts.concurrency)], /connected agent (polling|streaming)/);
   const direct = await startRole(cleanups, 'direct-server', [], /listening on (\S+)/);
 
   // The push shape: the hub forwards to the very server the direct path measures.
@@ -252,5 +269,5 @@ async function run(cleanups) {
 
 const [role, ...args] = process.argv.slice(2);
 if (role === 'direct-server') await serveDirect();
-else if (role === 'connected-agent') await connectedAgent(args[0], args[1], Number(args[2]));
+else if (role === 'connected-agent') await connectedAgent(args[0], args[1], args[2], Number(args[3]));
 else await runBench(run);

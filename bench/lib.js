@@ -564,3 +564,41 @@ function verify(secret, headers, raw) {
     return given.length === expected.length && timingSafeEqual(given, expected);
   });
 }
+
+/**
+ * A connected echo agent on the SSE inbox (`x-hub/inbox.stream`, as `@agenthub/client`'s serve()
+ * holds it): each delivery's task is completed with the delivered parts as an artifact (which
+ * removes the delivery: no ack), up to `concurrency` at once.
+ */
+export async function startStreamingEchoAgent(hubUrl, apiKey, concurrency) {
+  const { HubClient } = await import('@agenthub/client');
+  const client = new HubClient({ url: hubUrl, apiKey });
+  const stop = new AbortController();
+  let failures = 0;
+  const running = new Set();
+  const loop = (async () => {
+    while (!stop.signal.aborted) {
+      try {
+        for await (const { result: d } of client.stream('x-hub/inbox.stream', { max: concurrency }, { signal: stop.signal })) {
+          const done = rpc(hubUrl, '/a2a', apiKey, 'x-hub/tasks.update', { task_id: d.task_id, state: 'completed', artifacts: [{ name: 'echo', parts: d.message.parts }] })
+            .then((r) => {
+              if (r.error) failures += 1;
+            })
+            .finally(() => running.delete(done));
+          running.add(done);
+          if (running.size >= concurrency) await Promise.race(running);
+        }
+      } catch {
+        if (!stop.signal.aborted) failures += 1;
+      }
+    }
+  })();
+  return {
+    failures: () => failures,
+    stop: async () => {
+      stop.abort();
+      await loop;
+      await Promise.all(running);
+    },
+  };
+}

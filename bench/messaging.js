@@ -36,7 +36,7 @@ import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuDuring, envNumber, fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, startNodeProcess } from './lib.js';
+import { cpuDuring, envNumber, fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -101,44 +101,6 @@ function combine(slices) {
     p50: p50s[Math.floor(p50s.length / 2)],
     p99: Math.max(...slices.map((x) => x.p99)),
     slices: slices.map((x) => x.perSec),
-  };
-}
-
-/**
- * A connected echo agent on the SSE inbox (`x-hub/inbox.stream`, as `@agenthub/client`'s serve()
- * holds it): each delivery's task is completed with the delivered parts as an artifact (which
- * removes the delivery: no ack), up to `concurrency` at once.
- */
-async function startStreamingEchoAgent(hubUrl, apiKey, concurrency) {
-  const { HubClient } = await import('@agenthub/client');
-  const client = new HubClient({ url: hubUrl, apiKey });
-  const stop = new AbortController();
-  let failures = 0;
-  const running = new Set();
-  const loop = (async () => {
-    while (!stop.signal.aborted) {
-      try {
-        for await (const { result: d } of client.stream('x-hub/inbox.stream', { max: concurrency }, { signal: stop.signal })) {
-          const done = rpc(hubUrl, '/a2a', apiKey, 'x-hub/tasks.update', { task_id: d.task_id, state: 'completed', artifacts: [{ name: 'echo', parts: d.message.parts }] })
-            .then((r) => {
-              if (r.error) failures += 1;
-            })
-            .finally(() => running.delete(done));
-          running.add(done);
-          if (running.size >= concurrency) await Promise.race(running);
-        }
-      } catch {
-        if (!stop.signal.aborted) failures += 1;
-      }
-    }
-  })();
-  return {
-    failures: () => failures,
-    stop: async () => {
-      stop.abort();
-      await loop;
-      await Promise.all(running);
-    },
   };
 }
 
