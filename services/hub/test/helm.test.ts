@@ -248,6 +248,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
       MESSAGING_ADDR: 'hub-agenthub-messaging:50051',
       EVENTS_ADDR: 'hub-agenthub-events:50051',
       HUB_EGRESS_ALLOW_PRIVATE: 'false',
+      DATABASE_PREPARED_STATEMENTS: 'true',
       WEBHOOK_TIMEOUT_MS: '10000',
       OUTBOX_POLL_MS: '200',
       OUTBOX_PASS_INTERVAL_MS: '25',
@@ -260,6 +261,8 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     });
     expect(config.GATEWAY_ADDR).toBeUndefined();
     expect(config.KAFKA_BROKERS).toBeUndefined();
+    // Behind a database whose data does worse with generic plans, the operator turns them off.
+    expect(find(render([], ['config.databasePreparedStatements=false']), 'ConfigMap', 'hub-agenthub-config').data!.DATABASE_PREPARED_STATEMENTS).toBe('false');
     const secret = find(manifests, 'Secret', 'hub-agenthub-env');
     expect(secret.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
     const data = secret.stringData!;
@@ -446,6 +449,7 @@ describeHelm('Helm chart deploy/helm/agenthub', () => {
     ['an unknown service role', 'services.secrets.role=worker', '/services/secrets/role'],
     ['events replicas: "many"', 'services.events.replicas=many', '/services/events/replicas'],
     ['a non-boolean egressAllowPrivate', 'config.egressAllowPrivate=sometimes', '/config/egressAllowPrivate'],
+    ['a non-boolean databasePreparedStatements', 'config.databasePreparedStatements=sometimes', '/config/databasePreparedStatements'],
     ['a malformed KAFKA_BROKERS', 'externals.kafkaBrokers=kafka', '/externals/kafkaBrokers'],
     ['a connection age below a second', 'config.grpcMaxConnectionAgeMs=10', '/config/grpcMaxConnectionAgeMs'],
     ['a ServiceMonitor interval that is not a duration', 'serviceMonitor.interval=often', '/serviceMonitor/interval'],
