@@ -1,6 +1,7 @@
 import type { Db } from '@agenthub/runtime';
 import { toDelivery, type DeliveryRecord } from './delivery-store.js';
 import type { StateName, TaskRecord } from './task-store.js';
+import { RECIPIENT_TTL_MS } from './recipients.js';
 
 /** A push agent as the worker claims it. */
 export interface PushAgentRecord {
@@ -55,6 +56,9 @@ const toPushTask = (r: PushTaskRow): PushTaskRecord => ({
   cancelRequested: r.cancel_requested,
 });
 
+/** Most push agents whose recording PushStore remembers; past it the memory starts over. */
+const REMEMBERED_PUSH_AGENTS = 10_000;
+
 /**
  * Push agents, their deliveries and the agents' tasks behind hub tasks (push.ts; migrations 002
  * and 009). The worker's claims are each one statement (FOR UPDATE SKIP LOCKED in a CTE), so
@@ -62,10 +66,25 @@ const toPushTask = (r: PushTaskRow): PushTaskRecord => ({
  * `queueNow` is the service clock the deliveries' expiry runs on.
  */
 export class PushStore {
-  constructor(private readonly db: Db) {}
+  /**
+   * Per agent, the endpoint and tenant this process last recorded, and until when that spares a
+   * send to the agent the statement: every send to a push agent records them. Rows of push_agents
+   * are never deleted, but another replica may record other values meanwhile (an endpoint changed
+   * and changed back, while this replica's recipient cache still held the first), so a memory
+   * lasts as long as a recipient cache entry: an endpoint reaches push_agents as soon as before.
+   */
+  readonly #recorded = new Map<string, { values: string; until: number }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly rememberMs = RECIPIENT_TTL_MS,
+  ) {}
 
   /** Records a push agent's endpoint and tenant (a changed endpoint starts without backoff). */
   async recordPushAgent(signal: AbortSignal, agentId: string, endpointUrl: string, tenantId: string): Promise<void> {
+    const values = `${endpointUrl} ${tenantId}`;
+    const known = this.#recorded.get(agentId);
+    if (known?.values === values && performance.now() < known.until) return;
     await this.db.query(
       `INSERT INTO push_agents (agent_id, endpoint_url, tenant_id) VALUES ($1, $2, $3)
        ON CONFLICT (agent_id) DO UPDATE SET endpoint_url = EXCLUDED.endpoint_url, tenant_id = EXCLUDED.tenant_id,
@@ -75,6 +94,8 @@ export class PushStore {
       [agentId, endpointUrl, tenantId],
       signal,
     );
+    if (this.#recorded.size >= REMEMBERED_PUSH_AGENTS) this.#recorded.clear();
+    this.#recorded.set(agentId, { values, until: performance.now() + this.rememberMs });
   }
 
   /**

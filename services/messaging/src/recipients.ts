@@ -8,12 +8,15 @@ import type { IdentityClient } from './env.js';
  * call plus a query per send. Unknown agents are not remembered, so a new agent is reachable at
  * once; grants are never cached (revocation holds on the very next call).
  */
+/** How long a recipient's record is kept (its endpoint, tenant, output modes) before it is asked again. */
+export const RECIPIENT_TTL_MS = 5_000;
+
 export class Recipients {
   private readonly known = new Map<string, { agent: identityv1.Agent; until: number }>();
 
   constructor(
     private readonly identity: IdentityClient,
-    private readonly ttlMs = 5_000,
+    private readonly ttlMs = RECIPIENT_TTL_MS,
     private readonly maxEntries = 10_000,
   ) {}
 
