@@ -202,15 +202,23 @@ describe('RedisKv when Redis fails', () => {
   const url = process.env.AGENTHUB_TEST_REDIS_URL;
   let relay: Awaited<ReturnType<typeof redisRelay>>;
   let kv: RedisKv;
+  let prefix: string;
 
   beforeEach(async () => {
     if (!url) return;
     relay = await redisRelay(url);
-    kv = await RedisKv.connect({ url: relay.url, prefix: `kvfail:${randomBytes(4).toString('hex')}:`, offlineWaitMs: 300, commandTimeoutMs: 300 });
+    prefix = `kvfail:${randomBytes(4).toString('hex')}:`;
+    kv = await RedisKv.connect({ url: relay.url, prefix, offlineWaitMs: 300, commandTimeoutMs: 300 });
   });
   afterEach(async () => {
     relay?.cut();
     await kv?.close();
+    if (!url) return;
+    // The keys were written through the relay, which is gone: removed over a connection of their own.
+    const direct = await RedisKv.connect({ url, prefix });
+    await direct.del('k');
+    await direct.del('bucket');
+    await direct.close();
   });
 
   (url ? it : it.skip)('fails a command within a bound once Redis is gone, then stops a waiting one when its signal aborts', async () => {
