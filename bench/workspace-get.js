@@ -6,7 +6,7 @@
 //
 //   npm run bench                                   (builds first, `prebench`; runs every benchmark)
 //   npm run build && node bench/workspace-get.js    (this one only)
-//   BENCH_DURATION=20 node bench/workspace-get.js   (seconds per measured run; default 10)
+//   BENCH_DURATION=20 node bench/workspace-get.js   (measured seconds per server; default 16)
 //
 // Settings (environment):
 //   BENCH_DURATION     measured seconds per server (default 16), split over the rounds
