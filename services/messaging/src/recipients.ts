@@ -2,15 +2,15 @@ import type { identityv1 } from '@agenthub/proto';
 import type { CallContext } from '@agenthub/runtime';
 import type { IdentityClient } from './env.js';
 
+/** How long a recipient's record is kept (its endpoint, tenant, output modes) before it is asked again. */
+export const RECIPIENT_TTL_MS = 5_000;
+
 /**
  * Recipient agents as identity knows them, kept for a few seconds: every SendMessage needs its
  * recipient's tenant, output modes and endpoint, which change rarely, and the lookup was a gRPC
  * call plus a query per send. Unknown agents are not remembered, so a new agent is reachable at
  * once; grants are never cached (revocation holds on the very next call).
  */
-/** How long a recipient's record is kept (its endpoint, tenant, output modes) before it is asked again. */
-export const RECIPIENT_TTL_MS = 5_000;
-
 export class Recipients {
   private readonly known = new Map<string, { agent: identityv1.Agent; until: number }>();
 
