@@ -36,7 +36,7 @@ import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuDuring, envNumber, fmt, freshHubSettings, log, parseHubEnv, percentile, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent } from './lib.js';
+import { backendPids, cpuDuring, envNumber, fmt, freshHubSettings, log, parseHubEnv, percentile, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -83,17 +83,36 @@ async function measure(label, url, headers, body, opts) {
     });
   if (opts.warmup > 0) await once(opts.warmup);
   log(`[${label}] measuring ${opts.duration} s…`);
+  const before = cpuTicks(opts.pid, opts.dbName);
   const result = await once(opts.duration);
+  const after = cpuTicks(opts.pid, opts.dbName);
   const ok = result['2xx'] - result.mismatches;
   const failed = result.errors + result.timeouts + result.non2xx + result.mismatches;
-  const summary = { valid: failed === 0 && ok > 0, failed, perSec: round(ok / result.duration, 0), p50: result.latency.p50, p99: result.latency.p99 };
-  log(`[${label}] ${summary.valid ? `${fmt(summary.perSec)} req/s, p50 ${summary.p50} ms, p99 ${summary.p99} ms` : `INVALID RUN: ${failed} failed`}`);
+  const perSend = (ticks) => (ok > 0 ? round((ticks * 1e6) / TICKS_PER_SECOND / ok, 0) : 0);
+  const summary = {
+    valid: failed === 0 && ok > 0,
+    failed,
+    sends: ok,
+    perSec: round(ok / result.duration, 0),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    serverCpuUs: perSend(after.server - before.server),
+    dataCpuUs: perSend(ticksSince(before.data, after.data)),
+  };
+  log(`[${label}] ${summary.valid ? `${fmt(summary.perSec)} req/s, p50 ${summary.p50} ms, p99 ${summary.p99} ms; CPU per send: server ${summary.serverCpuUs} µs, PostgreSQL and Redis ${summary.dataCpuUs} µs` : `INVALID RUN: ${failed} failed`}`);
   return summary;
+}
+
+/** Clock ticks of the server's processes, and of the database's PostgreSQL backends and Redis by pid. */
+function cpuTicks(pid, dbName) {
+  return { server: processTicks(pid), data: new Map(backendPids(dbName, { redis: true }).map((p) => [p, processTicks(p)])) };
 }
 
 /** Slices of one target as one figure: summed rate, the median slice's p50, the worst p99. */
 function combine(slices) {
   const p50s = slices.map((x) => x.p50).sort((x, y) => x - y);
+  const sends = slices.reduce((n, x) => n + x.sends, 0);
+  const cpuUs = (field) => (sends > 0 ? round(slices.reduce((n, x) => n + x[field] * x.sends, 0) / sends, 0) : 0);
   return {
     valid: slices.every((x) => x.valid),
     failed: slices.reduce((n, x) => n + x.failed, 0),
@@ -101,6 +120,8 @@ function combine(slices) {
     p50: p50s[Math.floor(p50s.length / 2)],
     p99: Math.max(...slices.map((x) => x.p99)),
     slices: slices.map((x) => x.perSec),
+    serverCpuUs: cpuUs('serverCpuUs'),
+    dataCpuUs: cpuUs('dataCpuUs'),
   };
 }
 
@@ -210,19 +231,19 @@ async function run(cleanups) {
   const sdkProcess = !doSends ? undefined : await startNodeProcess(cleanups, ROOT, [join(HERE, 'a2a.js'), 'direct-server'], {}, /listening on (\S+)/);
   // The SDK server speaks A2A 1.0 only; its request is the same send in that dialect.
   const sdkBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'bench', role: 'ROLE_USER', parts: [{ text: 'benchmark message' }] } } });
-  // Interleaved: floor, hub, SDK server, so a change in the machine's load hits all three alike.
   // Interleaved in BENCH_ROUNDS slices (floor, hub, SDK server, floor, …), so a change in the
   // machine's load during the run hits all three alike; each figure sums its slices.
   const targets = !doSends ? [] : [
-    ['durable-send floor', floorProcess.match[1], { authorization: `Bearer ${sender.apiKey}` }, sendBody],
-    ['SendMessage non-blocking', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, sendBody],
-    ['@a2a-js/sdk server (in memory)', `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody],
+    ['durable-send floor', floorProcess.match[1], { authorization: `Bearer ${sender.apiKey}` }, sendBody, floorProcess.pid],
+    ['SendMessage non-blocking', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, sendBody, hub.pid],
+    ['@a2a-js/sdk server (in memory)', `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody, sdkProcess.pid],
   ];
+  const dbName = new URL(env.DATABASE_URL).pathname.slice(1);
   const slices = targets.map(() => []);
   const sendsFrom = Math.round(performance.now() - hub.startedAt);
   for (let round = 0; round < opts.rounds; round += 1) {
-    for (const [i, [label, url, headers, body]] of targets.entries()) {
-      slices[i].push(await measure(label, url, headers, body, { ...opts, warmup: round === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds }));
+    for (const [i, [label, url, headers, body, pid]] of targets.entries()) {
+      slices[i].push(await measure(label, url, headers, body, { ...opts, pid, dbName, warmup: round === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds }));
     }
   }
   const [floor, sends, sdk] = doSends ? slices.map(combine) : [];
@@ -279,8 +300,10 @@ async function run(cleanups) {
   log('');
   const sendRatio = doSends ? sends.perSec / floor.perSec : undefined;
   if (doSends) {
-    log(`durable-send floor            ${fmt(floor.perSec)} sends/s, p50 ${floor.p50} ms (slices ${floor.slices.join(', ')})`);
-    log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms (slices ${sdk.slices.join(', ')})`);
+    const cpu = (x) => `CPU per send: server ${x.serverCpuUs} µs, PostgreSQL and Redis ${x.dataCpuUs} µs`;
+    log(`durable-send floor            ${fmt(floor.perSec)} sends/s, p50 ${floor.p50} ms (slices ${floor.slices.join(', ')}); ${cpu(floor)}`);
+    log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms (slices ${sdk.slices.join(', ')}); ${cpu(sdk)}`);
+    log(`SendMessage non-blocking      ${cpu(sends)}`);
     log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s, p50 ${sends.p50} ms (slices ${sends.slices.join(', ')}): ${sendRatio.toFixed(3)} of the floor (target ≥ ${TARGET_SEND_RATIO}) ${verdict(sendRatio >= TARGET_SEND_RATIO)}; ${(sends.perSec / sdk.perSec).toFixed(3)} of the SDK server (stretch ≥ 1) ${verdict(sends.perSec >= sdk.perSec)}`);
   }
   if (doBlocking) {
