@@ -5,7 +5,8 @@
 //      call, one CTE inserting task, delivery and outbox row) and an `@a2a-js/sdk` server with its
 //      in-memory task store (bench/a2a.js direct-server), both under the same autocannon load;
 //   2. SendMessage, non-blocking, to an agent that is not connected (each send stores a task, its
-//      first event and a durable delivery): sends/s, p50, p99;
+//      first event and a durable delivery): sends/s, p50, p99; for each of the three, the CPU per
+//      send of its processes and of PostgreSQL and Redis (from /proc);
 //   3. SendMessage with blocking: true to a connected echo agent (on the SSE inbox,
 //      x-hub/inbox.stream, completing each task with its message as an artifact): the round trip
 //      one at a time (p50, p99) and with BENCH_BLOCKING_CONCURRENCY senders (throughput).
@@ -36,7 +37,7 @@ import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backendPids, cpuDuring, envNumber, fmt, freshHubSettings, log, parseHubEnv, percentile, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND } from './lib.js';
+import { backendPids, cpuDuring, envNumber, fmt, freshHubSettings, log, ownProcessTicks, parseHubEnv, percentile, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -97,15 +98,26 @@ async function measure(label, url, headers, body, opts) {
     p50: result.latency.p50,
     p99: result.latency.p99,
     serverCpuUs: perSend(after.server - before.server),
+    childCpuUs: perSend(after.children - before.children),
     dataCpuUs: perSend(ticksSince(before.data, after.data)),
   };
-  log(`[${label}] ${summary.valid ? `${fmt(summary.perSec)} req/s, p50 ${summary.p50} ms, p99 ${summary.p99} ms; CPU per send: server ${summary.serverCpuUs} µs, PostgreSQL and Redis ${summary.dataCpuUs} µs` : `INVALID RUN: ${failed} failed`}`);
+  log(`[${label}] ${summary.valid ? `${fmt(summary.perSec)} req/s, p50 ${summary.p50} ms, p99 ${summary.p99} ms; ${cpuText(summary)}` : `INVALID RUN: ${failed} failed`}`);
   return summary;
 }
 
-/** Clock ticks of the server's processes, and of the database's PostgreSQL backends and Redis by pid. */
+/**
+ * Clock ticks of the server's processes (and of its child processes alone: the hub's gateway), and
+ * of the database's PostgreSQL backends and Redis by pid.
+ */
 function cpuTicks(pid, dbName) {
-  return { server: processTicks(pid), data: new Map(backendPids(dbName, { redis: true }).map((p) => [p, processTicks(p)])) };
+  const server = processTicks(pid);
+  return { server, children: server - ownProcessTicks(pid), data: new Map(backendPids(dbName, { redis: true }).map((p) => [p, processTicks(p)])) };
+}
+
+/** A target's CPU per send, as the slices and the summary print it. */
+function cpuText(x) {
+  const children = x.childCpuUs > 0 ? ` (${x.childCpuUs} µs in its child process)` : '';
+  return `CPU per send: server ${x.serverCpuUs} µs${children}, PostgreSQL and Redis ${x.dataCpuUs} µs`;
 }
 
 /** Slices of one target as one figure: summed rate, the median slice's p50, the worst p99. */
@@ -121,6 +133,7 @@ function combine(slices) {
     p99: Math.max(...slices.map((x) => x.p99)),
     slices: slices.map((x) => x.perSec),
     serverCpuUs: cpuUs('serverCpuUs'),
+    childCpuUs: cpuUs('childCpuUs'),
     dataCpuUs: cpuUs('dataCpuUs'),
   };
 }
@@ -300,11 +313,10 @@ async function run(cleanups) {
   log('');
   const sendRatio = doSends ? sends.perSec / floor.perSec : undefined;
   if (doSends) {
-    const cpu = (x) => `CPU per send: server ${x.serverCpuUs} µs, PostgreSQL and Redis ${x.dataCpuUs} µs`;
-    log(`durable-send floor            ${fmt(floor.perSec)} sends/s, p50 ${floor.p50} ms (slices ${floor.slices.join(', ')}); ${cpu(floor)}`);
-    log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms (slices ${sdk.slices.join(', ')}); ${cpu(sdk)}`);
-    log(`SendMessage non-blocking      ${cpu(sends)}`);
-    log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s, p50 ${sends.p50} ms (slices ${sends.slices.join(', ')}): ${sendRatio.toFixed(3)} of the floor (target ≥ ${TARGET_SEND_RATIO}) ${verdict(sendRatio >= TARGET_SEND_RATIO)}; ${(sends.perSec / sdk.perSec).toFixed(3)} of the SDK server (stretch ≥ 1) ${verdict(sends.perSec >= sdk.perSec)}`);
+    log(`durable-send floor            ${fmt(floor.perSec)} sends/s, p50 ${floor.p50} ms (slices ${floor.slices.join(', ')}); ${cpuText(floor)}`);
+    log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms (slices ${sdk.slices.join(', ')}); ${cpuText(sdk)}`);
+    log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s, p50 ${sends.p50} ms (slices ${sends.slices.join(', ')}); ${cpuText(sends)}`);
+    log(`                              ${sendRatio.toFixed(3)} of the floor (target ≥ ${TARGET_SEND_RATIO}) ${verdict(sendRatio >= TARGET_SEND_RATIO)}; ${(sends.perSec / sdk.perSec).toFixed(3)} of the SDK server (stretch ≥ 1) ${verdict(sends.perSec >= sdk.perSec)}`);
   }
   if (doBlocking) {
     log(`blocking round trip (single)  p50 ${single.p50} ms, p99 ${single.p99} ms   target p50 < ${TARGET_BLOCKING_P50_MS} ms   ${verdict(single.p50 < TARGET_BLOCKING_P50_MS)}   CPU/round trip: hub ${single.hubCpuMs} ms, PostgreSQL ${single.pgCpuMs} ms`);
