@@ -7,8 +7,9 @@
 //   - through AgentHub to a push agent: SDK client → the hub → that same `@a2a-js/sdk` server,
 //     registered as the agent's endpoint (the hub forwards with the SDK's client);
 //   - directly: SDK client → an `@a2a-js/sdk` express server running the same echo executor.
-// Same request count and concurrency for both, in one run. Prints throughput, p50/p99 latency and
-// the hub/direct throughput ratio against the target (≥ 0.5).
+// Same request count and concurrency for both, in one run. Prints throughput, p50/p99 latency, the
+// CPU per exchange of the hub, the agent and PostgreSQL and Redis (from /proc), and the hub/direct
+// throughput ratio against the target (≥ 0.5).
 //
 //   npm run bench:a2a                          (after `npm run build`; `npm run bench` builds first)
 //   BENCH_REQUESTS=5000 node bench/a2a.js
@@ -34,7 +35,7 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { envNumber, fmt, freshHubSettings, log, parseHubEnv, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, UsageError } from './lib.js';
+import { backendPids, envNumber, fmt, freshHubSettings, log, parseHubEnv, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND, UsageError } from './lib.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -210,10 +211,23 @@ async function exchanges(client, count, concurrency) {
   return { count, errors, firstError, seconds, throughput: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
 }
 
-async function measure(name, client, opts) {
+/**
+ * Measures one path; `processes` names the processes whose CPU per exchange is shown (the hub, the
+ * agent), besides the database's PostgreSQL backends and Redis, all read from /proc.
+ */
+async function measure(name, client, opts, processes) {
   if (opts.warmup) await exchanges(client, opts.warmup, opts.concurrency);
+  const ticks = () => ({
+    own: processes.map(([, pid]) => processTicks(pid)),
+    data: new Map(backendPids(opts.dbName, { redis: true }).map((pid) => [pid, processTicks(pid)])),
+  });
+  const before = ticks();
   const result = await exchanges(client, opts.requests, opts.concurrency);
+  const after = ticks();
+  const ms = (t) => round((t * 1000) / TICKS_PER_SECOND / opts.requests, 2);
+  result.cpuMs = Object.fromEntries([...processes.map(([label], i) => [label, ms(after.own[i] - before.own[i])]), ['PostgreSQL and Redis', ms(ticksSince(before.data, after.data))]]);
   log(`  ${name.padEnd(8)} ${fmt(round(result.throughput, 1))} exchanges/s   p50 ${round(result.p50, 2)} ms   p99 ${round(result.p99, 2)} ms   (${fmt(opts.requests)} in ${round(result.seconds, 2)} s, ${result.errors} errors)`);
+  log(`           CPU per exchange: ${Object.entries(result.cpuMs).map(([label, x]) => `${label} ${x} ms`).join(', ')}`);
   if (result.errors) log(`           first error: ${result.firstError?.message ?? result.firstError}`);
   return result;
 }
@@ -240,22 +254,23 @@ async function run(cleanups) {
   const tenant = `bench-${id}`;
   const sender = await admin('agents.create', { tenant_id: tenant, name: 'sender', create_tenant: true });
   const echo = await admin('agents.create', { tenant_id: tenant, name: 'echo', create_tenant: true, description: 'Echoes its input' });
-  await startRole(cleanups, 'connected-agent', [hub.url, echo.api_key, opts.agent, String(opts.concurrency)], /connected agent (polling|streaming)/);
+  const connected = await startRole(cleanups, 'connected-agent', [hub.url, echo.api_key, opts.agent, String(opts.concurrency)], /connected agent (polling|streaming)/);
   const direct = await startRole(cleanups, 'direct-server', [], /listening on (\S+)/);
 
   // The push shape: the hub forwards to the very server the direct path measures.
   const pushAgent = await admin('agents.create', { tenant_id: tenant, name: 'push echo', create_tenant: true, endpoint_url: `${direct.match[1]}/a2a` });
 
-  const measured = async (name, cardUrl, apiKey) => {
+  const measureOpts = { ...opts, dbName: new URL(env.DATABASE_URL).pathname.slice(1) };
+  const measured = async (name, cardUrl, apiKey, agentPid) => {
     const client = await sdkClient(cardUrl, apiKey);
     const from = since();
-    const result = await measure(name, client, opts);
+    const result = await measure(name, client, measureOpts, [['hub', hub.pid], ['agent', agentPid]]);
     if (opts.profile) log(`           hub profile window (warm-up included): --from ${from} --to ${since()}`);
     return result;
   };
-  const viaHub = opts.paths.has('hub') ? await measured('AgentHub', `${hub.url}/agents/${echo.agent.id}/.well-known/agent-card.json`, sender.api_key) : undefined;
-  const viaPush = opts.paths.has('push') ? await measured('push', `${hub.url}/agents/${pushAgent.agent.id}/.well-known/agent-card.json`, sender.api_key) : undefined;
-  const viaDirect = await measure('direct', await sdkClient(`${direct.match[1]}/.well-known/agent-card.json`), opts);
+  const viaHub = opts.paths.has('hub') ? await measured('AgentHub', `${hub.url}/agents/${echo.agent.id}/.well-known/agent-card.json`, sender.api_key, connected.pid) : undefined;
+  const viaPush = opts.paths.has('push') ? await measured('push', `${hub.url}/agents/${pushAgent.agent.id}/.well-known/agent-card.json`, sender.api_key, direct.pid) : undefined;
+  const viaDirect = await measure('direct', await sdkClient(`${direct.match[1]}/.well-known/agent-card.json`), measureOpts, [['server', direct.pid]]);
 
   if (viaHub?.errors || viaPush?.errors || viaDirect.errors) {
     log('  FAILED: exchanges failed; no throughput is claimed');
