@@ -168,9 +168,17 @@ export function startRelay(options: RelayOptions): Relay {
       wake();
     });
 
-  /** Publishes one batch; `busy` when another replica holds the outbox right now. */
-  const publishBatch = () =>
-    db.transaction(async (tx): Promise<'busy' | 'drained' | 'more'> => {
+  /**
+   * Publishes one batch; `busy` when another replica holds the outbox right now. `peek`: first
+   * looks, in one statement and no transaction, whether there is anything to publish (a pass no
+   * write woke usually finds nothing).
+   */
+  const publishBatch = async (peek: boolean): Promise<'busy' | 'drained' | 'more'> => {
+    if (peek) {
+      const { rows } = await db.query<{ pending: boolean }>('SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL) AS pending', [], stopping.signal);
+      if (!rows[0]?.pending) return 'drained';
+    }
+    return db.transaction(async (tx): Promise<'busy' | 'drained' | 'more'> => {
       const lock = await tx.query<{ locked: boolean }>(
         "SELECT pg_try_advisory_xact_lock(hashtext('agenthub:relay:' || current_schema())) AS locked",
       );
@@ -187,6 +195,7 @@ export function startRelay(options: RelayOptions): Relay {
       await tx.query(`UPDATE outbox SET published_at = $1 WHERE seq IN (${seqs.map((_, i) => `$${i + 2}`).join(', ')})`, [Date.now(), ...seqs]);
       return rows.length === batchSize ? 'more' : 'drained';
     });
+  };
 
   const prune = async () => {
     if (Date.now() - lastPrune < pruneIntervalMs) return;
@@ -201,42 +210,49 @@ export function startRelay(options: RelayOptions): Relay {
 
   /**
    * Sleeps `ms`; stopping ends the sleep, and so does a wake-up (even one that came since the last
-   * pass) when `wakeable`: at once when a flush() waits, else no sooner than `holdUntil`.
+   * pass) when `wakeable`: at once when a flush() waits, else no sooner than `holdUntil`. Resolves
+   * true when the sleep ran its course with no wake-up (a poll).
    */
   const sleep = (ms: number, wakeable: boolean, holdUntil: number) =>
-    new Promise<void>((resolve) => {
-      if (stopped) return resolve();
+    new Promise<boolean>((resolve) => {
+      if (stopped) return resolve(false);
       let timer: NodeJS.Timeout | undefined;
-      const finish = () => {
+      const finish = (polled: boolean) => {
         clearTimeout(timer);
         interrupt = undefined;
-        resolve();
+        resolve(polled);
       };
       const woke = () => {
         const hold = holdUntil - performance.now();
-        if (stopped || hold <= 0 || flushWaiters.size > 0) return finish();
+        if (stopped || hold <= 0 || flushWaiters.size > 0) return finish(false);
         clearTimeout(timer);
-        timer = setTimeout(finish, hold);
+        timer = setTimeout(() => finish(false), hold);
       };
-      timer = setTimeout(finish, ms);
-      interrupt = wakeable ? woke : () => stopped && finish();
+      timer = setTimeout(() => finish(true), ms);
+      interrupt = wakeable ? woke : () => stopped && finish(false);
       if (wakeable && woken) woke();
     });
 
   const run = async () => {
     let failures = 0;
+    // A poll after a drained pass, with no write since to wake the relay, peeks first: idle, a
+    // pass is then one statement instead of a transaction of four.
+    let peek = false;
     while (!stopped) {
       woken = false;
       let delay = pollMs;
       let wakeable = true;
+      let drained = false;
       const pass = ++passesBegun;
       const holdUntil = performance.now() + passIntervalMs;
       try {
-        const outcome = await publishBatch();
+        const outcome = await publishBatch(peek);
+        peek = false;
         if (failures > 0) log.info({ failures }, 'outbox relay publishing again');
         failures = 0;
         failing = false;
-        if (outcome === 'drained') releaseFlushes(pass);
+        drained = outcome === 'drained';
+        if (drained) releaseFlushes(pass);
         if (outcome === 'more') continue;
         // Another replica is publishing; ask again soon in case it selected its batch before our rows committed.
         if (outcome === 'busy') delay = Math.min(pollMs, 25);
@@ -249,7 +265,7 @@ export function startRelay(options: RelayOptions): Relay {
         wakeable = false;
         log.warn({ err, failures, retryInMs: delay }, 'outbox relay cannot publish; rows stay in the outbox');
       }
-      if (!stopped) await sleep(delay, wakeable, holdUntil);
+      if (!stopped) peek = (await sleep(delay, wakeable, holdUntil)) && drained;
     }
   };
 

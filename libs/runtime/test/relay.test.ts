@@ -412,6 +412,30 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
   });
 
+  it('polls an empty outbox with one statement and no transaction, and publishes what a poll finds', async () => {
+    const { db } = await service();
+    let transactions = 0;
+    // Deaf, so every pass after the first is a poll; counting, to see what each costs.
+    const polling: Db = Object.assign(Object.create(db) as Db, {
+      listen: async () => {
+        throw new Error('LISTEN refused');
+      },
+      transaction: ((work, signal) => {
+        transactions += 1;
+        return db.transaction(work, signal);
+      }) as Db['transaction'],
+    });
+    const bus = new RecordingBus();
+    relay({ db: polling, bus, log, pollMs: 20 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The first pass, at start, runs in full; about twenty polls after it only looked.
+    expect(transactions).toBe(1);
+    const ids = await append(db, 2);
+    await eventually(() => bus.published.length === 2, 'a poll found the rows and published them');
+    expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
+    expect(await unpublished(db)).toBe(0);
+  });
+
   it('deletes published rows once older than the retention', async () => {
     const { db } = await service();
     const bus = new RecordingBus();
