@@ -64,14 +64,14 @@ describe.each(backends().map((b) => [b.name, b] as const))('DbBus (%s)', (_name,
     }
   });
 
-  it("wakes its own process's consumer once per publish: the wake-up's copy back through the Kv costs no second read", async () => {
-    let reads = 0;
-    // The consumer's reads of the log, counted on their way to the database.
+  /** `db`, counting the consumers' reads of the log on their way to the database. */
+  const countingReads = () => {
+    const counter = { reads: 0 };
     const counting = new Proxy(db, {
       get(target, property) {
         if (property === 'query') {
           return (sql: string, params?: readonly unknown[], signal?: AbortSignal) => {
-            if (sql.includes('FROM bus.messages m')) reads += 1;
+            if (sql.includes('FROM bus.messages m')) counter.reads += 1;
             return target.query(sql, params, signal);
           };
         }
@@ -79,21 +79,46 @@ describe.each(backends().map((b) => [b.name, b] as const))('DbBus (%s)', (_name,
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
+    return { counting, counter };
+  };
+
+  it("wakes its own process's consumer once per publish: the wake-up's copy back through the Kv costs no second read", async () => {
+    const { counting, counter } = countingReads();
     // No poll in the test's time: every read is a wake-up's.
     const bus = await DbBus.open({ db: counting, log, pollMs: 60_000, retryDelayMs: 50, leaseMs: 2_000, kv: new MemoryKv() });
     try {
       const handled: string[] = [];
       await bus.subscribe('woken-once', ['wake-once'], async (m) => void handled.push(m.value));
-      await eventually(() => reads > 0, 'the consumer made its first read');
+      await eventually(() => counter.reads > 0, 'the consumer made its first read');
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const before = reads;
+      const before = counter.reads;
       await bus.publish('wake-once', [{ key: 'k', value: 'one', headers: {} }]);
       await eventually(() => handled.length === 1, 'the consumer handled the message');
       await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(reads - before).toBe(1);
+      expect(counter.reads - before).toBe(1);
     } finally {
       await bus.close();
     }
+  });
+
+  it('lets an idle consumer poll less and less (up to a second apart) when a Kv carries wake-ups, and at its poll interval without one', async () => {
+    const idleReads = async (kv: MemoryKv | undefined) => {
+      const { counting, counter } = countingReads();
+      const bus = await DbBus.open({ db: counting, log, pollMs: 20, retryDelayMs: 50, leaseMs: 2_000, kv });
+      try {
+        await bus.subscribe(`idle-${kv ? 'woken' : 'polling'}`, ['nothing-published'], async () => undefined);
+        await eventually(() => counter.reads > 0, 'the consumer made its first read');
+        const before = counter.reads;
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        return counter.reads - before;
+      } finally {
+        await bus.close();
+      }
+    };
+    // 20, 40, 80, … 640 ms, then a second apart: about seven reads; 20 ms apart it would be seventy.
+    expect(await idleReads(new MemoryKv())).toBeLessThanOrEqual(10);
+    // Without a Kv, a publish in another process reaches the consumer only by its polls.
+    expect(await idleReads(undefined)).toBeGreaterThanOrEqual(20);
   });
 
   const realOnly = backend.name === 'embedded' ? it.skip : it;

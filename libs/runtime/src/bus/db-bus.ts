@@ -8,6 +8,13 @@ const SCHEMA = 'bus';
 const MIGRATIONS = new URL('../../migrations/bus/', import.meta.url);
 /** Every process reads the time from the database, so leases and retention ignore clock skew. */
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+/**
+ * How far apart an idle member's polls may grow when a Kv carries wake-ups between processes:
+ * then a poll only catches a wake-up that was lost, and an idle hub need not read the log twenty
+ * times a second per group.
+ */
+const IDLE_POLL_MAX_MS = 1_000;
+
 /** Kv channel on which a publish wakes consumers in other processes sharing the log. */
 const WAKE_CHANNEL = 'bus:published';
 
@@ -108,6 +115,7 @@ export class DbBus implements Bus {
       topics: [...new Set(topics)],
       handle,
       pollMs: this.options.pollMs ?? 50,
+      idlePollMaxMs: this.wakes ? Math.max(IDLE_POLL_MAX_MS, this.options.pollMs ?? 50) : (this.options.pollMs ?? 50),
       retryDelayMs: this.options.retryDelayMs ?? 1_000,
       leaseMs: this.options.leaseMs ?? 10_000,
       batchSize: this.options.batchSize ?? 100,
@@ -172,6 +180,8 @@ interface MemberOptions {
   topics: string[];
   handle: (message: ConsumedMessage) => Promise<void>;
   pollMs: number;
+  /** The longest pause between polls that keep finding nothing (pollMs: they never grow apart). */
+  idlePollMaxMs: number;
   retryDelayMs: number;
   leaseMs: number;
   batchSize: number;
@@ -219,6 +229,8 @@ class GroupMember {
 
   private async run(): Promise<void> {
     let failures = 0;
+    // Reads in a row that found nothing: each doubles the pause before the next poll.
+    let empty = 0;
     while (!this.stopped) {
       let delay = this.o.pollMs;
       let wakeable = true;
@@ -236,6 +248,8 @@ class GroupMember {
         this.woken = false;
         const outcome = await this.consumeBatch();
         failures = 0;
+        empty = outcome === 'empty' ? empty + 1 : 0;
+        if (empty > 0) delay = Math.min(this.o.pollMs * 2 ** (empty - 1), this.o.idlePollMaxMs);
         if (outcome === 'failed') {
           delay = this.o.retryDelayMs;
           wakeable = false;
@@ -255,7 +269,7 @@ class GroupMember {
   }
 
   /** Handles the next messages in offset order; stops at the first failure or when the lease is lost. */
-  private async consumeBatch(): Promise<'full' | 'drained' | 'failed'> {
+  private async consumeBatch(): Promise<'full' | 'drained' | 'empty' | 'failed'> {
     const placeholders = this.o.topics.map((_, i) => `$${i + 3}`).join(', ');
     const { rows } = await this.o.db.query<Row>(
       `SELECT m."offset", m.topic, m.key, m.value, m.headers
@@ -266,6 +280,7 @@ class GroupMember {
       [this.o.group, this.o.batchSize, ...this.o.topics],
       this.stopping.signal,
     );
+    if (rows.length === 0) return 'empty';
     // Offsets are committed once per batch (and before leaving it early): a crash re-delivers at
     // most the batch's handled messages, which at-least-once allows, for one write instead of one
     // per message.
