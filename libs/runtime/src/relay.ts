@@ -175,7 +175,7 @@ export function startRelay(options: RelayOptions): Relay {
    */
   const publishBatch = async (peek: boolean): Promise<'busy' | 'drained' | 'more'> => {
     if (peek) {
-      const { rows } = await db.query<{ pending: boolean }>('SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL) AS pending', [], stopping.signal);
+      const { rows } = await db.query<{ pending: boolean }>('SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NULL) AS pending');
       if (!rows[0]?.pending) return 'drained';
     }
     return db.transaction(async (tx): Promise<'busy' | 'drained' | 'more'> => {
