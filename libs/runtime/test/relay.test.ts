@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   appendEvent,
+  createLogger,
   DbBus,
   EVENT_ID_HEADER,
   EVENT_TYPE_HEADER,
@@ -434,6 +435,33 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     await eventually(() => bus.published.length === 2, 'a poll found the rows and published them');
     expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
     expect(await unpublished(db)).toBe(0);
+  });
+
+  it("stops during a poll's look without failing the pass or logging that it cannot publish", async () => {
+    const { db } = await service();
+    let warnings = '';
+    const captured = createLogger({ level: 'warn', destination: { write: (chunk: string) => void (warnings += chunk) } });
+    let peeking: () => void = () => undefined;
+    const peeked = new Promise<void>((resolve) => (peeking = resolve));
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // Deaf, so the second pass is a poll; its look is held until the relay is stopping.
+    const held: Db = Object.assign(Object.create(db) as Db, {
+      listen: async () => {
+        throw new Error('LISTEN refused');
+      },
+      query: ((sql: string, params?: readonly unknown[], signal?: AbortSignal) => {
+        if (!sql.startsWith('SELECT EXISTS')) return db.query(sql, params, signal);
+        peeking();
+        return gate.then(() => db.query(sql, params, signal));
+      }) as Db['query'],
+    });
+    const started = startRelay({ db: held, bus: new RecordingBus(), log: captured, pollMs: 20 });
+    await peeked;
+    const stopped = started.stop();
+    release();
+    await stopped;
+    expect(warnings).not.toContain('cannot publish');
   });
 
   it('deletes published rows once older than the retention', async () => {
