@@ -35,7 +35,7 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backendPids, envNumber, fmt, freshHubSettings, log, parseHubEnv, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND, UsageError } from './lib.js';
+import { backendTicks, envNumber, fmt, freshHubSettings, log, parseHubEnv, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND, UsageError } from './lib.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -219,7 +219,7 @@ async function measure(name, client, opts, processes) {
   if (opts.warmup) await exchanges(client, opts.warmup, opts.concurrency);
   const ticks = () => ({
     own: processes.map(([, pid]) => processTicks(pid)),
-    data: new Map(backendPids(opts.dbName, { redis: true }).map((pid) => [pid, processTicks(pid)])),
+    data: backendTicks(opts.dbName, { redis: true }),
   });
   const before = ticks();
   const result = await exchanges(client, opts.requests, opts.concurrency);

@@ -388,15 +388,19 @@ export function ticksSince(before, after) {
   return sum;
 }
 
+/** Clock ticks so far of each process backendPids finds, by pid: what ticksSince compares. */
+export function backendTicks(dbName, { redis = false } = {}) {
+  return new Map(backendPids(dbName, { redis }).map((pid) => [pid, processTicks(pid)]));
+}
+
 /**
  * CPU time (ms) the hub and the database's PostgreSQL backends spend while `work` runs: on a
  * loaded machine, per-operation CPU holds steadier than wall-clock latency.
  */
 export async function cpuDuring(hubPid, dbName, work) {
-  const backendTicks = () => new Map(backendPids(dbName).map((pid) => [pid, processTicks(pid)]));
-  const before = { hub: processTicks(hubPid), pg: backendTicks() };
+  const before = { hub: processTicks(hubPid), pg: backendTicks(dbName) };
   const result = await work();
-  const pg = ticksSince(before.pg, backendTicks());
+  const pg = ticksSince(before.pg, backendTicks(dbName));
   return { result, hubMs: ((processTicks(hubPid) - before.hub) * 1000) / TICKS_PER_SECOND, pgMs: (pg * 1000) / TICKS_PER_SECOND };
 }
 

@@ -37,7 +37,7 @@ import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backendPids, cpuDuring, envNumber, fmt, freshHubSettings, log, ownProcessTicks, parseHubEnv, percentile, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND } from './lib.js';
+import { backendTicks, cpuDuring, envNumber, fmt, freshHubSettings, log, ownProcessTicks, parseHubEnv, percentile, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -111,7 +111,7 @@ async function measure(label, url, headers, body, opts) {
  */
 function cpuTicks(pid, dbName) {
   const server = processTicks(pid);
-  return { server, children: server - ownProcessTicks(pid), data: new Map(backendPids(dbName, { redis: true }).map((p) => [p, processTicks(p)])) };
+  return { server, children: server - ownProcessTicks(pid), data: backendTicks(dbName, { redis: true }) };
 }
 
 /** A target's CPU per send, as the slices and the summary print it. */
