@@ -108,14 +108,15 @@ export class DbBus implements Bus {
 
   async subscribe(group: string, topics: string[], handle: (message: ConsumedMessage) => Promise<void>): Promise<Subscription> {
     if (this.closed) throw new Error('The bus is closed');
+    const pollMs = this.options.pollMs ?? 50;
     const member = new GroupMember({
       db: this.db,
       log: this.log.child({ group }),
       group,
       topics: [...new Set(topics)],
       handle,
-      pollMs: this.options.pollMs ?? 50,
-      idlePollMaxMs: this.wakes ? Math.max(IDLE_POLL_MAX_MS, this.options.pollMs ?? 50) : (this.options.pollMs ?? 50),
+      pollMs,
+      idlePollMaxMs: this.wakes ? Math.max(IDLE_POLL_MAX_MS, pollMs) : pollMs,
       retryDelayMs: this.options.retryDelayMs ?? 1_000,
       leaseMs: this.options.leaseMs ?? 10_000,
       batchSize: this.options.batchSize ?? 100,
