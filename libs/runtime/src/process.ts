@@ -55,9 +55,13 @@ export async function runProcess(name: string, start: (config: HubConfig, log: L
     if (stopping || !stop || !signalled) return;
     stopping = true;
     log.info({ signal: signalled }, 'stopping');
+    const began = performance.now();
     stop().then(
-      // The last spans are flushed before exit (a failing collector does not hold the exit up).
-      () => stopTracing().finally(() => process.exit(failed ? EXIT.FAILED : EXIT.OK)),
+      () => {
+        log.info({ ms: Math.round(performance.now() - began) }, 'stopped');
+        // The last spans are flushed before exit (a failing collector does not hold the exit up).
+        return stopTracing().finally(() => process.exit(failed ? EXIT.FAILED : EXIT.OK));
+      },
       (err: unknown) => {
         log.error({ err }, 'unclean stop');
         process.exit(EXIT.FAILED);

@@ -168,7 +168,10 @@ export async function serviceProcess(
     });
     return async () => {
       ops.markStopping();
+      const stopping = performance.now();
       await service.stop(config.HUB_SHUTDOWN_GRACE_MS);
+      // Beside process.ts's 'stopping' and 'stopped': a slow stop shows whether calls or closing took it.
+      log.info({ ms: Math.round(performance.now() - stopping) }, 'calls drained');
       await ops.close();
       await bus?.close();
       await db.close();
