@@ -44,6 +44,11 @@ export class SettledHandoff {
     this.waiting.set(taskId, undefined);
   }
 
+  /** Whether a blocking send of this process waits on the task: an update settling it then loads it whole, to offer it. */
+  awaited(taskId: string): boolean {
+    return this.waiting.has(taskId);
+  }
+
   offer(task: TaskRecord): void {
     if (this.waiting.has(task.id) && settled(task.state)) this.waiting.set(task.id, task);
   }
@@ -64,6 +69,18 @@ export async function waitForSettled(env: MessagingEnv, signal: AbortSignal, tas
   try {
     const task = await env.tasks.getTask(signal, taskId, false);
     if (!task || settled(task.state)) return;
+    await listener.wait(ms);
+  } finally {
+    void listener.close();
+  }
+}
+
+/**
+ * waitForSettled without its read, for a subscription made before the task was written: every
+ * settling transition of the task comes after it, and is heard.
+ */
+export async function waitOn(listener: Listener, ms: number): Promise<void> {
+  try {
     await listener.wait(ms);
   } finally {
     void listener.close();

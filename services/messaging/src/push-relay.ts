@@ -126,6 +126,10 @@ export class PushRelay {
    */
   private async apply(taskId: string, state: StateName, messages: unknown[], artifacts: unknown[]): Promise<Applied> {
     const now = this.env.now();
+    // A blocking send of this process waiting on the task answers with the record the settling
+    // transition returns (SettledHandoff) instead of reading the task back: that one is loaded whole.
+    const handOver = isSettled(state) && this.env.settled.awaited(taskId);
+    const load = handOver ? { artifacts: true } : { historyLength: 0, artifacts: false };
     let moved: Awaited<ReturnType<MessagingEnv['tasks']['transition']>>;
     try {
       validateAnswer(messages, artifacts, this.env.limits.maxParts);
@@ -140,7 +144,7 @@ export class PushRelay {
           // As with UpdateTask, a finished task takes its queued deliveries with it, in the same commit.
           return { next: { state, updatedAt: now }, append: { messages: newMessages, artifacts: newArtifacts }, purge: FINAL.has(state) };
         },
-        { held: true, check: taskGrowthCheck(this.env.limits), load: { historyLength: 0, artifacts: false } },
+        { held: true, check: taskGrowthCheck(this.env.limits), load },
       );
     } catch (err) {
       if (!isRefusedAnswer(err)) throw err;
@@ -150,10 +154,11 @@ export class PushRelay {
         detachedSignal(),
         taskId,
         (t) => (FINAL.has(t.state) ? { next: t } : { next: { state: 'failed', updatedAt: now }, append: { messages: [agentText(newId('msg'), text)] }, purge: true }),
-        { load: { historyLength: 0, artifacts: false } },
+        { load },
       );
     }
     if (!moved) return { state: undefined, ended: false };
+    if (handOver) this.env.settled.offer(moved.after);
     if (moved.after.version !== moved.before.version) await announce(this.env, moved.after, this.ctx);
     return { state: moved.after.state, ended: !FINAL.has(moved.before.state) && FINAL.has(moved.after.state) };
   }

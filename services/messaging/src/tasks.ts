@@ -2,7 +2,7 @@ import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
 import { onlineKey, type MessagingEnv, type MessagingLimits } from './env.js';
-import { announce, listenForSettled, waitForSettled } from './lifecycle.js';
+import { announce, listenForSettled, waitForSettled, waitOn } from './lifecycle.js';
 import type { Listener } from './wake.js';
 import { acceptsAny, FINAL, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
 import type { GrowthCheck, NewDelivery, TaskRecord } from './task-store.js';
@@ -143,7 +143,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
   const stored: messagingv1.Message = { ...message, role: message.role || 'user', messageId: message.messageId || newId('msg') };
 
   let task: TaskRecord;
-  let listening: Promise<Listener> | undefined;
+  let subscribed: Listener | undefined;
   if (request.taskId) {
     // Continuation: only the task's sender answers it; it must be waiting for input.
     const current = await visibleTask(env, ctx.signal, caller, request.taskId);
@@ -191,13 +191,9 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, ctx.signal, agent.id));
     const taskId = newTaskId;
-    // A blocking send subscribes while its task is written (one round trip less on its path); the
-    // subscription still exists before waitForSettled reads the task, so no transition is missed.
-    if (request.blocking && !offlineNoQueue) {
-      listening = listenForSettled(env, taskId, waitSignal(ctx));
-      // Awaited in waitForSettled; this only keeps a failed subscribe from being unhandled meanwhile.
-      listening.catch(() => undefined);
-    }
+    // A blocking send subscribes before its task exists: no transition can come before the
+    // subscription, so its wait reads nothing first (a Redis round trip instead of a query).
+    if (request.blocking && !offlineNoQueue) subscribed = await listenForSettled(env, taskId, waitSignal(ctx));
     task = {
       id: taskId,
       contextId: request.contextId || newId('ctx'),
@@ -225,11 +221,11 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
       if (delivery) await requireInboxRoom(env, ctx, agent);
       created = await env.tasks.createTask(ctx.signal, task, delivery, taskGrowthCheck(env.limits), max);
     } catch (err) {
-      void listening?.then((l) => l.close(), () => undefined);
+      void subscribed?.close();
       throw err;
     }
     if (!created) {
-      void listening?.then((l) => l.close(), () => undefined);
+      void subscribed?.close();
       throw HubError.quotaExceeded('tasks_in_flight_per_sender', `Quota exceeded: an agent may have at most ${max} tasks submitted or working; wait for some to finish`);
     }
     task = created;
@@ -242,13 +238,14 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     env.settled.expect(task.id);
     let handed: TaskRecord | undefined;
     try {
-      await waitForSettled(env, ctx.signal, task.id, env.limits.blockingMs, listening ?? listenForSettled(env, task.id, waitSignal(ctx)));
+      if (subscribed) await waitOn(subscribed, env.limits.blockingMs);
+      else await waitForSettled(env, ctx.signal, task.id, env.limits.blockingMs, listenForSettled(env, task.id, waitSignal(ctx)));
     } finally {
       handed = env.settled.take(task.id);
     }
     task = handed ?? (await env.tasks.getTask(ctx.signal, task.id, { historyLength: request.historyLength, artifacts: true })) ?? task;
   } else {
-    void listening?.then((l) => l.close(), () => undefined);
+    void subscribed?.close();
   }
   return { task: taskView(task, request.historyLength) };
 }

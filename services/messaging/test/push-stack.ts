@@ -32,12 +32,15 @@ export interface PushStack {
 
 /**
  * `allowPrivate` is HUB_EGRESS_ALLOW_PRIVATE of both services (the agents here listen on
- * loopback); `resolve` stands in for DNS; `push` overrides the push workers' options.
+ * loopback); `resolve` stands in for DNS; `push` overrides the push workers' options;
+ * `shape.replicas` (default 2) how many messaging replicas run, and `shape.observe` wraps the
+ * first replica's database (to see the statements it runs).
  */
 export async function startPushStack(
   backend: Backend,
   egress: { allowPrivate: boolean; resolve?: Resolver } = { allowPrivate: true },
   push: Partial<PushOptions> = {},
+  shape: { replicas?: number; observe?: (db: Db) => Db } = {},
 ): Promise<PushStack> {
   const lines: string[] = [];
   const log = createLogger({
@@ -63,11 +66,12 @@ export async function startPushStack(
   const shared = await base('messaging');
   const services: RunningService[] = [];
   const replicas: MessagingClient[] = [];
-  for (let i = 0; i < 2; i += 1) {
+  for (let i = 0; i < (shape.replicas ?? 2); i += 1) {
     // On the real backend the second replica has its own pool and Kv connection, as in production.
     const own = i === 0 || !provisioned.databaseUrl ? shared : await base('messaging');
     const service = await startMessaging({
       ...own,
+      db: i === 0 && shape.observe ? shape.observe(own.db) : own.db,
       identityAddr: identityService.address,
       limits: { blockingMs: 10_000 },
       sweepIntervalMs: 3_600_000,
