@@ -191,9 +191,6 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, ctx.signal, agent.id));
     const taskId = newTaskId;
-    // A blocking send subscribes before its task exists: no transition can come before the
-    // subscription, so its wait reads nothing first (a Redis round trip instead of a query).
-    if (request.blocking && !offlineNoQueue) subscribed = await listenForSettled(env, taskId, waitSignal(ctx));
     task = {
       id: taskId,
       contextId: request.contextId || newId('ctx'),
@@ -215,6 +212,10 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     const delivery = offlineNoQueue ? undefined : newDelivery(stored, ttl === 0 ? env.limits.onlineMs / 1000 : ttl, now, agent.tenantId);
     // A push agent's deliveries are forwarded by the push worker (push.ts), which needs its endpoint.
     if (agent.endpointUrl) await env.pushes.recordPushAgent(ctx.signal, agent.id, agent.endpointUrl, agent.tenantId);
+    // A blocking send subscribes before its task exists: no transition can come before the
+    // subscription, so its wait reads nothing first (a Redis round trip instead of a query).
+    // Nothing between here and the try below can fail and leave the subscription open.
+    if (request.blocking && !offlineNoQueue) subscribed = await listenForSettled(env, taskId, waitSignal(ctx));
     const max = env.limits.maxTasksInFlightPerSender;
     let created: TaskRecord | undefined;
     try {

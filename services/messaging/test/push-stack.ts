@@ -33,14 +33,14 @@ export interface PushStack {
 /**
  * `allowPrivate` is HUB_EGRESS_ALLOW_PRIVATE of both services (the agents here listen on
  * loopback); `resolve` stands in for DNS; `push` overrides the push workers' options;
- * `shape.replicas` (default 2) how many messaging replicas run, and `shape.observe` wraps the
- * first replica's database (to see the statements it runs).
+ * `shape.replicas` (default 2) how many messaging replicas run, and `shape.observe` and
+ * `shape.observeKv` wrap the first replica's database and Kv (to see what it does with them).
  */
 export async function startPushStack(
   backend: Backend,
   egress: { allowPrivate: boolean; resolve?: Resolver } = { allowPrivate: true },
   push: Partial<PushOptions> = {},
-  shape: { replicas?: number; observe?: (db: Db) => Db } = {},
+  shape: { replicas?: number; observe?: (db: Db) => Db; observeKv?: (kv: Kv) => Kv } = {},
 ): Promise<PushStack> {
   const lines: string[] = [];
   const log = createLogger({
@@ -72,6 +72,7 @@ export async function startPushStack(
     const service = await startMessaging({
       ...own,
       db: i === 0 && shape.observe ? shape.observe(own.db) : own.db,
+      kv: i === 0 && shape.observeKv ? shape.observeKv(own.kv) : own.kv,
       identityAddr: identityService.address,
       limits: { blockingMs: 10_000 },
       sweepIntervalMs: 3_600_000,

@@ -1,15 +1,16 @@
 import { messagingv1 } from '@agenthub/proto';
-import type { Db } from '@agenthub/runtime';
+import type { Db, Kv } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
 import { startEchoAgent, type EchoAgent } from './echo-agent.js';
 import type { TestAgent } from './harness.js';
-import { startPushStack, type PushStack } from './push-stack.js';
+import { eventually, startPushStack, type PushStack } from './push-stack.js';
 
 /**
  * A blocking send answers with the task as the update that settled it wrote it (an agent's
  * UpdateTask, or the push worker relaying an agent's answer, on the same replica), and it
  * subscribed to the task's transitions before writing the task: nothing on its way reads the
- * task back. One replica, so the update is made where the send waits.
+ * task back. A send that fails before its task is written leaves no subscription behind. One
+ * replica, so the update is made where the send waits.
  */
 
 const { TaskState } = messagingv1;
@@ -17,13 +18,17 @@ const text = (t: string) => ({ content: { case: 'text' as const, value: { text: 
 /** getTask's statement: the task by id, unlocked (a transition reads it with its items' ids, or FOR UPDATE). */
 const TASK_READ = /^SELECT [\w, ]+ FROM tasks WHERE id = \$1$/;
 
-describe.each(backends().map((b) => [b.name, b] as const))('a blocking send does not read its task back (%s)', (_name, backend) => {
+describe.each(backends().map((b) => [b.name, b] as const))('a blocking send (%s)', (_name, backend) => {
   let stack: PushStack;
   let sender: TestAgent;
   let agent: EchoAgent | undefined;
   /** The id of each task getTask read, in order. */
   const reads: string[] = [];
   const readsOf = (taskId: string) => reads.filter((id) => id === taskId).length;
+  /** Statements that fail, once each, when their text matches. */
+  const failing: RegExp[] = [];
+  /** Task channels the replica is subscribed to now. */
+  const taskSubscriptions = new Set<string>();
 
   beforeAll(async () => {
     const observe = (db: Db) =>
@@ -33,6 +38,11 @@ describe.each(backends().map((b) => [b.name, b] as const))('a blocking send does
             return (...args: Parameters<Db['query']>) => {
               const [text, params] = args;
               if (TASK_READ.test(text)) reads.push(String(params?.[0]));
+              const fails = failing.findIndex((pattern) => pattern.test(text));
+              if (fails >= 0) {
+                failing.splice(fails, 1);
+                return Promise.reject(new Error('the database went away (test)'));
+              }
               return target.query(...args);
             };
           }
@@ -40,7 +50,25 @@ describe.each(backends().map((b) => [b.name, b] as const))('a blocking send does
           return typeof value === 'function' ? value.bind(target) : value;
         },
       });
-    stack = await startPushStack(backend, undefined, {}, { replicas: 1, observe });
+    const observeKv = (kv: Kv) =>
+      new Proxy(kv, {
+        get(target, key, receiver) {
+          if (key === 'subscribe') {
+            return async (channel: string, ...rest: [(message: string) => void, (() => void)?]) => {
+              const unsubscribe = await target.subscribe(channel, ...rest);
+              if (!channel.includes(':task:')) return unsubscribe;
+              taskSubscriptions.add(channel);
+              return async () => {
+                taskSubscriptions.delete(channel);
+                await unsubscribe();
+              };
+            };
+          }
+          const value = Reflect.get(target, key, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    stack = await startPushStack(backend, undefined, {}, { replicas: 1, observe, observeKv });
     sender = await stack.agent('sender');
   });
   afterAll(async () => {
@@ -72,5 +100,24 @@ describe.each(backends().map((b) => [b.name, b] as const))('a blocking send does
     expect(task!.messages.map((m) => m.role)).toEqual(['user', 'agent']);
     // UpdateTask reads the task to check it is the recipient's; before, the send read it once more.
     expect(readsOf(task!.id)).toBe(1);
+  });
+
+  it('that fails before its task is written leaves no subscription open, and no task', async () => {
+    const echoing = await startEchoAgent('message');
+    try {
+      const recipient = await stack.agent('unrecorded', echoing.url);
+      failing.push(/INSERT INTO push_agents/);
+      await expect(
+        stack.replicas[0]!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('lost')] }, blocking: true }, sender.as),
+      ).rejects.toThrow();
+      expect([...taskSubscriptions]).toEqual([]);
+      expect((await stack.db.query('SELECT id FROM tasks WHERE recipient_agent_id = $1', [recipient.id])).rows).toEqual([]);
+      // The next send to the agent goes through, and its subscription goes with its answer.
+      const { task } = await stack.replicas[0]!.sendMessage({ recipientAgentId: recipient.id, message: { role: 'user', parts: [text('again')] }, blocking: true }, sender.as);
+      expect(task?.state).toBe(TaskState.COMPLETED);
+      await eventually(async () => taskSubscriptions.size === 0, 'the answered send to unsubscribe');
+    } finally {
+      await echoing.stop();
+    }
   });
 });
