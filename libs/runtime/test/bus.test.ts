@@ -65,13 +65,18 @@ describe.each(backends().map((b) => [b.name, b] as const))('DbBus (%s)', (_name,
   });
 
   /** `db`, counting the consumers' reads of the log on their way to the database. */
+  /** `db` counting the reads of the log, the last of each text kept with its parameters. */
   const countingReads = () => {
     const counter = { reads: 0 };
+    const reads = new Map<string, readonly unknown[] | undefined>();
     const counting = new Proxy(db, {
       get(target, property) {
         if (property === 'query') {
           return (sql: string, params?: readonly unknown[], signal?: AbortSignal) => {
-            if (sql.includes('FROM bus.messages m')) counter.reads += 1;
+            if (sql.includes('FROM bus.messages m')) {
+              counter.reads += 1;
+              reads.set(sql, params);
+            }
             return target.query(sql, params, signal);
           };
         }
@@ -79,8 +84,53 @@ describe.each(backends().map((b) => [b.name, b] as const))('DbBus (%s)', (_name,
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    return { counting, counter };
+    return { counting, counter, reads };
   };
+
+  /** Rows of bus.messages a statement looks at (returned or filtered out), from EXPLAIN ANALYZE. */
+  const rowsLookedAt = async (sql: string, params: readonly unknown[] | undefined): Promise<number> => {
+    const { rows } = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+    const raw = rows[0]!['QUERY PLAN'];
+    type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
+    const [{ Plan }] = (typeof raw === 'string' ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
+    const count = (node: PlanNode): number => {
+      const loops = Number(node['Actual Loops'] ?? 1);
+      const own = node['Relation Name'] === 'messages' ? Number(node['Actual Rows'] ?? 0) + Number(node['Rows Removed by Filter'] ?? 0) : 0;
+      const joined = Number(node['Rows Removed by Join Filter'] ?? 0);
+      return (own + joined) * loops + (node.Plans ?? []).reduce((sum, child) => sum + count(child), 0);
+    };
+    return count(Plan);
+  };
+
+  it("reads only what follows the group's offsets, however long the log behind them, a quiet topic's included", async () => {
+    const { counting, reads } = countingReads();
+    const bus = await DbBus.open({ db: counting, log, ...fast });
+    try {
+      // A group that handled a long log: a quiet topic's one message, then 20,000 of a busy topic.
+      await db.query("INSERT INTO bus.messages (topic, key, value, headers, created_at) VALUES ('quiet-log', 'k', 'old', '{}', 0)");
+      await db.query("INSERT INTO bus.messages (topic, key, value, headers, created_at) SELECT 'long-log', 'k', 'old', '{}', 0 FROM generate_series(1, 20000)");
+      await db.query(
+        `INSERT INTO bus.group_offsets (group_id, topic, committed)
+         SELECT 'long-reader', topic, max("offset") FROM bus.messages WHERE topic IN ('quiet-log', 'long-log') GROUP BY topic`,
+      );
+      await bus.publish('long-log', [{ key: 'k', value: 'new', headers: {} }]);
+      await bus.publish('quiet-log', [{ key: 'k', value: 'new', headers: {} }]);
+      const handled: string[] = [];
+      const reader = await bus.subscribe('long-reader', ['quiet-log', 'long-log'], async (m) => void handled.push(`${m.topic} ${m.value}`));
+      await eventually(() => handled.length === 2, 'the group handled the two new messages');
+      await reader.stop();
+      expect(handled).toEqual(['long-log new', 'quiet-log new']);
+      expect(await bus.consumerLag('long-reader', ['quiet-log', 'long-log'])).toEqual([
+        { topic: 'quiet-log', messages: 0 },
+        { topic: 'long-log', messages: 0 },
+      ]);
+      // The consumer's read and the lag count: a handful of rows each, where they walked all 20,001.
+      expect(reads.size).toBe(2);
+      for (const [sql, params] of reads) expect(await rowsLookedAt(sql, params)).toBeLessThan(100);
+    } finally {
+      await bus.close();
+    }
+  });
 
   it("wakes its own process's consumer once per publish: the wake-up's copy back through the Kv costs no second read", async () => {
     const { counting, counter } = countingReads();

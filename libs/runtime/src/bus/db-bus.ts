@@ -9,6 +9,14 @@ const MIGRATIONS = new URL('../../migrations/bus/', import.meta.url);
 /** Every process reads the time from the database, so leases and retention ignore clock skew. */
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 /**
+ * Messages `m` of topic `t.topic` after the group's committed offset `o.committed`, written as a
+ * range of the (topic, offset) index: with `m.topic = t.topic AND m."offset" > …` PostgreSQL
+ * walks the primary key from the committed offset (from the start, before the offsets were
+ * looked up per topic), filtering out every later message of other topics, which on a long log
+ * behind a quiet topic is most of it.
+ */
+const AFTER_COMMITTED = '(m.topic, m."offset") > (t.topic, COALESCE(o.committed, 0)) AND m.topic <= t.topic';
+/**
  * How far apart an idle member's polls may grow when a Kv carries wake-ups between processes:
  * then a poll only catches a wake-up that was lost, and an idle hub need not read the log twenty
  * times a second per group.
@@ -135,14 +143,11 @@ export class DbBus implements Bus {
   }
 
   async consumerLag(group: string, topics: string[]): Promise<{ topic: string; messages: number }[]> {
-    const placeholders = topics.map((_, i) => `$${i + 2}`).join(', ');
     const { rows } = await this.db.query<{ topic: string; n: number }>(
-      `SELECT m.topic, count(*)::int AS n
-         FROM bus.messages m
-         LEFT JOIN bus.group_offsets o ON o.group_id = $1 AND o.topic = m.topic
-        WHERE m.topic IN (${placeholders}) AND m."offset" > COALESCE(o.committed, 0)
-        GROUP BY m.topic`,
-      [group, ...topics],
+      `SELECT t.topic, (SELECT count(*)::int FROM bus.messages m WHERE ${AFTER_COMMITTED}) AS n
+         FROM unnest($2::text[]) AS t (topic)
+         LEFT JOIN bus.group_offsets o ON o.group_id = $1 AND o.topic = t.topic`,
+      [group, topics],
     );
     const lag = new Map(rows.map((row) => [row.topic, row.n]));
     return topics.map((topic) => ({ topic, messages: lag.get(topic) ?? 0 }));
@@ -271,14 +276,16 @@ class GroupMember {
 
   /** Handles the next messages in offset order; stops at the first failure or when the lease is lost. */
   private async consumeBatch(): Promise<'full' | 'drained' | 'empty' | 'failed'> {
-    const placeholders = this.o.topics.map((_, i) => `$${i + 3}`).join(', ');
+    // Each topic's next messages in (topic, offset) order, merged in offset order.
     const { rows } = await this.o.db.query<Row>(
       `SELECT m."offset", m.topic, m.key, m.value, m.headers
-         FROM bus.messages m
-         LEFT JOIN bus.group_offsets o ON o.group_id = $1 AND o.topic = m.topic
-        WHERE m.topic IN (${placeholders}) AND m."offset" > COALESCE(o.committed, 0)
+         FROM unnest($3::text[]) AS t (topic)
+         LEFT JOIN bus.group_offsets o ON o.group_id = $1 AND o.topic = t.topic
+         CROSS JOIN LATERAL (
+           SELECT m."offset", m.topic, m.key, m.value, m.headers FROM bus.messages m
+            WHERE ${AFTER_COMMITTED} ORDER BY m.topic, m."offset" LIMIT $2) m
         ORDER BY m."offset" LIMIT $2`,
-      [this.o.group, this.o.batchSize, ...this.o.topics],
+      [this.o.group, this.o.batchSize, this.o.topics],
       this.stopping.signal,
     );
     if (rows.length === 0) return 'empty';
