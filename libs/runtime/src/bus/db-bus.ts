@@ -9,11 +9,10 @@ const MIGRATIONS = new URL('../../migrations/bus/', import.meta.url);
 /** Every process reads the time from the database, so leases and retention ignore clock skew. */
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 /**
- * Messages `m` of topic `t.topic` after the group's committed offset `o.committed`, written as a
- * range of the (topic, offset) index: with `m.topic = t.topic AND m."offset" > …` PostgreSQL
- * walks the primary key from the committed offset (from the start, before the offsets were
- * looked up per topic), filtering out every later message of other topics, which on a long log
- * behind a quiet topic is most of it.
+ * Messages `m` of topic `t.topic` after the group's committed offset `o.committed`, as a range of
+ * the (topic, offset) index. Written as `m.topic = t.topic AND m."offset" > …`, PostgreSQL walks
+ * the primary key from that offset instead, filtering out every later message of the other
+ * topics: most of a long log, for a quiet topic behind a busy one.
  */
 const AFTER_COMMITTED = '(m.topic, m."offset") > (t.topic, COALESCE(o.committed, 0)) AND m.topic <= t.topic';
 /**
