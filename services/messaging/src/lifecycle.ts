@@ -61,26 +61,25 @@ export class SettledHandoff {
 }
 
 /**
- * Waits until the task reaches a terminal or input-required state, or `ms` pass. The
- * unsubscribe is not awaited: the answer does not depend on it.
+ * Waits until the task reaches a terminal or input-required state, or `ms` pass. The task is read
+ * first, in case it settled before the subscription began, unless `subscribedBeforeWrite`: then
+ * every settling transition came after the subscription and is heard. The unsubscribe is not
+ * awaited: the answer does not depend on it.
  */
-export async function waitForSettled(env: MessagingEnv, signal: AbortSignal, taskId: string, ms: number, listening: Promise<Listener>): Promise<void> {
+export async function waitForSettled(
+  env: MessagingEnv,
+  signal: AbortSignal,
+  taskId: string,
+  ms: number,
+  listening: Listener | Promise<Listener>,
+  subscribedBeforeWrite = false,
+): Promise<void> {
   const listener = await listening;
   try {
-    const task = await env.tasks.getTask(signal, taskId, false);
-    if (!task || settled(task.state)) return;
-    await listener.wait(ms);
-  } finally {
-    void listener.close();
-  }
-}
-
-/**
- * waitForSettled without its read, for a subscription made before the task was written: every
- * settling transition of the task comes after it, and is heard.
- */
-export async function waitOn(listener: Listener, ms: number): Promise<void> {
-  try {
+    if (!subscribedBeforeWrite) {
+      const task = await env.tasks.getTask(signal, taskId, false);
+      if (!task || settled(task.state)) return;
+    }
     await listener.wait(ms);
   } finally {
     void listener.close();

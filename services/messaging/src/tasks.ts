@@ -2,7 +2,7 @@ import { fromJson, toJson } from '@bufbuild/protobuf';
 import { identityv1, messagingv1 } from '@agenthub/proto';
 import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, type Caller } from '@agenthub/runtime';
 import { onlineKey, type MessagingEnv, type MessagingLimits } from './env.js';
-import { announce, listenForSettled, waitForSettled, waitOn } from './lifecycle.js';
+import { announce, listenForSettled, waitForSettled } from './lifecycle.js';
 import type { Listener } from './wake.js';
 import { acceptsAny, FINAL, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
 import type { GrowthCheck, NewDelivery, TaskRecord } from './task-store.js';
@@ -239,8 +239,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     env.settled.expect(task.id);
     let handed: TaskRecord | undefined;
     try {
-      if (subscribed) await waitOn(subscribed, env.limits.blockingMs);
-      else await waitForSettled(env, ctx.signal, task.id, env.limits.blockingMs, listenForSettled(env, task.id, waitSignal(ctx)));
+      await waitForSettled(env, ctx.signal, task.id, env.limits.blockingMs, subscribed ?? listenForSettled(env, task.id, waitSignal(ctx)), subscribed !== undefined);
     } finally {
       handed = env.settled.take(task.id);
     }
