@@ -3,7 +3,7 @@
  * Generated files live in `gen/` and are never edited by hand: change the `.proto`, then
  * `npm run generate`.
  */
-export * as commonv1 from './gen/agenthub/common/v1/error_pb.js';
+export * as commonv1 from './common.js';
 export * as eventsv1 from './gen/agenthub/events/v1/events_pb.js';
 export * as identityv1 from './gen/agenthub/identity/v1/identity_pb.js';
 export * as messagingv1 from './gen/agenthub/messaging/v1/messaging_pb.js';

@@ -129,4 +129,39 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('sends and conversati
       expect(raced.filter((r) => r.body.error?.code === -32001).length).toBe(2);
     });
   });
+
+  describe('sends that travel together', () => {
+    /** SendMessages calls the gateway made to messaging, from its /metrics. */
+    const groupsSent = async () => {
+      const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
+      const counts = text.split('\n').filter((line) => line.startsWith('agenthub_grpc_client_handling_seconds_count') && line.includes('method="SendMessages"'));
+      return counts.reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+    };
+
+    it('concurrent non-blocking sends from several agents share round trips, and each is answered, owned and refused as its own', async () => {
+      const before = await groupsSent();
+      const nobody = { ...bob, agent_id: 'agent_nobody' };
+      const refusedAlone = (await send(alice, nobody, { messageId: fresh('alone') })).body.error;
+      expect(refusedAlone).toMatchObject({ code: -32101 });
+      // Grouping needs sends to arrive while others are on the wire; a few bursts make that sure.
+      for (let burst = 0; burst < 5 && (await groupsSent()) === before; burst++) {
+        const plan = Array.from({ length: 40 }, (_, i) => ({ from: i % 2 ? carol : alice, to: i === 17 ? nobody : i % 3 ? bob : dave, messageId: fresh(`burst${burst}-${i}`) }));
+        const replies = await Promise.all(plan.map(({ from, to, messageId }) => send(from, to, { messageId })));
+        replies.forEach((reply, i) => {
+          if (i === 17) expect(reply.body.error).toEqual(refusedAlone);
+          else expect(reply.body.result?.status.state).toBe('submitted');
+        });
+        // Each task is its sender's and its recipient's, and nobody else's.
+        for (const [i, reply] of replies.entries()) {
+          if (i === 17) continue;
+          const { from, to } = plan[i]!;
+          const other = from === alice ? carol : alice;
+          expect((await ok(from, 'GetTask', { id: reply.body.result.id })).id).toBe(reply.body.result.id);
+          expect((await ok(to, 'GetTask', { id: reply.body.result.id })).id).toBe(reply.body.result.id);
+          expect((await call(other, 'GetTask', { id: reply.body.result.id })).body.error).toMatchObject({ code: -32001 });
+        }
+      }
+      expect(await groupsSent()).toBeGreaterThan(before);
+    });
+  });
 });

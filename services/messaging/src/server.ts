@@ -1,5 +1,5 @@
 import { messagingv1 } from '@agenthub/proto';
-import { callerOf, HubError, Reason, type ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, groupedHandler, HubError, Reason, type ServiceHandlers } from '@agenthub/runtime';
 import type { MessagingEnv } from './env.js';
 import { ackDelivery, pollInbox, streamInbox } from './inbox.js';
 import { sendMessageOnce } from './send-once.js';
@@ -11,6 +11,9 @@ export function createMessagingHandlers(env: MessagingEnv): ServiceHandlers<type
   // Every handler is async so that callerOf's refusal becomes a rejection.
   return {
     sendMessage: async (request, ctx) => sendMessageOnce(env, ctx, callerOf(ctx), request),
+    sendMessages: groupedHandler((request: messagingv1.SendMessageRequest) => {
+      if (request.blocking) throw HubError.invalidParams('blocking', 'a grouped send cannot block: it would hold the whole group');
+    }),
     getTask: async (request, ctx) => getTask(env, ctx, callerOf(ctx), request),
     cancelTask: async (request, ctx) => cancelTask(env, ctx, callerOf(ctx), request),
     pollInbox: async (request, ctx) => pollInbox(env, ctx, callerOf(ctx), request),

@@ -7,11 +7,12 @@ import { ConfigError } from '../config.js';
 import { HubError, Reason } from '../errors.js';
 import { deadlineExceeded } from '../abort.js';
 import type { Metrics } from '../metrics.js';
-import { injectTraceparent, SpanKind, withSpan } from '../tracing.js';
+import { currentTraceparent, injectTraceparent, SpanKind, withSpan } from '../tracing.js';
+import { CallGroups, groupShape, type GroupedOutcome } from './groups.js';
 import type { Principal } from './principal.js';
 import type { LocalTransport } from './local.js';
 import { methodDefinition, type CallContext, type LocalHandler } from './server.js';
-import { signCall, type InternalKey } from './signature.js';
+import { signCall, signGrouped, type InternalKey } from './signature.js';
 import { fromStatus } from './status.js';
 import { channelCredentials, type GrpcTls } from './tls.js';
 
@@ -23,6 +24,11 @@ export interface CallOptions {
   /** Overrides the client's default timeout for this call. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * May travel with other calls of this method in one call of its grouped twin (groups.ts), when
+   * the service declares one and calls are already on the wire; for calls that answer at once.
+   */
+  grouped?: boolean;
 }
 
 type UnaryMethod<M extends DescMethod> = (
@@ -94,6 +100,12 @@ export function createClient<S extends GenServiceMethods>(
     const def = methodDefinition(method);
     const labels = { service: service.typeName, method: method.name };
     if (method.methodKind === 'unary') {
+      const shape = groupShape(service, method);
+      const groups = shape && new CallGroups(async (calls, deadline) => {
+        const twin = client[shape.twin.localName] as UnaryMethod<DescMethod>;
+        const response = (await twin({ [shape.calls]: calls } as never, { timeoutMs: Math.max(0, deadline.getTime() - Date.now()) })) as Record<string, unknown>;
+        return response[shape.outcomes] as GroupedOutcome[];
+      }, shape);
       const spanOptions = { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.service': service.typeName, 'rpc.method': method.name } };
       client[method.localName] = (request: unknown, callOptions?: CallOptions) =>
         withSpan(`${service.typeName}/${method.name}`, spanOptions, () => unary(request, callOptions));
@@ -109,7 +121,7 @@ export function createClient<S extends GenServiceMethods>(
             options.metrics?.grpcClientCalls.observe({ ...labels, code: 'LOCAL' }, Number(process.hrtime.bigint() - started) / 1e9),
           );
         }
-        return new Promise<unknown>((resolve, reject) => {
+        const remote = () => new Promise<unknown>((resolve, reject) => {
           const call = channel.makeUnaryRequest(
             def.path,
             def.requestSerialize,
@@ -130,6 +142,12 @@ export function createClient<S extends GenServiceMethods>(
           const cancel = () => call.cancel();
           signal?.addEventListener('abort', cancel, { once: true });
         });
+        if (!callOptions?.grouped || !groups) return remote();
+        const grouped = () => ({
+          request: create(method.input, request as never),
+          signature: signGrouped(options.internalKey, def.path, principal, deadline, currentTraceparent()),
+        });
+        return groups.send(remote, grouped, deadline, signal);
       };
     } else if (method.methodKind === 'server_streaming') {
       client[method.localName] = (request: unknown, callOptions?: CallOptions) => {

@@ -5,3 +5,4 @@ export type { Principal } from './principal.js';
 export { toStatus, fromStatus } from './status.js';
 export { InternalKey } from './signature.js';
 export { loadGrpcTls, type GrpcTls } from './tls.js';
+export { groupedHandler, MAX_GROUPED_CALLS } from './groups.js';

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
-import { create, fromBinary, toBinary, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1 } from '@agenthub/proto';
 import { HubError, Reason } from '../errors.js';
@@ -8,9 +8,10 @@ import { deadlineExceeded } from '../abort.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { SpanKind, TRACEPARENT, withRemoteParent, withSpan } from '../tracing.js';
+import { groupShape, MAX_GROUPED_CALLS, twinRefusal, type GroupedCall, type GroupShape } from './groups.js';
 import type { Principal } from './principal.js';
-import { verifyCall, type InternalKey } from './signature.js';
-import { toStatus } from './status.js';
+import { verifyCall, verifyGrouped, type InternalKey } from './signature.js';
+import { errorDetail, toStatus } from './status.js';
 import { serverCredentials, type GrpcTls } from './tls.js';
 
 /** What a handler knows about the call besides its request. */
@@ -133,10 +134,13 @@ export class GrpcServer {
         throw new Error(`${service.typeName}.${method.name} has no handler`);
       }
       definition[method.localName] = methodDefinition(method);
+      const refuse = twinRefusal(handler);
+      const shape = refuse && service.methods.map((single) => groupShape(service, single)).find((found) => found?.twin === method);
+      if (refuse && !shape) throw new Error(`${service.typeName}.${method.name} has a grouped handler but is no method's grouped twin`);
       implementation[method.localName] =
         method.methodKind === 'server_streaming'
           ? this.wrapServerStream(service.typeName, method, handler as ServerStreamHandler<DescMethod>)
-          : this.wrapUnary(service.typeName, method, handler as UnaryHandler<DescMethod>);
+          : this.wrapUnary(service.typeName, method, shape ? (request, ctx) => this.runGroup(shape, refuse!, request, ctx) : (handler as UnaryHandler<DescMethod>));
     }
     this.server.addService(definition, implementation);
     this.health.set(service.typeName, true);
@@ -225,6 +229,42 @@ export class GrpcServer {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.options.metrics.grpcServerCalls.observe({ service: serviceName, method: method.name, code: grpc.status[code] }, seconds);
     }
+  }
+
+  /**
+   * A grouped twin's call: each call of the group checked and run as the single method would run
+   * it alone, all at once (a service batching its writes commits them together); one outcome
+   * each, in order. A call that fails fails alone.
+   */
+  private async runGroup(shape: GroupShape, refuse: (request: never) => void, request: unknown, ctx: CallContext): Promise<MessageInitShape<DescMessage>> {
+    const path = `/${shape.single.parent.typeName}/${shape.single.name}`;
+    const calls = (request as Record<string, GroupedCall[]>)[shape.calls]!;
+    if (calls.length > MAX_GROUPED_CALLS) throw HubError.invalidParams(shape.calls, `holds at most ${MAX_GROUPED_CALLS} calls`);
+    const single = this.local.get(path)!;
+    const outcomes = await Promise.all(
+      calls.map(async (call) => {
+        try {
+          let verified: ReturnType<typeof verifyGrouped>;
+          try {
+            verified = verifyGrouped(this.options.internalKey, call.signature, path);
+          } catch (err) {
+            this.options.log.warn({ rpc: path }, 'grouped call refused: bad or missing signature');
+            throw err;
+          }
+          if (!call.request) throw HubError.invalidParams(`${shape.calls}.request`, 'is required');
+          refuse(call.request as never);
+          const deadline = ctx.deadline && ctx.deadline < verified.expires ? ctx.deadline : verified.expires;
+          const traceparent = call.signature.traceparent;
+          const response = await withRemoteParent(traceparent ? { [TRACEPARENT]: traceparent } : undefined, () =>
+            single(call.request, { principal: verified.principal, deadline, signal: ctx.signal }),
+          );
+          return { [shape.oneof]: { case: shape.responseCase, value: response } };
+        } catch (err) {
+          return { [shape.oneof]: { case: shape.errorCase, value: errorDetail(HubError.from(err)) } };
+        }
+      }),
+    );
+    return { [shape.outcomes]: outcomes } as MessageInitShape<DescMessage>;
   }
 
   private wrapUnary(serviceName: string, method: DescMethod, handler: UnaryHandler<DescMethod>): grpc.handleUnaryCall<unknown, unknown> {

@@ -125,16 +125,57 @@ export function signCall(key: InternalKey, metadata: Metadata, path: string, pri
  * expiry, or when expired. Nothing of the metadata is trusted before this returns.
  */
 export function verifyCall(key: InternalKey, metadata: Metadata, path: string, now = Date.now()): { principal: Principal | undefined; expires: Date } {
-  const refuse = () => new HubError(Reason.UNAUTHENTICATED, 'Internal calls must be signed with the internal key');
   const signature = metadata.get(SIGNATURE)[0];
   const expiresText = metadata.get(EXPIRES)[0];
-  if (typeof signature !== 'string' || !signature.startsWith(`${VERSION}.`) || typeof expiresText !== 'string' || !/^\d{1,15}$/.test(expiresText)) {
-    throw refuse();
-  }
-  const expires = Number(expiresText);
-  const principal = readPrincipal(metadata);
+  if (typeof signature !== 'string' || typeof expiresText !== 'string' || !/^\d{1,15}$/.test(expiresText)) throw refused();
+  return verified(key, signature, Number(expiresText), readPrincipal(metadata), path, now);
+}
+
+/** What a call of a group carries instead of metadata (common.v1.CallSignature). */
+export interface GroupedSignature {
+  agentId: string;
+  tenantId: string;
+  operator: boolean;
+  expiresMs: bigint;
+  signature: string;
+  traceparent: string;
+}
+
+/**
+ * One call of a group (a grouped twin such as SendMessages) signed as `signCall` would sign it
+ * alone: the same text, so the service checks it the same way and it grants no more than that call.
+ */
+export function signGrouped(key: InternalKey, path: string, principal: Principal | undefined, deadline: Date, traceparent = ''): GroupedSignature {
+  const expires = deadline.getTime();
+  return {
+    agentId: principal?.kind === 'agent' ? principal.agentId : '',
+    tenantId: principal?.kind === 'agent' ? principal.tenantId : '',
+    operator: principal?.kind === 'operator',
+    expiresMs: BigInt(expires),
+    signature: `${VERSION}.${key.signature(path, principal, expires)}`,
+    traceparent,
+  };
+}
+
+/** `verifyCall` for one call of a group, on the single method's `path`. */
+export function verifyGrouped(key: InternalKey, signed: GroupedSignature | undefined, path: string, now = Date.now()): { principal: Principal | undefined; expires: Date } {
+  if (!signed || signed.expiresMs < 0n || signed.expiresMs >= 10n ** 15n) throw refused();
+  const principal: Principal | undefined = signed.operator
+    ? { kind: 'operator' }
+    : signed.agentId && signed.tenantId
+      ? { kind: 'agent', agentId: signed.agentId, tenantId: signed.tenantId }
+      : undefined;
+  return verified(key, signed.signature, Number(signed.expiresMs), principal, path, now);
+}
+
+function verified(key: InternalKey, signature: string, expires: number, principal: Principal | undefined, path: string, now: number): { principal: Principal | undefined; expires: Date } {
+  if (!signature.startsWith(`${VERSION}.`)) throw refused();
   const given = Buffer.from(signature.slice(VERSION.length + 1), 'base64url');
-  if (!key.accepts(given, path, principal, expires)) throw refuse();
+  if (!key.accepts(given, path, principal, expires)) throw refused();
   if (expires + CLOCK_SKEW_MS <= now) throw new HubError(Reason.UNAUTHENTICATED, 'The internal call\'s signature has expired');
   return { principal, expires: new Date(expires) };
+}
+
+function refused(): HubError {
+  return new HubError(Reason.UNAUTHENTICATED, 'Internal calls must be signed with the internal key');
 }

@@ -37,22 +37,30 @@ const bareStatuses: Partial<Record<status, { reason: Reason; message: string }>>
 
 export function toStatus(err: HubError): Partial<StatusObject> {
   const metadata = new Metadata();
-  const detail = create(commonv1.ErrorDetailSchema, {
+  metadata.set(DETAIL_KEY, Buffer.from(toBinary(commonv1.ErrorDetailSchema, errorDetail(err))));
+  return { code: statusOf[err.reason], details: err.message, metadata };
+}
+
+/** The error as the detail a status (or one failed call of a group) carries. */
+export function errorDetail(err: HubError): commonv1.ErrorDetail {
+  return create(commonv1.ErrorDetailSchema, {
     reason: err.reason,
     message: err.message,
     field: err.field,
     retryAfterMs: err.retryAfterMs === undefined ? 0 : Math.min(0xffffffff, Math.max(0, Math.ceil(err.retryAfterMs))),
   });
-  metadata.set(DETAIL_KEY, Buffer.from(toBinary(commonv1.ErrorDetailSchema, detail)));
-  return { code: statusOf[err.reason], details: err.message, metadata };
+}
+
+/** The HubError a service chose, from its detail. */
+export function fromDetail(detail: commonv1.ErrorDetail, cause?: unknown): HubError {
+  return new HubError(detail.reason, detail.message, { field: detail.field, cause, retryAfterMs: detail.retryAfterMs || undefined });
 }
 
 export function fromStatus(err: ServiceError): HubError {
   const raw = err.metadata?.get(DETAIL_KEY)[0];
   if (raw instanceof Buffer) {
     try {
-      const detail = fromBinary(commonv1.ErrorDetailSchema, raw);
-      return new HubError(detail.reason, detail.message, { field: detail.field, cause: err, retryAfterMs: detail.retryAfterMs || undefined });
+      return fromDetail(fromBinary(commonv1.ErrorDetailSchema, raw), err);
     } catch (decodeError) {
       return new HubError(Reason.INTERNAL, 'Internal error', { cause: decodeError });
     }

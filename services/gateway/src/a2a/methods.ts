@@ -159,7 +159,8 @@ export function a2aMethods(clients: Clients, streams: StreamOptions = {}): Map<s
       const request = await sendRequest(p, ctx, c);
       // With a push config the send returns at once, and the config is made for the new task
       // right away: the task's updates go to it rather than to a waiting answer.
-      const response = (await c.sendMessage!(push ? { ...request, blocking: false } : request, options(ctx, WAITING_CALL_MS))) as messagingv1.SendMessageResponse;
+      const sent = push ? { ...request, blocking: false } : request;
+      const response = (await c.sendMessage!(sent, { ...options(ctx, WAITING_CALL_MS), grouped: !sent.blocking })) as messagingv1.SendMessageResponse;
       if (push) await createConfig(clients, ctx, { ...push, taskId: response.task!.id });
       return { task: taskOut(response.task!) };
     })],

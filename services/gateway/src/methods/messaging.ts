@@ -24,6 +24,8 @@ function method(
   build: (params: Json, ctx: RpcContext) => unknown,
   result: (response: any, params: Json) => unknown,
   timeoutMs?: number,
+  /** Whether a request may share a round trip with others of its RPC (CallOptions.grouped). */
+  grouped?: (request: any) => boolean,
 ): Route {
   const service = messagingv1.MessagingService;
   return {
@@ -33,7 +35,7 @@ function method(
       const request = build(params, ctx);
       const client = clients.get(service.typeName);
       if (!client) throw new Error(`No client for ${service.typeName}`);
-      const response = await client[rpc]!(request, { principal: ctx.principal, signal: ctx.signal, ...(timeoutMs ? { timeoutMs } : {}) });
+      const response = await client[rpc]!(request, { principal: ctx.principal, signal: ctx.signal, grouped: grouped?.(request), ...(timeoutMs ? { timeoutMs } : {}) });
       return result(response, params);
     },
   };
@@ -51,7 +53,7 @@ function unchecked(clients: Clients, streamMaxMs: number): [string, Route][] {
     return cfg.historyLength !== undefined || cfg.blocking === true;
   };
   return [
-    ['SendMessage', method(clients, 'sendMessage', sendRequest, (r, p) => taskOut(r.task, { messages: withHistory(p) }), WAITING_CALL_MS)],
+    ['SendMessage', method(clients, 'sendMessage', sendRequest, (r, p) => taskOut(r.task, { messages: withHistory(p) }), WAITING_CALL_MS, (r) => !r.blocking)],
     ['GetTask', method(
       clients,
       'getTask',

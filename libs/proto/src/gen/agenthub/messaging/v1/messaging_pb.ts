@@ -4,6 +4,10 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { CallSignature } from "../../common/v1/call_pb.js";
+import { file_agenthub_common_v1_call } from "../../common/v1/call_pb.js";
+import type { ErrorDetail } from "../../common/v1/error_pb.js";
+import { file_agenthub_common_v1_error } from "../../common/v1/error_pb.js";
 import type { QuotaUsage } from "../../common/v1/quota_pb.js";
 import { file_agenthub_common_v1_quota } from "../../common/v1/quota_pb.js";
 import type { Message as Message$1 } from "@bufbuild/protobuf";
@@ -12,7 +16,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file agenthub/messaging/v1/messaging.proto.
  */
 export const file_agenthub_messaging_v1_messaging: GenFile = /*@__PURE__*/
-  fileDesc("CiVhZ2VudGh1Yi9tZXNzYWdpbmcvdjEvbWVzc2FnaW5nLnByb3RvEhVhZ2VudGh1Yi5tZXNzYWdpbmcudjEiPQoVR2V0QWdlbnRzVXNhZ2VSZXF1ZXN0EhEKCWFnZW50X2lkcxgBIAMoCRIRCgl0ZW5hbnRfaWQYAiABKAkiRwoWR2V0QWdlbnRzVXNhZ2VSZXNwb25zZRItCgV1c2FnZRgBIAMoCzIeLmFnZW50aHViLmNvbW1vbi52MS5RdW90YVVzYWdlIhgKCFRleHRQYXJ0EgwKBHRleHQYASABKAkiRgoIRmlsZVBhcnQSDAoEbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoCRILCgN1cmkYBCABKAkiKwoIRGF0YVBhcnQSEQoJbWltZV90eXBlGAEgASgJEgwKBGRhdGEYAiABKAkipAEKBFBhcnQSLwoEdGV4dBgBIAEoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5UZXh0UGFydEgAEi8KBGZpbGUYAiABKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuRmlsZVBhcnRIABIvCgRkYXRhGAMgASgLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkRhdGFQYXJ0SABCCQoHY29udGVudCJXCgdNZXNzYWdlEgwKBHJvbGUYASABKAkSKgoFcGFydHMYAiADKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUGFydBISCgptZXNzYWdlX2lkGAMgASgJImMKCEFydGlmYWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJbWltZV90eXBlGAMgASgJEioKBXBhcnRzGAQgAygLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlBhcnQiqwIKBFRhc2sSCgoCaWQYASABKAkSEgoKY29udGV4dF9pZBgCIAEoCRIvCgVzdGF0ZRgDIAEoDjIgLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrU3RhdGUSEgoKdXBkYXRlZF9hdBgEIAEoAxIwCghtZXNzYWdlcxgFIAMoCzIeLmFnZW50aHViLm1lc3NhZ2luZy52MS5NZXNzYWdlEjIKCWFydGlmYWN0cxgGIAMoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5BcnRpZmFjdBIXCg9zZW5kZXJfYWdlbnRfaWQYByABKAkSGgoScmVjaXBpZW50X2FnZW50X2lkGAggASgJEhIKCmNyZWF0ZWRfYXQYCSABKAMSDwoHdmVyc2lvbhgKIAEoAyKRAgoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhoKEnJlY2lwaWVudF9hZ2VudF9pZBgBIAEoCRIvCgdtZXNzYWdlGAIgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USEgoKY29udGV4dF9pZBgDIAEoCRIPCgd0YXNrX2lkGAQgASgJEhsKDmhpc3RvcnlfbGVuZ3RoGAUgASgFSACIAQESHQoVYWNjZXB0ZWRfb3V0cHV0X21vZGVzGAYgAygJEhAKCGJsb2NraW5nGAcgASgIEhgKC3R0bF9zZWNvbmRzGAggASgDSAGIAQFCEQoPX2hpc3RvcnlfbGVuZ3RoQg4KDF90dGxfc2Vjb25kcyJAChNTZW5kTWVzc2FnZVJlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayJRCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhsKDmhpc3RvcnlfbGVuZ3RoGAIgASgFSACIAQFCEQoPX2hpc3RvcnlfbGVuZ3RoIjwKD0dldFRhc2tSZXNwb25zZRIpCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2siJAoRQ2FuY2VsVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSI/ChJDYW5jZWxUYXNrUmVzcG9uc2USKQoEdGFzaxgBIAEoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrIqoBCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEhIKCmNvbnRleHRfaWQYAyABKAkSFwoPc2VuZGVyX2FnZW50X2lkGAQgASgJEi8KB21lc3NhZ2UYBSABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRISCgpjcmVhdGVkX2F0GAYgASgDEg8KB2F0dGVtcHQYByABKAUiMAoQUG9sbEluYm94UmVxdWVzdBIPCgd3YWl0X21zGAEgASgFEgsKA21heBgCIAEoBSJIChFQb2xsSW5ib3hSZXNwb25zZRIzCgpkZWxpdmVyaWVzGAEgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkRlbGl2ZXJ5IiEKElN0cmVhbUluYm94UmVxdWVzdBILCgNtYXgYASABKAUiSgoTU3RyZWFtSW5ib3hSZXNwb25zZRIzCgpkZWxpdmVyaWVzGAEgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkRlbGl2ZXJ5IikKEkFja0RlbGl2ZXJ5UmVxdWVzdBITCgtkZWxpdmVyeV9pZBgBIAEoCSIkChNBY2tEZWxpdmVyeVJlc3BvbnNlEg0KBWFja2VkGAEgASgIIroBChFVcGRhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEi8KBXN0YXRlGAIgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRIvCgdtZXNzYWdlGAMgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USMgoJYXJ0aWZhY3RzGAQgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkFydGlmYWN0Ij8KElVwZGF0ZVRhc2tSZXNwb25zZRIpCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2si9wEKEExpc3RUYXNrc1JlcXVlc3QSEgoKY29udGV4dF9pZBgBIAEoCRIvCgVzdGF0ZRgCIAEoDjIgLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrU3RhdGUSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSGwoOaGlzdG9yeV9sZW5ndGgYBSABKAVIAIgBARIVCg11cGRhdGVkX2FmdGVyGAYgASgDEhkKEWluY2x1ZGVfYXJ0aWZhY3RzGAcgASgIEhUKDXBlZXJfYWdlbnRfaWQYCCABKAlCEQoPX2hpc3RvcnlfbGVuZ3RoImwKEUxpc3RUYXNrc1Jlc3BvbnNlEioKBXRhc2tzGAEgAygLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2sSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhIKCnRvdGFsX3NpemUYAyABKAUigQEKEFdhdGNoVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIaCg1hZnRlcl92ZXJzaW9uGAIgASgDSACIAQESGwoOaGlzdG9yeV9sZW5ndGgYAyABKAVIAYgBAUIQCg5fYWZ0ZXJfdmVyc2lvbkIRCg9faGlzdG9yeV9sZW5ndGgi/wEKDlRhc2tUcmFuc2l0aW9uEg8KB3Rhc2tfaWQYASABKAkSEgoKY29udGV4dF9pZBgCIAEoCRIPCgd2ZXJzaW9uGAMgASgDEi8KBXN0YXRlGAQgASgOMiAuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tTdGF0ZRISCgp1cGRhdGVkX2F0GAUgASgDEi8KB21lc3NhZ2UYBiABKAsyHi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTWVzc2FnZRIyCglhcnRpZmFjdHMYByADKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQXJ0aWZhY3QSDQoFZmluYWwYCCABKAgihgEKEVdhdGNoVGFza1Jlc3BvbnNlEisKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza0gAEjsKCnRyYW5zaXRpb24YAiABKAsyJS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza1RyYW5zaXRpb25IAEIHCgVldmVudCrbAQoJVGFza1N0YXRlEhoKFlRBU0tfU1RBVEVfVU5TUEVDSUZJRUQQABIYChRUQVNLX1NUQVRFX1NVQk1JVFRFRBABEhYKElRBU0tfU1RBVEVfV09SS0lORxACEh0KGVRBU0tfU1RBVEVfSU5QVVRfUkVRVUlSRUQQAxIYChRUQVNLX1NUQVRFX0NPTVBMRVRFRBAEEhUKEVRBU0tfU1RBVEVfRkFJTEVEEAUSFwoTVEFTS19TVEFURV9DQU5DRUxFRBAGEhcKE1RBU0tfU1RBVEVfUkVKRUNURUQQBzKGCAoQTWVzc2FnaW5nU2VydmljZRJkCgtTZW5kTWVzc2FnZRIpLmFnZW50aHViLm1lc3NhZ2luZy52MS5TZW5kTWVzc2FnZVJlcXVlc3QaKi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJdCgdHZXRUYXNrEiUuYWdlbnRodWIubWVzc2FnaW5nLnYxLkdldFRhc2tSZXF1ZXN0GiYuYWdlbnRodWIubWVzc2FnaW5nLnYxLkdldFRhc2tSZXNwb25zZSIDkAIBEmEKCkNhbmNlbFRhc2sSKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQ2FuY2VsVGFza1JlcXVlc3QaKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQ2FuY2VsVGFza1Jlc3BvbnNlEl4KCVBvbGxJbmJveBInLmFnZW50aHViLm1lc3NhZ2luZy52MS5Qb2xsSW5ib3hSZXF1ZXN0GiguYWdlbnRodWIubWVzc2FnaW5nLnYxLlBvbGxJbmJveFJlc3BvbnNlEmYKC1N0cmVhbUluYm94EikuYWdlbnRodWIubWVzc2FnaW5nLnYxLlN0cmVhbUluYm94UmVxdWVzdBoqLmFnZW50aHViLm1lc3NhZ2luZy52MS5TdHJlYW1JbmJveFJlc3BvbnNlMAESZAoLQWNrRGVsaXZlcnkSKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuQWNrRGVsaXZlcnlSZXF1ZXN0GiouYWdlbnRodWIubWVzc2FnaW5nLnYxLkFja0RlbGl2ZXJ5UmVzcG9uc2USYQoKVXBkYXRlVGFzaxIoLmFnZW50aHViLm1lc3NhZ2luZy52MS5VcGRhdGVUYXNrUmVxdWVzdBopLmFnZW50aHViLm1lc3NhZ2luZy52MS5VcGRhdGVUYXNrUmVzcG9uc2USYwoJTGlzdFRhc2tzEicuYWdlbnRodWIubWVzc2FnaW5nLnYxLkxpc3RUYXNrc1JlcXVlc3QaKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuTGlzdFRhc2tzUmVzcG9uc2UiA5ACARJgCglXYXRjaFRhc2sSJy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuV2F0Y2hUYXNrUmVxdWVzdBooLmFnZW50aHViLm1lc3NhZ2luZy52MS5XYXRjaFRhc2tSZXNwb25zZTABEnIKDkdldEFnZW50c1VzYWdlEiwuYWdlbnRodWIubWVzc2FnaW5nLnYxLkdldEFnZW50c1VzYWdlUmVxdWVzdBotLmFnZW50aHViLm1lc3NhZ2luZy52MS5HZXRBZ2VudHNVc2FnZVJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_agenthub_common_v1_quota]);
+  fileDesc("CiVhZ2VudGh1Yi9tZXNzYWdpbmcvdjEvbWVzc2FnaW5nLnByb3RvEhVhZ2VudGh1Yi5tZXNzYWdpbmcudjEiPQoVR2V0QWdlbnRzVXNhZ2VSZXF1ZXN0EhEKCWFnZW50X2lkcxgBIAMoCRIRCgl0ZW5hbnRfaWQYAiABKAkiRwoWR2V0QWdlbnRzVXNhZ2VSZXNwb25zZRItCgV1c2FnZRgBIAMoCzIeLmFnZW50aHViLmNvbW1vbi52MS5RdW90YVVzYWdlIhgKCFRleHRQYXJ0EgwKBHRleHQYASABKAkiRgoIRmlsZVBhcnQSDAoEbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDAoEZGF0YRgDIAEoCRILCgN1cmkYBCABKAkiKwoIRGF0YVBhcnQSEQoJbWltZV90eXBlGAEgASgJEgwKBGRhdGEYAiABKAkipAEKBFBhcnQSLwoEdGV4dBgBIAEoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5UZXh0UGFydEgAEi8KBGZpbGUYAiABKAsyHy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuRmlsZVBhcnRIABIvCgRkYXRhGAMgASgLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkRhdGFQYXJ0SABCCQoHY29udGVudCJXCgdNZXNzYWdlEgwKBHJvbGUYASABKAkSKgoFcGFydHMYAiADKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUGFydBISCgptZXNzYWdlX2lkGAMgASgJImMKCEFydGlmYWN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJbWltZV90eXBlGAMgASgJEioKBXBhcnRzGAQgAygLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlBhcnQiqwIKBFRhc2sSCgoCaWQYASABKAkSEgoKY29udGV4dF9pZBgCIAEoCRIvCgVzdGF0ZRgDIAEoDjIgLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrU3RhdGUSEgoKdXBkYXRlZF9hdBgEIAEoAxIwCghtZXNzYWdlcxgFIAMoCzIeLmFnZW50aHViLm1lc3NhZ2luZy52MS5NZXNzYWdlEjIKCWFydGlmYWN0cxgGIAMoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5BcnRpZmFjdBIXCg9zZW5kZXJfYWdlbnRfaWQYByABKAkSGgoScmVjaXBpZW50X2FnZW50X2lkGAggASgJEhIKCmNyZWF0ZWRfYXQYCSABKAMSDwoHdmVyc2lvbhgKIAEoAyKRAgoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhoKEnJlY2lwaWVudF9hZ2VudF9pZBgBIAEoCRIvCgdtZXNzYWdlGAIgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USEgoKY29udGV4dF9pZBgDIAEoCRIPCgd0YXNrX2lkGAQgASgJEhsKDmhpc3RvcnlfbGVuZ3RoGAUgASgFSACIAQESHQoVYWNjZXB0ZWRfb3V0cHV0X21vZGVzGAYgAygJEhAKCGJsb2NraW5nGAcgASgIEhgKC3R0bF9zZWNvbmRzGAggASgDSAGIAQFCEQoPX2hpc3RvcnlfbGVuZ3RoQg4KDF90dGxfc2Vjb25kcyJAChNTZW5kTWVzc2FnZVJlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayJPChNTZW5kTWVzc2FnZXNSZXF1ZXN0EjgKBXNlbmRzGAEgAygLMikuYWdlbnRodWIubWVzc2FnaW5nLnYxLkdyb3VwZWRTZW5kTWVzc2FnZSKGAQoSR3JvdXBlZFNlbmRNZXNzYWdlEjoKB3JlcXVlc3QYASABKAsyKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0EjQKCXNpZ25hdHVyZRgCIAEoCzIhLmFnZW50aHViLmNvbW1vbi52MS5DYWxsU2lnbmF0dXJlIlMKFFNlbmRNZXNzYWdlc1Jlc3BvbnNlEjsKCG91dGNvbWVzGAEgAygLMikuYWdlbnRodWIubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlT3V0Y29tZSKRAQoSU2VuZE1lc3NhZ2VPdXRjb21lEj4KCHJlc3BvbnNlGAEgASgLMiouYWdlbnRodWIubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVzcG9uc2VIABIwCgVlcnJvchgCIAEoCzIfLmFnZW50aHViLmNvbW1vbi52MS5FcnJvckRldGFpbEgAQgkKB291dGNvbWUiUQoOR2V0VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIbCg5oaXN0b3J5X2xlbmd0aBgCIAEoBUgAiAEBQhEKD19oaXN0b3J5X2xlbmd0aCI8Cg9HZXRUYXNrUmVzcG9uc2USKQoEdGFzaxgBIAEoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrIiQKEUNhbmNlbFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkiPwoSQ2FuY2VsVGFza1Jlc3BvbnNlEikKBHRhc2sYASABKAsyGy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFzayKqAQoIRGVsaXZlcnkSCgoCaWQYASABKAkSDwoHdGFza19pZBgCIAEoCRISCgpjb250ZXh0X2lkGAMgASgJEhcKD3NlbmRlcl9hZ2VudF9pZBgEIAEoCRIvCgdtZXNzYWdlGAUgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USEgoKY3JlYXRlZF9hdBgGIAEoAxIPCgdhdHRlbXB0GAcgASgFIjAKEFBvbGxJbmJveFJlcXVlc3QSDwoHd2FpdF9tcxgBIAEoBRILCgNtYXgYAiABKAUiSAoRUG9sbEluYm94UmVzcG9uc2USMwoKZGVsaXZlcmllcxgBIAMoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5EZWxpdmVyeSIhChJTdHJlYW1JbmJveFJlcXVlc3QSCwoDbWF4GAEgASgFIkoKE1N0cmVhbUluYm94UmVzcG9uc2USMwoKZGVsaXZlcmllcxgBIAMoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5EZWxpdmVyeSIpChJBY2tEZWxpdmVyeVJlcXVlc3QSEwoLZGVsaXZlcnlfaWQYASABKAkiJAoTQWNrRGVsaXZlcnlSZXNwb25zZRINCgVhY2tlZBgBIAEoCCK6AQoRVXBkYXRlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIvCgVzdGF0ZRgCIAEoDjIgLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrU3RhdGUSLwoHbWVzc2FnZRgDIAEoCzIeLmFnZW50aHViLm1lc3NhZ2luZy52MS5NZXNzYWdlEjIKCWFydGlmYWN0cxgEIAMoCzIfLmFnZW50aHViLm1lc3NhZ2luZy52MS5BcnRpZmFjdCI/ChJVcGRhdGVUYXNrUmVzcG9uc2USKQoEdGFzaxgBIAEoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrIvcBChBMaXN0VGFza3NSZXF1ZXN0EhIKCmNvbnRleHRfaWQYASABKAkSLwoFc3RhdGUYAiABKA4yIC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVGFza1N0YXRlEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEhsKDmhpc3RvcnlfbGVuZ3RoGAUgASgFSACIAQESFQoNdXBkYXRlZF9hZnRlchgGIAEoAxIZChFpbmNsdWRlX2FydGlmYWN0cxgHIAEoCBIVCg1wZWVyX2FnZW50X2lkGAggASgJQhEKD19oaXN0b3J5X2xlbmd0aCJsChFMaXN0VGFza3NSZXNwb25zZRIqCgV0YXNrcxgBIAMoCzIbLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRISCgp0b3RhbF9zaXplGAMgASgFIoEBChBXYXRjaFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSGgoNYWZ0ZXJfdmVyc2lvbhgCIAEoA0gAiAEBEhsKDmhpc3RvcnlfbGVuZ3RoGAMgASgFSAGIAQFCEAoOX2FmdGVyX3ZlcnNpb25CEQoPX2hpc3RvcnlfbGVuZ3RoIv8BCg5UYXNrVHJhbnNpdGlvbhIPCgd0YXNrX2lkGAEgASgJEhIKCmNvbnRleHRfaWQYAiABKAkSDwoHdmVyc2lvbhgDIAEoAxIvCgVzdGF0ZRgEIAEoDjIgLmFnZW50aHViLm1lc3NhZ2luZy52MS5UYXNrU3RhdGUSEgoKdXBkYXRlZF9hdBgFIAEoAxIvCgdtZXNzYWdlGAYgASgLMh4uYWdlbnRodWIubWVzc2FnaW5nLnYxLk1lc3NhZ2USMgoJYXJ0aWZhY3RzGAcgAygLMh8uYWdlbnRodWIubWVzc2FnaW5nLnYxLkFydGlmYWN0Eg0KBWZpbmFsGAggASgIIoYBChFXYXRjaFRhc2tSZXNwb25zZRIrCgR0YXNrGAEgASgLMhsuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tIABI7Cgp0cmFuc2l0aW9uGAIgASgLMiUuYWdlbnRodWIubWVzc2FnaW5nLnYxLlRhc2tUcmFuc2l0aW9uSABCBwoFZXZlbnQq2wEKCVRhc2tTdGF0ZRIaChZUQVNLX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUVEFTS19TVEFURV9TVUJNSVRURUQQARIWChJUQVNLX1NUQVRFX1dPUktJTkcQAhIdChlUQVNLX1NUQVRFX0lOUFVUX1JFUVVJUkVEEAMSGAoUVEFTS19TVEFURV9DT01QTEVURUQQBBIVChFUQVNLX1NUQVRFX0ZBSUxFRBAFEhcKE1RBU0tfU1RBVEVfQ0FOQ0VMRUQQBhIXChNUQVNLX1NUQVRFX1JFSkVDVEVEEAcy7wgKEE1lc3NhZ2luZ1NlcnZpY2USZAoLU2VuZE1lc3NhZ2USKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GiouYWdlbnRodWIubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USZwoMU2VuZE1lc3NhZ2VzEiouYWdlbnRodWIubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlc1JlcXVlc3QaKy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VzUmVzcG9uc2USXQoHR2V0VGFzaxIlLmFnZW50aHViLm1lc3NhZ2luZy52MS5HZXRUYXNrUmVxdWVzdBomLmFnZW50aHViLm1lc3NhZ2luZy52MS5HZXRUYXNrUmVzcG9uc2UiA5ACARJhCgpDYW5jZWxUYXNrEiguYWdlbnRodWIubWVzc2FnaW5nLnYxLkNhbmNlbFRhc2tSZXF1ZXN0GikuYWdlbnRodWIubWVzc2FnaW5nLnYxLkNhbmNlbFRhc2tSZXNwb25zZRJeCglQb2xsSW5ib3gSJy5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuUG9sbEluYm94UmVxdWVzdBooLmFnZW50aHViLm1lc3NhZ2luZy52MS5Qb2xsSW5ib3hSZXNwb25zZRJmCgtTdHJlYW1JbmJveBIpLmFnZW50aHViLm1lc3NhZ2luZy52MS5TdHJlYW1JbmJveFJlcXVlc3QaKi5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuU3RyZWFtSW5ib3hSZXNwb25zZTABEmQKC0Fja0RlbGl2ZXJ5EikuYWdlbnRodWIubWVzc2FnaW5nLnYxLkFja0RlbGl2ZXJ5UmVxdWVzdBoqLmFnZW50aHViLm1lc3NhZ2luZy52MS5BY2tEZWxpdmVyeVJlc3BvbnNlEmEKClVwZGF0ZVRhc2sSKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVXBkYXRlVGFza1JlcXVlc3QaKS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuVXBkYXRlVGFza1Jlc3BvbnNlEmMKCUxpc3RUYXNrcxInLmFnZW50aHViLm1lc3NhZ2luZy52MS5MaXN0VGFza3NSZXF1ZXN0GiguYWdlbnRodWIubWVzc2FnaW5nLnYxLkxpc3RUYXNrc1Jlc3BvbnNlIgOQAgESYAoJV2F0Y2hUYXNrEicuYWdlbnRodWIubWVzc2FnaW5nLnYxLldhdGNoVGFza1JlcXVlc3QaKC5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuV2F0Y2hUYXNrUmVzcG9uc2UwARJyCg5HZXRBZ2VudHNVc2FnZRIsLmFnZW50aHViLm1lc3NhZ2luZy52MS5HZXRBZ2VudHNVc2FnZVJlcXVlc3QaLS5hZ2VudGh1Yi5tZXNzYWdpbmcudjEuR2V0QWdlbnRzVXNhZ2VSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_agenthub_common_v1_call, file_agenthub_common_v1_error, file_agenthub_common_v1_quota]);
 
 /**
  * @generated from message agenthub.messaging.v1.GetAgentsUsageRequest
@@ -366,6 +370,93 @@ export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__P
   messageDesc(file_agenthub_messaging_v1_messaging, 10);
 
 /**
+ * @generated from message agenthub.messaging.v1.SendMessagesRequest
+ */
+export type SendMessagesRequest = Message$1<"agenthub.messaging.v1.SendMessagesRequest"> & {
+  /**
+   * @generated from field: repeated agenthub.messaging.v1.GroupedSendMessage sends = 1;
+   */
+  sends: GroupedSendMessage[];
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.SendMessagesRequest.
+ * Use `create(SendMessagesRequestSchema)` to create a new message.
+ */
+export const SendMessagesRequestSchema: GenMessage<SendMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 11);
+
+/**
+ * @generated from message agenthub.messaging.v1.GroupedSendMessage
+ */
+export type GroupedSendMessage = Message$1<"agenthub.messaging.v1.GroupedSendMessage"> & {
+  /**
+   * @generated from field: agenthub.messaging.v1.SendMessageRequest request = 1;
+   */
+  request?: SendMessageRequest | undefined;
+
+  /**
+   * @generated from field: agenthub.common.v1.CallSignature signature = 2;
+   */
+  signature?: CallSignature | undefined;
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.GroupedSendMessage.
+ * Use `create(GroupedSendMessageSchema)` to create a new message.
+ */
+export const GroupedSendMessageSchema: GenMessage<GroupedSendMessage> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 12);
+
+/**
+ * @generated from message agenthub.messaging.v1.SendMessagesResponse
+ */
+export type SendMessagesResponse = Message$1<"agenthub.messaging.v1.SendMessagesResponse"> & {
+  /**
+   * One per send of the request, in its order.
+   *
+   * @generated from field: repeated agenthub.messaging.v1.SendMessageOutcome outcomes = 1;
+   */
+  outcomes: SendMessageOutcome[];
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.SendMessagesResponse.
+ * Use `create(SendMessagesResponseSchema)` to create a new message.
+ */
+export const SendMessagesResponseSchema: GenMessage<SendMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 13);
+
+/**
+ * @generated from message agenthub.messaging.v1.SendMessageOutcome
+ */
+export type SendMessageOutcome = Message$1<"agenthub.messaging.v1.SendMessageOutcome"> & {
+  /**
+   * @generated from oneof agenthub.messaging.v1.SendMessageOutcome.outcome
+   */
+  outcome: {
+    /**
+     * @generated from field: agenthub.messaging.v1.SendMessageResponse response = 1;
+     */
+    value: SendMessageResponse;
+    case: "response";
+  } | {
+    /**
+     * @generated from field: agenthub.common.v1.ErrorDetail error = 2;
+     */
+    value: ErrorDetail;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agenthub.messaging.v1.SendMessageOutcome.
+ * Use `create(SendMessageOutcomeSchema)` to create a new message.
+ */
+export const SendMessageOutcomeSchema: GenMessage<SendMessageOutcome> = /*@__PURE__*/
+  messageDesc(file_agenthub_messaging_v1_messaging, 14);
+
+/**
  * @generated from message agenthub.messaging.v1.GetTaskRequest
  */
 export type GetTaskRequest = Message$1<"agenthub.messaging.v1.GetTaskRequest"> & {
@@ -385,7 +476,7 @@ export type GetTaskRequest = Message$1<"agenthub.messaging.v1.GetTaskRequest"> &
  * Use `create(GetTaskRequestSchema)` to create a new message.
  */
 export const GetTaskRequestSchema: GenMessage<GetTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 11);
+  messageDesc(file_agenthub_messaging_v1_messaging, 15);
 
 /**
  * @generated from message agenthub.messaging.v1.GetTaskResponse
@@ -402,7 +493,7 @@ export type GetTaskResponse = Message$1<"agenthub.messaging.v1.GetTaskResponse">
  * Use `create(GetTaskResponseSchema)` to create a new message.
  */
 export const GetTaskResponseSchema: GenMessage<GetTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 12);
+  messageDesc(file_agenthub_messaging_v1_messaging, 16);
 
 /**
  * @generated from message agenthub.messaging.v1.CancelTaskRequest
@@ -419,7 +510,7 @@ export type CancelTaskRequest = Message$1<"agenthub.messaging.v1.CancelTaskReque
  * Use `create(CancelTaskRequestSchema)` to create a new message.
  */
 export const CancelTaskRequestSchema: GenMessage<CancelTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 13);
+  messageDesc(file_agenthub_messaging_v1_messaging, 17);
 
 /**
  * @generated from message agenthub.messaging.v1.CancelTaskResponse
@@ -436,7 +527,7 @@ export type CancelTaskResponse = Message$1<"agenthub.messaging.v1.CancelTaskResp
  * Use `create(CancelTaskResponseSchema)` to create a new message.
  */
 export const CancelTaskResponseSchema: GenMessage<CancelTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 14);
+  messageDesc(file_agenthub_messaging_v1_messaging, 18);
 
 /**
  * @generated from message agenthub.messaging.v1.Delivery
@@ -487,7 +578,7 @@ export type Delivery = Message$1<"agenthub.messaging.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 15);
+  messageDesc(file_agenthub_messaging_v1_messaging, 19);
 
 /**
  * @generated from message agenthub.messaging.v1.PollInboxRequest
@@ -513,7 +604,7 @@ export type PollInboxRequest = Message$1<"agenthub.messaging.v1.PollInboxRequest
  * Use `create(PollInboxRequestSchema)` to create a new message.
  */
 export const PollInboxRequestSchema: GenMessage<PollInboxRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 16);
+  messageDesc(file_agenthub_messaging_v1_messaging, 20);
 
 /**
  * @generated from message agenthub.messaging.v1.PollInboxResponse
@@ -530,7 +621,7 @@ export type PollInboxResponse = Message$1<"agenthub.messaging.v1.PollInboxRespon
  * Use `create(PollInboxResponseSchema)` to create a new message.
  */
 export const PollInboxResponseSchema: GenMessage<PollInboxResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 17);
+  messageDesc(file_agenthub_messaging_v1_messaging, 21);
 
 /**
  * @generated from message agenthub.messaging.v1.StreamInboxRequest
@@ -549,7 +640,7 @@ export type StreamInboxRequest = Message$1<"agenthub.messaging.v1.StreamInboxReq
  * Use `create(StreamInboxRequestSchema)` to create a new message.
  */
 export const StreamInboxRequestSchema: GenMessage<StreamInboxRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 18);
+  messageDesc(file_agenthub_messaging_v1_messaging, 22);
 
 /**
  * @generated from message agenthub.messaging.v1.StreamInboxResponse
@@ -568,7 +659,7 @@ export type StreamInboxResponse = Message$1<"agenthub.messaging.v1.StreamInboxRe
  * Use `create(StreamInboxResponseSchema)` to create a new message.
  */
 export const StreamInboxResponseSchema: GenMessage<StreamInboxResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 19);
+  messageDesc(file_agenthub_messaging_v1_messaging, 23);
 
 /**
  * @generated from message agenthub.messaging.v1.AckDeliveryRequest
@@ -585,7 +676,7 @@ export type AckDeliveryRequest = Message$1<"agenthub.messaging.v1.AckDeliveryReq
  * Use `create(AckDeliveryRequestSchema)` to create a new message.
  */
 export const AckDeliveryRequestSchema: GenMessage<AckDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 20);
+  messageDesc(file_agenthub_messaging_v1_messaging, 24);
 
 /**
  * @generated from message agenthub.messaging.v1.AckDeliveryResponse
@@ -602,7 +693,7 @@ export type AckDeliveryResponse = Message$1<"agenthub.messaging.v1.AckDeliveryRe
  * Use `create(AckDeliveryResponseSchema)` to create a new message.
  */
 export const AckDeliveryResponseSchema: GenMessage<AckDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 21);
+  messageDesc(file_agenthub_messaging_v1_messaging, 25);
 
 /**
  * @generated from message agenthub.messaging.v1.UpdateTaskRequest
@@ -638,7 +729,7 @@ export type UpdateTaskRequest = Message$1<"agenthub.messaging.v1.UpdateTaskReque
  * Use `create(UpdateTaskRequestSchema)` to create a new message.
  */
 export const UpdateTaskRequestSchema: GenMessage<UpdateTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 22);
+  messageDesc(file_agenthub_messaging_v1_messaging, 26);
 
 /**
  * @generated from message agenthub.messaging.v1.UpdateTaskResponse
@@ -655,7 +746,7 @@ export type UpdateTaskResponse = Message$1<"agenthub.messaging.v1.UpdateTaskResp
  * Use `create(UpdateTaskResponseSchema)` to create a new message.
  */
 export const UpdateTaskResponseSchema: GenMessage<UpdateTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 23);
+  messageDesc(file_agenthub_messaging_v1_messaging, 27);
 
 /**
  * @generated from message agenthub.messaging.v1.ListTasksRequest
@@ -723,7 +814,7 @@ export type ListTasksRequest = Message$1<"agenthub.messaging.v1.ListTasksRequest
  * Use `create(ListTasksRequestSchema)` to create a new message.
  */
 export const ListTasksRequestSchema: GenMessage<ListTasksRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 24);
+  messageDesc(file_agenthub_messaging_v1_messaging, 28);
 
 /**
  * @generated from message agenthub.messaging.v1.ListTasksResponse
@@ -754,7 +845,7 @@ export type ListTasksResponse = Message$1<"agenthub.messaging.v1.ListTasksRespon
  * Use `create(ListTasksResponseSchema)` to create a new message.
  */
 export const ListTasksResponseSchema: GenMessage<ListTasksResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 25);
+  messageDesc(file_agenthub_messaging_v1_messaging, 29);
 
 /**
  * @generated from message agenthub.messaging.v1.WatchTaskRequest
@@ -785,7 +876,7 @@ export type WatchTaskRequest = Message$1<"agenthub.messaging.v1.WatchTaskRequest
  * Use `create(WatchTaskRequestSchema)` to create a new message.
  */
 export const WatchTaskRequestSchema: GenMessage<WatchTaskRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 26);
+  messageDesc(file_agenthub_messaging_v1_messaging, 30);
 
 /**
  * One change of a task: what the version added to it.
@@ -847,7 +938,7 @@ export type TaskTransition = Message$1<"agenthub.messaging.v1.TaskTransition"> &
  * Use `create(TaskTransitionSchema)` to create a new message.
  */
 export const TaskTransitionSchema: GenMessage<TaskTransition> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 27);
+  messageDesc(file_agenthub_messaging_v1_messaging, 31);
 
 /**
  * @generated from message agenthub.messaging.v1.WatchTaskResponse
@@ -876,7 +967,7 @@ export type WatchTaskResponse = Message$1<"agenthub.messaging.v1.WatchTaskRespon
  * Use `create(WatchTaskResponseSchema)` to create a new message.
  */
 export const WatchTaskResponseSchema: GenMessage<WatchTaskResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_messaging_v1_messaging, 28);
+  messageDesc(file_agenthub_messaging_v1_messaging, 32);
 
 /**
  * @generated from enum agenthub.messaging.v1.TaskState
@@ -950,6 +1041,20 @@ export const MessagingService: GenService<{
     methodKind: "unary";
     input: typeof SendMessageRequestSchema;
     output: typeof SendMessageResponseSchema;
+  },
+  /**
+   * Several SendMessage calls in one round trip, each answered on its own, in order: the gateway
+   * groups the non-blocking sends that arrive while its earlier groups are on the wire. Each send
+   * carries its own signature and runs exactly as that SendMessage call would (principal,
+   * deadline, idempotency, quotas, errors); a failed send fails alone. At most 64 sends; a
+   * blocking one is refused (it would hold the whole group).
+   *
+   * @generated from rpc agenthub.messaging.v1.MessagingService.SendMessages
+   */
+  sendMessages: {
+    methodKind: "unary";
+    input: typeof SendMessagesRequestSchema;
+    output: typeof SendMessagesResponseSchema;
   },
   /**
    * Sender or recipient only.
