@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { MessageInitShape } from '@bufbuild/protobuf';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import * as grpc from '@grpc/grpc-js';
 import { messagingv1 } from '@agenthub/proto';
-import { createClient, groupedHandler, GrpcServer, HubError, InternalKey, MAX_GROUPED_CALLS, Metrics, Reason, type CallContext, type ClientOf } from '@agenthub/runtime';
+import { createClient, groupedHandler, GrpcServer, HubError, InternalKey, MAX_GROUPED_CALLS, methodDefinition, Metrics, Reason, type CallContext, type ClientOf } from '@agenthub/runtime';
 import { forgeSignature, testLogger, type ForgedPrincipal } from '@agenthub/testing';
 
 /**
@@ -184,5 +185,33 @@ describe('grouped calls (SendMessages)', () => {
       await expect(running.client.sendMessages({ sends })).rejects.toMatchObject({ reason: Reason.INVALID_PARAMS, field: 'sends' });
       expect(running.seen.size).toBe(0);
     });
+  });
+
+  it('sends every call alone to a service that has no twin yet (an older version during a rolling update)', async () => {
+    // A messaging server of before SendMessages: grpc-js answers that method UNIMPLEMENTED.
+    const old = new grpc.Server();
+    const seen: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    old.addService({ sendMessage: methodDefinition(messagingv1.MessagingService.method.sendMessage) }, {
+      sendMessage: (call: grpc.ServerUnaryCall<messagingv1.SendMessageRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        void gate.then(() => {
+          seen.push(call.request.message?.messageId ?? '');
+          callback(null, create(messagingv1.SendMessageResponseSchema, { task: { id: `task-${call.request.message?.messageId}` } }));
+        });
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) => old.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))));
+    const client: Messaging = createClient(messagingv1.MessagingService, `127.0.0.1:${port}`, { defaultTimeoutMs: 5000, internalKey });
+    try {
+      const calls = Array.from({ length: 8 }, (_, i) => send(client, `o${i}`, alice));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      open();
+      expect((await Promise.all(calls)).map((answer) => answer.task?.id)).toEqual(Array.from({ length: 8 }, (_, i) => `task-o${i}`));
+      expect(seen.sort()).toEqual(Array.from({ length: 8 }, (_, i) => `o${i}`));
+    } finally {
+      client.close();
+      old.forceShutdown();
+    }
   });
 });

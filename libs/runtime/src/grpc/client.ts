@@ -103,8 +103,13 @@ export function createClient<S extends GenServiceMethods>(
       const shape = groupShape(service, method);
       const groups = shape && new CallGroups(async (calls, deadline) => {
         const twin = client[shape.twin.localName] as UnaryMethod<DescMethod>;
-        const response = (await twin({ [shape.calls]: calls } as never, { timeoutMs: Math.max(0, deadline.getTime() - Date.now()) })) as Record<string, unknown>;
-        return response[shape.outcomes] as GroupedOutcome[];
+        try {
+          const response = (await twin({ [shape.calls]: calls } as never, { timeoutMs: Math.max(0, deadline.getTime() - Date.now()) })) as Record<string, unknown>;
+          return response[shape.outcomes] as GroupedOutcome[];
+        } catch (err) {
+          if (err instanceof HubError && (err.cause as grpc.ServiceError | undefined)?.code === grpc.status.UNIMPLEMENTED) return undefined;
+          throw err;
+        }
       }, shape);
       const spanOptions = { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'grpc', 'rpc.service': service.typeName, 'rpc.method': method.name } };
       client[method.localName] = (request: unknown, callOptions?: CallOptions) =>

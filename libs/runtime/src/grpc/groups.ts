@@ -11,6 +11,11 @@ export const MAX_GROUPED_CALLS = 64;
  * fewer are; the calls that come meanwhile wait for the first to finish and go out together.
  */
 export const GROUPS_IN_FLIGHT = 2;
+/**
+ * After a service answers that it has no such twin (an older version, during a rolling update),
+ * how long its client sends every call alone before trying a group again.
+ */
+export const TWIN_MISSING_MS = 60_000;
 
 /**
  * How a unary method's grouped twin is shaped (messaging's SendMessages for SendMessage): a unary
@@ -88,16 +93,20 @@ interface Waiting {
 export class CallGroups {
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
+  private aloneUntil = 0;
 
   constructor(
-    /** The twin, for several; answers with one outcome per call, in order. */
-    private readonly together: (calls: GroupedCall[], deadline: Date) => Promise<readonly GroupedOutcome[]>,
+    /**
+     * The twin, for several; answers with one outcome per call, in order, or undefined when the
+     * service does not implement it.
+     */
+    private readonly together: (calls: GroupedCall[], deadline: Date) => Promise<readonly GroupedOutcome[] | undefined>,
     private readonly shape: GroupShape,
   ) {}
 
   /** `alone` sends this very call when it goes out by itself; `call` gives what a group carries of it. */
   send(alone: () => Promise<unknown>, call: () => GroupedCall, deadline: Date, signal: AbortSignal | undefined): Promise<unknown> {
-    if (this.inFlight < GROUPS_IN_FLIGHT && this.waiting.length === 0) return this.run(alone);
+    if ((this.inFlight < GROUPS_IN_FLIGHT && this.waiting.length === 0) || Date.now() < this.aloneUntil) return this.run(alone);
     if (signal?.aborted) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The call was cancelled'));
     return new Promise((resolve, reject) => {
       const leave = () => {
@@ -138,6 +147,11 @@ export class CallGroups {
       }
       const deadline = new Date(Math.max(...group.map((entry) => entry.deadline.getTime())));
       const outcomes = await this.together(group.map((entry) => entry.call), deadline);
+      if (!outcomes) {
+        this.aloneUntil = Date.now() + TWIN_MISSING_MS;
+        await Promise.all(group.map((entry) => entry.alone().then(entry.resolve, entry.reject)));
+        return;
+      }
       group.forEach((entry, at) => {
         try {
           entry.resolve(settleOutcome(this.shape, outcomes[at]));
