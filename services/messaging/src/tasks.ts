@@ -51,8 +51,7 @@ const artifactJson = (artifact: messagingv1.Artifact) => toJson(messagingv1.Arti
 
 /** The wire task, history limited to the last `historyLength` messages (absent: all). */
 export function taskView(task: TaskRecord, historyLength?: number): messagingv1.Task {
-  const messages = task.messages.map((m) => fromJson(messagingv1.MessageSchema, m as never));
-  const kept = historyLength === undefined ? messages : historyLength <= 0 ? [] : messages.slice(-historyLength);
+  const shown = historyLength === undefined ? task.messages : historyLength <= 0 ? [] : task.messages.slice(-historyLength);
   return {
     $typeName: 'agenthub.messaging.v1.Task',
     id: task.id,
@@ -60,7 +59,7 @@ export function taskView(task: TaskRecord, historyLength?: number): messagingv1.
     state: stateOfWord(task.state)!,
     updatedAt: BigInt(task.updatedAt),
     createdAt: BigInt(task.createdAt),
-    messages: kept,
+    messages: shown.map((m) => fromJson(messagingv1.MessageSchema, m as never)),
     artifacts: task.artifacts.map((a) => fromJson(messagingv1.ArtifactSchema, a as never)),
     senderAgentId: task.senderAgentId,
     recipientAgentId: task.recipientAgentId,

@@ -53,7 +53,15 @@ function unchecked(clients: Clients, streamMaxMs: number): [string, Route][] {
     return cfg.historyLength !== undefined || cfg.blocking === true;
   };
   return [
-    ['SendMessage', method(clients, 'sendMessage', sendRequest, (r, p) => taskOut(r.task, { messages: withHistory(p) }), WAITING_CALL_MS, (r) => !r.blocking)],
+    // A send that shows no history asks for none: the service would encode it for nothing.
+    ['SendMessage', method(
+      clients,
+      'sendMessage',
+      (p, ctx) => (withHistory(p) ? sendRequest(p, ctx) : { ...sendRequest(p, ctx), historyLength: 0 }),
+      (r, p) => taskOut(r.task, { messages: withHistory(p) }),
+      WAITING_CALL_MS,
+      (r) => !r.blocking,
+    )],
     ['GetTask', method(
       clients,
       'getTask',
