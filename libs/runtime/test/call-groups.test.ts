@@ -129,6 +129,19 @@ describe('grouped calls (SendMessages)', () => {
     expect([...seen.keys()].sort()).toEqual(['c0', 'c1', 'c3']);
   });
 
+  it('does not send a waiting call whose deadline passed before its group went out: its caller gets DEADLINE_EXCEEDED', async () => {
+    const { client, seen, hold } = running;
+    const open = hold();
+    const first = [send(client, 'd0', alice), send(client, 'd1', alice)];
+    const late = client.sendMessage({ recipientAgentId: 'carol', message: { messageId: 'd2' } }, { principal: alice, grouped: true, timeoutMs: 30 }).catch((err: HubError) => Reason[err.reason]);
+    const onTime = send(client, 'd3', alice);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    open();
+    await Promise.all([...first, onTime]);
+    expect(await late).toBe('DEADLINE_EXCEEDED');
+    expect([...seen.keys()].sort()).toEqual(['d0', 'd1', 'd3']);
+  });
+
   describe('a group sent by hand (someone holding the key, or replaying a group)', () => {
     const soon = () => Date.now() + 10_000;
     const signed = (principal: ForgedPrincipal, expires: number, path = SEND) => ({

@@ -1,5 +1,6 @@
 import type { DescMessage, DescMethod, DescService } from '@bufbuild/protobuf';
 import { commonv1 } from '@agenthub/proto';
+import { deadlineExceeded } from '../abort.js';
 import { HubError, Reason } from '../errors.js';
 import type { GroupedSignature } from './signature.js';
 import { fromDetail } from './status.js';
@@ -138,13 +139,21 @@ export class CallGroups {
     }
   }
 
-  private async flush(group: Waiting[]): Promise<void> {
+  private async flush(waited: Waiting[]): Promise<void> {
+    // A call that waited out its deadline is not sent: its caller has given up on it.
+    const now = Date.now();
+    const group: Waiting[] = [];
+    for (const entry of waited) {
+      if (entry.deadline.getTime() > now) group.push(entry);
+      else entry.reject(deadlineExceeded());
+    }
+    if (group.length === 0) return;
     try {
-      // The group lasts as long as its longest call may; each call's own expiry still bounds it.
       if (group.length === 1) {
         group[0]!.resolve(await group[0]!.alone());
         return;
       }
+      // The group lasts as long as its longest call may; each call's own expiry still bounds it.
       const deadline = new Date(Math.max(...group.map((entry) => entry.deadline.getTime())));
       const outcomes = await this.together(group.map((entry) => entry.call), deadline);
       if (!outcomes) {
