@@ -1,5 +1,6 @@
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Metadata } from '@grpc/grpc-js';
+import type { commonv1 } from '@agenthub/proto';
 // Not from config.js, which imports the gRPC server: config-error.js breaks the cycle.
 import { ConfigError } from '../config-error.js';
 import { HubError, Reason } from '../errors.js';
@@ -131,15 +132,8 @@ export function verifyCall(key: InternalKey, metadata: Metadata, path: string, n
   return verified(key, signature, Number(expiresText), readPrincipal(metadata), path, now);
 }
 
-/** What a call of a group carries instead of metadata (common.v1.CallSignature). */
-export interface GroupedSignature {
-  agentId: string;
-  tenantId: string;
-  operator: boolean;
-  expiresMs: bigint;
-  signature: string;
-  traceparent: string;
-}
+/** What a call of a group carries instead of metadata. */
+export type GroupedSignature = Omit<commonv1.CallSignature, '$typeName' | '$unknown'>;
 
 /**
  * One call of a group (a grouped twin such as SendMessages) signed as `signCall` would sign it
