@@ -22,11 +22,20 @@ export function writePrincipal(principal: Principal, metadata: Metadata): void {
 }
 
 export function readPrincipal(metadata: Metadata): Principal | undefined {
-  if (metadata.get(OPERATOR)[0] === '1') return { kind: 'operator' };
-  const agentId = metadata.get(AGENT_ID)[0];
-  const tenantId = metadata.get(TENANT_ID)[0];
-  if (typeof agentId === 'string' && agentId && typeof tenantId === 'string' && tenantId) {
-    return { kind: 'agent', agentId, tenantId };
-  }
+  return principalOf({ operator: metadata.get(OPERATOR)[0] === '1', agentId: metadata.get(AGENT_ID)[0], tenantId: metadata.get(TENANT_ID)[0] });
+}
+
+/** The principal as plain fields (how a call of a group carries it): empty ids unless an agent. */
+export function principalFields(principal: Principal | undefined): { agentId: string; tenantId: string; operator: boolean } {
+  return principal?.kind === 'agent'
+    ? { agentId: principal.agentId, tenantId: principal.tenantId, operator: false }
+    : { agentId: '', tenantId: '', operator: principal?.kind === 'operator' };
+}
+
+/** The principal those fields name: the operator when flagged, else an agent when both ids are there, else none. */
+export function principalOf(fields: { operator: boolean; agentId: unknown; tenantId: unknown }): Principal | undefined {
+  if (fields.operator) return { kind: 'operator' };
+  const { agentId, tenantId } = fields;
+  if (typeof agentId === 'string' && agentId && typeof tenantId === 'string' && tenantId) return { kind: 'agent', agentId, tenantId };
   return undefined;
 }

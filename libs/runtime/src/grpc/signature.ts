@@ -4,7 +4,7 @@ import type { commonv1 } from '@agenthub/proto';
 // Not from config.js, which imports the gRPC server: config-error.js breaks the cycle.
 import { ConfigError } from '../config-error.js';
 import { HubError, Reason } from '../errors.js';
-import { readPrincipal, writePrincipal, type Principal } from './principal.js';
+import { principalFields, principalOf, readPrincipal, writePrincipal, type Principal } from './principal.js';
 
 const SIGNATURE = 'x-hub-signature';
 const EXPIRES = 'x-hub-expires';
@@ -60,12 +60,12 @@ export class InternalKey {
     return hmac(this.#keys[0]!, signedText(path, principal, expiresMs));
   }
 
-  /** `mac` as the metadata carries it (base64url), from the recent ones when it was made lately. */
+  /** `mac` as a call carries it (`v1.` and base64url), from the recent ones when it was made lately. */
   signature(path: string, principal: Principal | undefined, expiresMs: number): string {
     const text = signedText(path, principal, expiresMs);
     let signature = this.#made.get(text);
     if (signature === undefined) {
-      signature = hmac(this.#keys[0]!, text).toString('base64url');
+      signature = `${VERSION}.${hmac(this.#keys[0]!, text).toString('base64url')}`;
       remember(this.#made, text, signature);
     }
     return signature;
@@ -117,7 +117,7 @@ export function signCall(key: InternalKey, metadata: Metadata, path: string, pri
   // could move it only within that second, which the signature bounds anyway.
   const expires = deadline.getTime();
   metadata.set(EXPIRES, String(expires));
-  metadata.set(SIGNATURE, `${VERSION}.${key.signature(path, principal, expires)}`);
+  metadata.set(SIGNATURE, key.signature(path, principal, expires));
 }
 
 /**
@@ -142,11 +142,9 @@ export type GroupedSignature = Omit<commonv1.CallSignature, '$typeName' | '$unkn
 export function signGrouped(key: InternalKey, path: string, principal: Principal | undefined, deadline: Date, traceparent = ''): GroupedSignature {
   const expires = deadline.getTime();
   return {
-    agentId: principal?.kind === 'agent' ? principal.agentId : '',
-    tenantId: principal?.kind === 'agent' ? principal.tenantId : '',
-    operator: principal?.kind === 'operator',
+    ...principalFields(principal),
     expiresMs: BigInt(expires),
-    signature: `${VERSION}.${key.signature(path, principal, expires)}`,
+    signature: key.signature(path, principal, expires),
     traceparent,
   };
 }
@@ -154,12 +152,7 @@ export function signGrouped(key: InternalKey, path: string, principal: Principal
 /** `verifyCall` for one call of a group, on the single method's `path`. */
 export function verifyGrouped(key: InternalKey, signed: GroupedSignature | undefined, path: string, now = Date.now()): { principal: Principal | undefined; expires: Date } {
   if (!signed || signed.expiresMs < 0n || signed.expiresMs >= 10n ** 15n) throw refused();
-  const principal: Principal | undefined = signed.operator
-    ? { kind: 'operator' }
-    : signed.agentId && signed.tenantId
-      ? { kind: 'agent', agentId: signed.agentId, tenantId: signed.tenantId }
-      : undefined;
-  return verified(key, signed.signature, Number(signed.expiresMs), principal, path, now);
+  return verified(key, signed.signature, Number(signed.expiresMs), principalOf(signed), path, now);
 }
 
 function verified(key: InternalKey, signature: string, expires: number, principal: Principal | undefined, path: string, now: number): { principal: Principal | undefined; expires: Date } {
