@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig, type HubConfig } from './config.js';
+import { limitHeapGrowth } from './heap.js';
 import { ListenError } from './listen.js';
 import { resolveLogFormat } from './log-format.js';
 import { createLogger, type Logger } from './logger.js';
@@ -29,6 +30,7 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOU
  * stderr and the status of EXIT, never a stack trace.
  */
 export async function runProcess(name: string, start: (config: HubConfig, log: Logger, fail: (err: Error) => void) => Promise<Stop>): Promise<void> {
+  limitHeapGrowth();
   let config: HubConfig;
   try {
     config = loadConfig();

@@ -11,7 +11,7 @@
  * the gateway exits at once.
  */
 import { gatewayOptions, startGateway, type RunningGateway, type UpstreamAddresses } from '@agenthub/gateway';
-import { ConfigError, InternalKey, ListenError, loadConfig, Metrics, openKv, processLogger, startTracing, type HubConfig, type Logger, type PeerMetrics } from '@agenthub/runtime';
+import { ConfigError, InternalKey, limitHeapGrowth, ListenError, loadConfig, Metrics, openKv, processLogger, startTracing, type HubConfig, type Logger, type PeerMetrics } from '@agenthub/runtime';
 import { logMetricsPlace } from './metrics-place.js';
 
 /** What the parent tells the gateway process. */
@@ -89,6 +89,7 @@ async function start(start: Extract<ToGateway, { kind: 'start' }>, config: HubCo
 }
 
 function main(): void {
+  limitHeapGrowth();
   const config = loadConfig();
   const log = processLogger(config, 'gateway');
   process.on('SIGINT', () => undefined);
