@@ -209,7 +209,10 @@ export const UNLIMITED = {
   HUB_QUOTA_QUEUED_DELIVERIES_PER_AGENT: '0',
 };
 
-/** `agenthub serve all` as a child process (with `nodeArgs`, e.g. --cpu-prof); resolves once it listens. */
+/**
+ * `agenthub serve all` as a child process (with `nodeArgs`, e.g. --cpu-prof, after those of
+ * BENCH_HUB_NODE_ARGS); resolves once it listens.
+ */
 export async function startHubProcess(root, env, nodeArgs = []) {
   const { spawn } = await import('node:child_process');
   const { createInterface } = await import('node:readline');
@@ -218,7 +221,8 @@ export async function startHubProcess(root, env, nodeArgs = []) {
     Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|KAFKA_|WEBHOOK_|NODE_OPTIONS$)/.test(k)),
   );
   const startedAt = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, join(root, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
+  const flags = [...(process.env.BENCH_HUB_NODE_ARGS || '').split(' ').filter(Boolean), ...nodeArgs];
+  const child = spawn(process.execPath, [...flags, join(root, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
     cwd: root,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

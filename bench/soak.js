@@ -15,9 +15,7 @@
 //                        hub still grows to its working size for about that long)
 //   BENCH_CONNECTIONS    autocannon connections (default 32)
 //   BENCH_ONLY           hub | sdk: soak one of them only
-//   BENCH_HUB_NODE_ARGS  node flags for the hub's processes, space-separated (e.g. --trace-gc, or
-//                        --heap-growing-percent=0 for V8's own heap growth; docs/operations.md, "Memory")
-//   BENCH_PG_URL / BENCH_REDIS_URL / BENCH_HUB_ENV   as in the other benchmarks
+//   BENCH_PG_URL / BENCH_REDIS_URL / BENCH_HUB_ENV / BENCH_HUB_NODE_ARGS   as in the other benchmarks
 // Results go to bench/results/soak.json. Exit 0 when both runs measured without failures (FLAT
 // or GREW is printed), 1 on failures, 2 when PostgreSQL or Redis is unreachable.
 
@@ -42,7 +40,6 @@ function settings() {
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 32, 1)),
     only: process.env.BENCH_ONLY || '',
     hubEnv: parseHubEnv(),
-    hubNodeArgs: (process.env.BENCH_HUB_NODE_ARGS || '').split(' ').filter(Boolean),
     pgUrl: process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379',
   };
@@ -105,7 +102,7 @@ async function run(cleanups) {
   log(`Soak: non-blocking SendMessage for ${opts.seconds} s on the hub, then on an @a2a-js/sdk server; RSS over time`);
   log(`  ${opts.connections} connections; node ${process.version}, ${cpus().length} CPUs`);
   const { id, adminToken, env } = await freshHubSettings(cleanups, opts);
-  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, ...opts.hubEnv }, opts.hubNodeArgs);
+  const hub = await startHubProcess(ROOT, { ...env, HUB_ADMIN_TOKEN: adminToken, ...opts.hubEnv });
   cleanups.push(() => hub.stop());
   const agent = async (name) => {
     const created = await rpc(hub.url, '/admin', adminToken, 'agents.create', { tenant_id: `bench-${id}`, name, create_tenant: true });

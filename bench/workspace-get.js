@@ -122,7 +122,8 @@ async function run(cleanups) {
   const started = Date.now();
   let hub;
   if (opts.mode === 'child') {
-    hub = await startChild('hub', [...nodeArgs('hub'), join(opts.hubDir, 'bin/agenthub.js'), 'serve', 'all'], hubSettings, /AgentHub is listening on (\S+)/);
+    const hubFlags = (process.env.BENCH_HUB_NODE_ARGS || '').split(' ').filter(Boolean);
+    hub = await startChild('hub', [...hubFlags, ...nodeArgs('hub'), join(opts.hubDir, 'bin/agenthub.js'), 'serve', 'all'], hubSettings, /AgentHub is listening on (\S+)/);
   } else {
     const { startHub } = await import(pathToFileURL(join(opts.hubDir, 'dist/index.js')).href);
     const { loadConfig, createLogger } = await import('../libs/runtime/dist/index.js');
