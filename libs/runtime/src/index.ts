@@ -32,9 +32,9 @@ export { newId, newSecret, sha256Hex } from './ids.js';
 export { serveGrpc, openBackends, serviceProcess, splitSecurity, clientOptions, type ServiceDeps, type RunningService } from './service.js';
 /** The gateway's API-key cache: a revoked key's tombstone outlives every cached entry, so it fails on the very next call. */
 export { authCacheKey, AUTH_LOCAL_LEASE_MS, AUTH_REVOKED_CHANNEL, REVOKED_KEY_TOMBSTONE, MAX_AUTH_CACHE_MS, TOMBSTONE_TTL_MS } from './auth-cache.js';
+/** A serving process's heap: allowed to grow to twice what it keeps, unless node's command line says otherwise. */
+export { limitHeapGrowth } from './heap.js';
 /** A process's life: parse config, start, stop gracefully on SIGTERM/SIGINT; operator mistakes exit with a message and a documented status. */
-export { limitHeapGrowth, HEAP_GROWING_PERCENT } from './heap.js';
-
 export { processLogger, runProcess, SUPPORTED_NODE_MAJOR, unsupportedNodeWarning, type Stop } from './process.js';
 /** /metrics, /healthz, /readyz (503 from the moment stopping begins) on the ops port. */
 export { startOpsServer, type OpsServer, type OpsServerOptions, type ReadinessReport } from './ops-server.js';
