@@ -221,8 +221,7 @@ export async function startHubProcess(root, env, nodeArgs = []) {
     Object.entries(process.env).filter(([k]) => !/^(HUB_|DATABASE_|REDIS_|LOG_LEVEL$|GRPC_|[A-Z]+_ADDR$|KAFKA_|WEBHOOK_|NODE_OPTIONS$)/.test(k)),
   );
   const startedAt = performance.now();
-  const flags = [...(process.env.BENCH_HUB_NODE_ARGS || '').split(' ').filter(Boolean), ...nodeArgs];
-  const child = spawn(process.execPath, [...flags, join(root, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
+  const child = spawn(process.execPath, [...hubNodeArgs(), ...nodeArgs, join(root, 'services/hub/bin/agenthub.js'), 'serve', 'all'], {
     cwd: root,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -310,6 +309,11 @@ export async function startEchoServer() {
 export function percentile(sorted, p) {
   if (!sorted.length) return null;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** BENCH_HUB_NODE_ARGS: node flags for the hub's processes, space-separated. */
+export function hubNodeArgs(raw = process.env.BENCH_HUB_NODE_ARGS || '') {
+  return raw.split(' ').filter(Boolean);
 }
 
 /** BENCH_HUB_ENV, "NAME=value NAME=value", as an object of extra hub settings. */

@@ -41,7 +41,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFloor } from './floor.js';
-import { backendPids, checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, log, ownProcessTicks, parseHubEnv, processTicks, round, rpc, runBench, ticksSince, UNLIMITED, UsageError } from './lib.js';
+import { backendPids, checkRedis, clearRedisPrefix, createDatabase, dropDatabase, envNumber, fmt, hubNodeArgs, log, ownProcessTicks, parseHubEnv, processTicks, round, rpc, runBench, ticksSince, UNLIMITED, UsageError } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -122,8 +122,7 @@ async function run(cleanups) {
   const started = Date.now();
   let hub;
   if (opts.mode === 'child') {
-    const hubFlags = (process.env.BENCH_HUB_NODE_ARGS || '').split(' ').filter(Boolean);
-    hub = await startChild('hub', [...hubFlags, ...nodeArgs('hub'), join(opts.hubDir, 'bin/agenthub.js'), 'serve', 'all'], hubSettings, /AgentHub is listening on (\S+)/);
+    hub = await startChild('hub', [...hubNodeArgs(), ...nodeArgs('hub'), join(opts.hubDir, 'bin/agenthub.js'), 'serve', 'all'], hubSettings, /AgentHub is listening on (\S+)/);
   } else {
     const { startHub } = await import(pathToFileURL(join(opts.hubDir, 'dist/index.js')).href);
     const { loadConfig, createLogger } = await import('../libs/runtime/dist/index.js');
