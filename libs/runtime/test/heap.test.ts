@@ -19,7 +19,7 @@ console.log(JSON.stringify({ set, kept: kept.length, maxRssKiB: process.resource
 `;
 
 async function churn(nodeArgs: string[]) {
-  const { stdout } = await promisify(execFile)(process.execPath, [...nodeArgs, '--trace-gc', '--input-type=module', '-e', CHURN], {
+  const { stdout } = await promisify(execFile)(process.execPath, [...nodeArgs, '--single-threaded-gc', '--trace-gc', '--input-type=module', '-e', CHURN], {
     env: { ...process.env, HEAP_MODULE, NODE_OPTIONS: '' },
     maxBuffer: 16 * 1024 * 1024,
   });
