@@ -54,6 +54,24 @@ interface OutboxRow {
   traceparent: string | null;
 }
 
+type Nullable<T> = { [K in keyof T]: T[K] | null };
+
+/**
+ * Takes the schema's relay lock and, only when it got it, selects and locks the next batch: one
+ * round trip where a lock, then a select, were two (a pass runs for every commit that wrote
+ * events, several per blocking send). A row with `locked` and no `seq` says the outbox holds
+ * nothing unpublished; `locked` false, that another replica is publishing. The lock's CTE is
+ * materialized so the function runs once, not once per reference.
+ */
+const SELECT_BATCH_SQL = `WITH relay_lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock(hashtext('agenthub:relay:' || current_schema())) AS locked)
+SELECT relay_lock.locked, batch.seq, batch.event_id, batch.topic, batch.partition_key, batch.type, batch.payload, batch.traceparent
+  FROM relay_lock
+  LEFT JOIN LATERAL (
+    SELECT seq, event_id, topic, partition_key, type, payload, traceparent FROM outbox
+     WHERE relay_lock.locked AND published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE
+  ) AS batch ON true
+ ORDER BY batch.seq`;
+
 function toMessage(row: OutboxRow, traceparent: string | null): BusMessage {
   return {
     key: row.partition_key,
@@ -179,14 +197,9 @@ export function startRelay(options: RelayOptions): Relay {
       if (!rows[0]?.pending) return 'drained';
     }
     return db.transaction(async (tx): Promise<'busy' | 'drained' | 'more'> => {
-      const lock = await tx.query<{ locked: boolean }>(
-        "SELECT pg_try_advisory_xact_lock(hashtext('agenthub:relay:' || current_schema())) AS locked",
-      );
-      if (!lock.rows[0]?.locked) return 'busy';
-      const { rows } = await tx.query<OutboxRow>(
-        'SELECT seq, event_id, topic, partition_key, type, payload, traceparent FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE',
-        [batchSize],
-      );
+      const selected = await tx.query<{ locked: boolean } & Nullable<OutboxRow>>(SELECT_BATCH_SQL, [batchSize]);
+      if (!selected.rows[0]?.locked) return 'busy';
+      const rows = selected.rows.filter((row): row is { locked: boolean } & OutboxRow => row.seq !== null);
       if (rows.length === 0) return 'drained';
       for (const run of runsByTopic(rows)) await publishRun(bus, run.topic, run.rows, publishTimeoutMs);
       releasePublished(rows);
@@ -236,7 +249,7 @@ export function startRelay(options: RelayOptions): Relay {
   const run = async () => {
     let failures = 0;
     // A poll after a drained pass, with no write since to wake the relay, peeks first: idle, a
-    // pass is then one statement instead of a transaction of four.
+    // pass is then one statement instead of a transaction of three (lock and select, mark, commit).
     let peek = false;
     while (!stopped) {
       woken = false;

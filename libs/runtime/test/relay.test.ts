@@ -190,6 +190,67 @@ describe.each(backends().map((b) => [b.name, b] as const))('outbox relay (%s)', 
     expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(written);
   });
 
+  it('publishes a batch with two statements in its transaction: the lock and the select in one, then the mark', async () => {
+    const { db } = await service();
+    const transactions: string[][] = [];
+    const counting: Db = Object.assign(Object.create(db) as Db, {
+      transaction: ((work, signal) => {
+        const statements: string[] = [];
+        transactions.push(statements);
+        return db.transaction(
+          (tx) =>
+            work(
+              Object.assign(Object.create(tx) as typeof tx, {
+                query: (sql: string, params?: readonly unknown[], querySignal?: AbortSignal) => {
+                  statements.push(sql);
+                  return tx.query(sql, params, querySignal);
+                },
+              }),
+            ),
+          signal,
+        );
+      }) as Db['transaction'],
+    });
+    const ids = await append(db, 3);
+    const bus = new RecordingBus();
+    relay({ db: counting, bus, log, pollMs: 1_000 });
+    await eventually(async () => (await unpublished(db)) === 0, 'the rows were published');
+
+    expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
+    const publishing = transactions.filter((statements) => statements.some((sql) => sql.startsWith('UPDATE outbox')));
+    expect(publishing).toHaveLength(1);
+    expect(publishing[0]).toHaveLength(2);
+    expect(publishing[0]![0]).toContain('pg_try_advisory_xact_lock');
+    expect(publishing[0]![1]).toMatch(/^UPDATE outbox SET published_at/);
+  });
+
+  const twoSessions = backend.name === 'embedded' ? it.skip : it;
+  const oneSession = backend.name === 'embedded' ? ' (skipped: a PGlite database has one connection, so no other session can hold the lock)' : '';
+  twoSessions(`leaves the outbox to the replica holding the relay lock, and publishes once it lets go${oneSession}`, async () => {
+    const { db, replica } = await service();
+    const holder = await replica();
+    let release!: () => void;
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holding = holder.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('agenthub:relay:' || current_schema()))");
+      locked();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await isLocked;
+    const ids = await append(db, 2);
+    const bus = new RecordingBus();
+    relay({ db, bus, log, pollMs: 10 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(bus.attempts).toBe(0);
+    expect(await unpublished(db)).toBe(2);
+
+    release();
+    await holding;
+    await eventually(async () => (await unpublished(db)) === 0, 'the rows were published once the lock was free');
+    expect(bus.published.map((m) => m.headers[EVENT_ID_HEADER])).toEqual(ids);
+  });
+
   it('finishes the batch in flight when stopped', async () => {
     const { db } = await service();
     const bus = new RecordingBus();
