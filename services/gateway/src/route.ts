@@ -31,6 +31,8 @@ export function route<S extends GenServiceMethods, K extends Unary<S>, P>(
     request: (params: P, ctx: RpcContext) => MessageInitShape<(S[K] & DescMethod)['input']>;
     result: (response: MessageShape<(S[K] & DescMethod)['output']>, ctx: RpcContext) => unknown;
     principal?: (ctx: RpcContext) => Principal;
+    /** The call may share a round trip with concurrent calls of its RPC (CallOptions.grouped; the RPC needs a grouped twin). */
+    grouped?: boolean;
   },
 ): Route {
   return {
@@ -42,7 +44,7 @@ export function route<S extends GenServiceMethods, K extends Unary<S>, P>(
       const client = clients.get(service.typeName);
       if (!client) throw new Error(`No client for ${service.typeName}`);
       const principal = spec.principal ? spec.principal(ctx) : ctx.principal;
-      const response = await client[rpc]!(spec.request(params, ctx), { principal, signal: ctx.signal });
+      const response = await client[rpc]!(spec.request(params, ctx), { principal, signal: ctx.signal, grouped: spec.grouped });
       return spec.result(response as MessageShape<(S[K] & DescMethod)['output']>, ctx);
     },
   };

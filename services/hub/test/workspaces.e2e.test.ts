@@ -142,6 +142,40 @@ describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('workspac
       expect(await ok(reader, 'workspace.get', { workspace_id: workspace.id })).toEqual({ workspace, role: 'read', member_count: 2 });
     });
 
+    it('answers concurrent gets that share round trips (GetWorkspaces) each for its own caller, and a removed member fails on the very next one', async () => {
+      const owner = await agent('acme', 'owner');
+      const reader = await agent('acme', 'reader');
+      const outsider = await agent('acme', 'outsider');
+      const workspace = await createWorkspace(owner, 'Shared');
+      await addMember(owner, workspace.id, reader, 'read');
+      const readers = [owner, reader, outsider];
+      /** GetWorkspaces calls the gateway made to the workspace service, from its /metrics. */
+      const groupsSent = async () => {
+        const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
+        const counts = text.split('\n').filter((line) => line.startsWith('agenthub_grpc_client_handling_seconds_count') && line.includes('method="GetWorkspaces"'));
+        return counts.reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+      };
+      const burst = () => Promise.all(Array.from({ length: 48 }, (_, i) => call(readers[i % 3]!, 'workspace.get', { workspace_id: workspace.id })));
+
+      const before = await groupsSent();
+      // Grouping needs gets to arrive while others are on the wire; a few bursts make that sure.
+      for (let round = 0; round < 5 && (round === 0 || (await groupsSent()) === before); round++) {
+        (await burst()).forEach((reply, i) => {
+          if (i % 3 === 0) expect(reply.body.result).toEqual({ workspace, role: 'admin', member_count: 2 });
+          else if (i % 3 === 1) expect(reply.body.result).toEqual({ workspace, role: 'read', member_count: 2 });
+          else expect(reply.body.error).toMatchObject(ACCESS_DENIED);
+        });
+      }
+      // In-process calls (HUB_TRANSPORT=inproc) have no round trips to share.
+      if (_name !== 'inproc') expect(await groupsSent()).toBeGreaterThan(before);
+
+      await ok(owner, 'workspace.members.remove', { workspace_id: workspace.id, agent_id: reader.agent_id });
+      (await burst()).forEach((reply, i) => {
+        if (i % 3 === 0) expect(reply.body.result).toEqual({ workspace, role: 'admin', member_count: 1 });
+        else expect(reply.body.error).toMatchObject(ACCESS_DENIED);
+      });
+    });
+
     it('lists only the caller’s workspaces, each with the caller’s role', async () => {
       const owner = await agent('acme', 'owner');
       const writer = await agent('acme', 'writer');

@@ -1,5 +1,5 @@
 import { workspacev1 } from '@agenthub/proto';
-import { callerOf, HubError, QuotaOverrides, Reason, type CallContext, type Caller, type Db, type ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, groupedHandler, HubError, QuotaOverrides, Reason, type CallContext, type Caller, type Db, type ServiceHandlers } from '@agenthub/runtime';
 import { resolveAccess, type IdentityClient, type WorkspaceEnv } from './access.js';
 import type { Embedder } from './embedder.js';
 import { forgetMemories, listMemories, queryMemories, reembedWorkspace, storeMemory, updateMemory, type MemoryEnv } from './memories.js';
@@ -56,6 +56,7 @@ export function createWorkspaceHandlers(deps: {
   return {
     createWorkspace: async (request, ctx) => createWorkspace(env, ctx, callerOf(ctx), request),
     getWorkspace: async (request, ctx) => getWorkspace(env, ctx, callerOf(ctx), request),
+    getWorkspaces: groupedHandler(),
     listWorkspaces: async (_request, ctx) => listWorkspaces(env, ctx, callerOf(ctx)),
     deleteWorkspace: async (request, ctx) => deleteWorkspace(env, ctx, callerOf(ctx), request),
     addMember: async (request, ctx) => addMember(env, ctx, callerOf(ctx), request),

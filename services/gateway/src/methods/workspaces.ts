@@ -20,6 +20,7 @@ export function workspaceMethods(clients: Clients): [string, Route][] {
       params: workspaceParams,
       request: (p) => ({ workspaceId: p.workspace_id }),
       result: (r) => ({ workspace: workspaceView(r.workspace), role: roleName(r.role), member_count: r.memberCount }),
+      grouped: true,
     })],
     ['x-hub/workspace.list', route(clients, ws, 'listWorkspaces', {
       params: noParams,
