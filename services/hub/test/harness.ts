@@ -152,3 +152,10 @@ async function startOn(provisioned: ProvisionedBackend, dataDir: string, env: Re
     },
   };
 }
+
+/** How many calls of `method` (a gRPC method name, e.g. a grouped twin) the gateway made, from its /metrics. */
+export async function gatewayCallsOf(hub: TestHub, method: string): Promise<number> {
+  const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
+  const counts = text.split('\n').filter((line) => line.startsWith('agenthub_grpc_client_handling_seconds_count') && line.includes(`method="${method}"`));
+  return counts.reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+}

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { gatewayCallsOf, hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Workspace secrets end to end: real HTTP into the gateway, gRPC to the secrets service, which
@@ -61,6 +61,30 @@ describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('secrets 
     }
     return workspace.id;
   }
+
+  it('answers concurrent gets that share round trips (GetSecrets) each for its own caller, and a removed member fails on the very next one', async () => {
+    const workspaceId = await staffed();
+    const value = unique('value');
+    await ok(writer, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'SHARED', value });
+    const callers = [reader, admin, outsider];
+    const burst = () => Promise.all(Array.from({ length: 48 }, (_, i) => call(callers[i % 3]!, 'workspace.secrets.get', { workspace_id: workspaceId, key: 'SHARED' })));
+    const expectBurst = (replies: RpcReply[], readerAllowed: boolean) =>
+      replies.forEach((reply, i) => {
+        if (i % 3 === 1 || (i % 3 === 0 && readerAllowed)) expect(reply.body.result).toMatchObject({ key: 'SHARED', value });
+        else expect(reply.body.error).toMatchObject({ code: -32100, message: 'Access denied' });
+      });
+
+    const before = await gatewayCallsOf(hub, 'GetSecrets');
+    // Grouping needs gets to arrive while others are on the wire; a few bursts make that sure.
+    for (let round = 0; round < 5 && (round === 0 || (await gatewayCallsOf(hub, 'GetSecrets')) === before); round++) {
+      expectBurst(await burst(), true);
+    }
+    // In-process calls (HUB_TRANSPORT=inproc) have no round trips to share.
+    if (_name !== 'inproc') expect(await gatewayCallsOf(hub, 'GetSecrets')).toBeGreaterThan(before);
+
+    await ok(owner, 'workspace.members.remove', { workspace_id: workspaceId, agent_id: reader.agent_id });
+    expectBurst(await burst(), false);
+  });
 
   it('set, get, list and delete, with the documented result shapes', async () => {
     const workspaceId = await staffed();

@@ -1,4 +1,4 @@
-import { hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { gatewayCallsOf, hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Issue 14, items 3 and 4, over HTTP on both backends and both JSON-RPC endpoints: a repeated
@@ -131,12 +131,7 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('sends and conversati
   });
 
   describe('sends that travel together', () => {
-    /** SendMessages calls the gateway made to messaging, from its /metrics. */
-    const groupsSent = async () => {
-      const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
-      const counts = text.split('\n').filter((line) => line.startsWith('agenthub_grpc_client_handling_seconds_count') && line.includes('method="SendMessages"'));
-      return counts.reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
-    };
+    const groupsSent = () => gatewayCallsOf(hub, 'SendMessages');
 
     it('concurrent non-blocking sends from several agents share round trips, and each is answered, owned and refused as its own', async () => {
       const before = await groupsSent();

@@ -1,4 +1,4 @@
-import { hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { gatewayCallsOf, hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Workspaces, members and access grants end to end: real HTTP into the gateway, real gRPC to
@@ -149,12 +149,7 @@ describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('workspac
       const workspace = await createWorkspace(owner, 'Shared');
       await addMember(owner, workspace.id, reader, 'read');
       const readers = [owner, reader, outsider];
-      /** GetWorkspaces calls the gateway made to the workspace service, from its /metrics. */
-      const groupsSent = async () => {
-        const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
-        const counts = text.split('\n').filter((line) => line.startsWith('agenthub_grpc_client_handling_seconds_count') && line.includes('method="GetWorkspaces"'));
-        return counts.reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
-      };
+      const groupsSent = () => gatewayCallsOf(hub, 'GetWorkspaces');
       const burst = () => Promise.all(Array.from({ length: 48 }, (_, i) => call(readers[i % 3]!, 'workspace.get', { workspace_id: workspace.id })));
 
       const before = await groupsSent();

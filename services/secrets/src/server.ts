@@ -1,5 +1,5 @@
 import { secretsv1 } from '@agenthub/proto';
-import { callerOf, HubError, Reason, type Db, type ServiceHandlers } from '@agenthub/runtime';
+import { callerOf, groupedHandler, HubError, Reason, type Db, type ServiceHandlers } from '@agenthub/runtime';
 import { DEFAULT_LIMITS, type SecretsEnv, type SecretsLimits, type WorkspaceClient } from './access.js';
 import type { KeyWrapper } from './keys.js';
 import { deleteWorkspaceSecrets, rotateKek, rotateWorkspaceKey } from './rotation.js';
@@ -23,6 +23,7 @@ export function createSecretsHandlers(deps: {
   return {
     setSecret: async (request, ctx) => setSecret(env, ctx, callerOf(ctx), request),
     getSecret: async (request, ctx) => getSecret(env, ctx, callerOf(ctx), request),
+    getSecrets: groupedHandler(),
     listSecrets: async (request, ctx) => listSecrets(env, ctx, callerOf(ctx), request),
     deleteSecret: async (request, ctx) => deleteSecret(env, ctx, callerOf(ctx), request),
     rotateWorkspaceKey: async (request, ctx) => rotateWorkspaceKey(env, ctx, request),

@@ -37,6 +37,7 @@ export function secretMethods(clients: Clients): [string, Route][] {
         created_at: ms(r.secret?.createdAt),
         updated_at: ms(r.secret?.updatedAt),
       }),
+      grouped: true,
     })],
     ['x-hub/workspace.secrets.list', route(clients, secrets, 'listSecrets', {
       params: z.object({ workspace_id: field.workspaceId }),

@@ -4,6 +4,10 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { CallSignature } from "../../common/v1/call_pb.js";
+import { file_agenthub_common_v1_call } from "../../common/v1/call_pb.js";
+import type { ErrorDetail } from "../../common/v1/error_pb.js";
+import { file_agenthub_common_v1_error } from "../../common/v1/error_pb.js";
 import type { QuotaUsage } from "../../common/v1/quota_pb.js";
 import { file_agenthub_common_v1_quota } from "../../common/v1/quota_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agenthub/secrets/v1/secrets.proto.
  */
 export const file_agenthub_secrets_v1_secrets: GenFile = /*@__PURE__*/
-  fileDesc("CiFhZ2VudGh1Yi9zZWNyZXRzL3YxL3NlY3JldHMucHJvdG8SE2FnZW50aHViLnNlY3JldHMudjEiMgoZR2V0V29ya3NwYWNlc1VzYWdlUmVxdWVzdBIVCg13b3Jrc3BhY2VfaWRzGAEgAygJIksKGkdldFdvcmtzcGFjZXNVc2FnZVJlc3BvbnNlEi0KBXVzYWdlGAEgAygLMh4uYWdlbnRodWIuY29tbW9uLnYxLlF1b3RhVXNhZ2UiQQoKU2VjcmV0SW5mbxILCgNrZXkYASABKAkSEgoKY3JlYXRlZF9hdBgCIAEoAxISCgp1cGRhdGVkX2F0GAMgASgDIkQKEFNldFNlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJVChFTZXRTZWNyZXRSZXNwb25zZRIvCgZzZWNyZXQYASABKAsyHy5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNlY3JldEluZm8SDwoHY3JlYXRlZBgCIAEoCCI1ChBHZXRTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRILCgNrZXkYAiABKAkiUwoRR2V0U2VjcmV0UmVzcG9uc2USLwoGc2VjcmV0GAEgASgLMh8uYWdlbnRodWIuc2VjcmV0cy52MS5TZWNyZXRJbmZvEg0KBXZhbHVlGAIgASgJIioKEkxpc3RTZWNyZXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRwoTTGlzdFNlY3JldHNSZXNwb25zZRIwCgdzZWNyZXRzGAEgAygLMh8uYWdlbnRodWIuc2VjcmV0cy52MS5TZWNyZXRJbmZvIjgKE0RlbGV0ZVNlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA2tleRgCIAEoCSI5ChREZWxldGVTZWNyZXRSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCwoDa2V5GAIgASgJIjEKGVJvdGF0ZVdvcmtzcGFjZUtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIlgKGlJvdGF0ZVdvcmtzcGFjZUtleVJlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpnZW5lcmF0aW9uGAIgASgFEhAKCHJlc2VhbGVkGAMgASgFIhIKEFJvdGF0ZUtla1JlcXVlc3QiWgoRUm90YXRlS2VrUmVzcG9uc2USEwoLa2VrX3ZlcnNpb24YASABKAkSEQoJcmV3cmFwcGVkGAIgASgFEg0KBXRvdGFsGAMgASgFEg4KBmZhaWxlZBgEIAEoBSI1Ch1EZWxldGVXb3Jrc3BhY2VTZWNyZXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiYgoeRGVsZXRlV29ya3NwYWNlU2VjcmV0c1Jlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglkZXN0cm95ZWQYAiABKAgSFwoPc2VjcmV0c19kZWxldGVkGAMgASgFMuwGCg5TZWNyZXRzU2VydmljZRJaCglTZXRTZWNyZXQSJS5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNldFNlY3JldFJlcXVlc3QaJi5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNldFNlY3JldFJlc3BvbnNlEl8KCUdldFNlY3JldBIlLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVxdWVzdBomLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVzcG9uc2UiA5ACARJlCgtMaXN0U2VjcmV0cxInLmFnZW50aHViLnNlY3JldHMudjEuTGlzdFNlY3JldHNSZXF1ZXN0GiguYWdlbnRodWIuc2VjcmV0cy52MS5MaXN0U2VjcmV0c1Jlc3BvbnNlIgOQAgESYwoMRGVsZXRlU2VjcmV0EiguYWdlbnRodWIuc2VjcmV0cy52MS5EZWxldGVTZWNyZXRSZXF1ZXN0GikuYWdlbnRodWIuc2VjcmV0cy52MS5EZWxldGVTZWNyZXRSZXNwb25zZRJ1ChJSb3RhdGVXb3Jrc3BhY2VLZXkSLi5hZ2VudGh1Yi5zZWNyZXRzLnYxLlJvdGF0ZVdvcmtzcGFjZUtleVJlcXVlc3QaLy5hZ2VudGh1Yi5zZWNyZXRzLnYxLlJvdGF0ZVdvcmtzcGFjZUtleVJlc3BvbnNlEloKCVJvdGF0ZUtlaxIlLmFnZW50aHViLnNlY3JldHMudjEuUm90YXRlS2VrUmVxdWVzdBomLmFnZW50aHViLnNlY3JldHMudjEuUm90YXRlS2VrUmVzcG9uc2USgQEKFkRlbGV0ZVdvcmtzcGFjZVNlY3JldHMSMi5hZ2VudGh1Yi5zZWNyZXRzLnYxLkRlbGV0ZVdvcmtzcGFjZVNlY3JldHNSZXF1ZXN0GjMuYWdlbnRodWIuc2VjcmV0cy52MS5EZWxldGVXb3Jrc3BhY2VTZWNyZXRzUmVzcG9uc2USegoSR2V0V29ya3NwYWNlc1VzYWdlEi4uYWdlbnRodWIuc2VjcmV0cy52MS5HZXRXb3Jrc3BhY2VzVXNhZ2VSZXF1ZXN0Gi8uYWdlbnRodWIuc2VjcmV0cy52MS5HZXRXb3Jrc3BhY2VzVXNhZ2VSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_agenthub_common_v1_quota]);
+  fileDesc("CiFhZ2VudGh1Yi9zZWNyZXRzL3YxL3NlY3JldHMucHJvdG8SE2FnZW50aHViLnNlY3JldHMudjEiMgoZR2V0V29ya3NwYWNlc1VzYWdlUmVxdWVzdBIVCg13b3Jrc3BhY2VfaWRzGAEgAygJIksKGkdldFdvcmtzcGFjZXNVc2FnZVJlc3BvbnNlEi0KBXVzYWdlGAEgAygLMh4uYWdlbnRodWIuY29tbW9uLnYxLlF1b3RhVXNhZ2UiQQoKU2VjcmV0SW5mbxILCgNrZXkYASABKAkSEgoKY3JlYXRlZF9hdBgCIAEoAxISCgp1cGRhdGVkX2F0GAMgASgDIkQKEFNldFNlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA2tleRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJVChFTZXRTZWNyZXRSZXNwb25zZRIvCgZzZWNyZXQYASABKAsyHy5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNlY3JldEluZm8SDwoHY3JlYXRlZBgCIAEoCCI1ChBHZXRTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRILCgNrZXkYAiABKAkiUwoRR2V0U2VjcmV0UmVzcG9uc2USLwoGc2VjcmV0GAEgASgLMh8uYWdlbnRodWIuc2VjcmV0cy52MS5TZWNyZXRJbmZvEg0KBXZhbHVlGAIgASgJIkgKEUdldFNlY3JldHNSZXF1ZXN0EjMKBGdldHMYASADKAsyJS5hZ2VudGh1Yi5zZWNyZXRzLnYxLkdyb3VwZWRHZXRTZWNyZXQigAEKEEdyb3VwZWRHZXRTZWNyZXQSNgoHcmVxdWVzdBgBIAEoCzIlLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVxdWVzdBI0CglzaWduYXR1cmUYAiABKAsyIS5hZ2VudGh1Yi5jb21tb24udjEuQ2FsbFNpZ25hdHVyZSJNChJHZXRTZWNyZXRzUmVzcG9uc2USNwoIb3V0Y29tZXMYASADKAsyJS5hZ2VudGh1Yi5zZWNyZXRzLnYxLkdldFNlY3JldE91dGNvbWUiiwEKEEdldFNlY3JldE91dGNvbWUSOgoIcmVzcG9uc2UYASABKAsyJi5hZ2VudGh1Yi5zZWNyZXRzLnYxLkdldFNlY3JldFJlc3BvbnNlSAASMAoFZXJyb3IYAiABKAsyHy5hZ2VudGh1Yi5jb21tb24udjEuRXJyb3JEZXRhaWxIAEIJCgdvdXRjb21lIioKEkxpc3RTZWNyZXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRwoTTGlzdFNlY3JldHNSZXNwb25zZRIwCgdzZWNyZXRzGAEgAygLMh8uYWdlbnRodWIuc2VjcmV0cy52MS5TZWNyZXRJbmZvIjgKE0RlbGV0ZVNlY3JldFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgsKA2tleRgCIAEoCSI5ChREZWxldGVTZWNyZXRSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCwoDa2V5GAIgASgJIjEKGVJvdGF0ZVdvcmtzcGFjZUtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIlgKGlJvdGF0ZVdvcmtzcGFjZUtleVJlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpnZW5lcmF0aW9uGAIgASgFEhAKCHJlc2VhbGVkGAMgASgFIhIKEFJvdGF0ZUtla1JlcXVlc3QiWgoRUm90YXRlS2VrUmVzcG9uc2USEwoLa2VrX3ZlcnNpb24YASABKAkSEQoJcmV3cmFwcGVkGAIgASgFEg0KBXRvdGFsGAMgASgFEg4KBmZhaWxlZBgEIAEoBSI1Ch1EZWxldGVXb3Jrc3BhY2VTZWNyZXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiYgoeRGVsZXRlV29ya3NwYWNlU2VjcmV0c1Jlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglkZXN0cm95ZWQYAiABKAgSFwoPc2VjcmV0c19kZWxldGVkGAMgASgFMtAHCg5TZWNyZXRzU2VydmljZRJaCglTZXRTZWNyZXQSJS5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNldFNlY3JldFJlcXVlc3QaJi5hZ2VudGh1Yi5zZWNyZXRzLnYxLlNldFNlY3JldFJlc3BvbnNlEl8KCUdldFNlY3JldBIlLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVxdWVzdBomLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0UmVzcG9uc2UiA5ACARJiCgpHZXRTZWNyZXRzEiYuYWdlbnRodWIuc2VjcmV0cy52MS5HZXRTZWNyZXRzUmVxdWVzdBonLmFnZW50aHViLnNlY3JldHMudjEuR2V0U2VjcmV0c1Jlc3BvbnNlIgOQAgESZQoLTGlzdFNlY3JldHMSJy5hZ2VudGh1Yi5zZWNyZXRzLnYxLkxpc3RTZWNyZXRzUmVxdWVzdBooLmFnZW50aHViLnNlY3JldHMudjEuTGlzdFNlY3JldHNSZXNwb25zZSIDkAIBEmMKDERlbGV0ZVNlY3JldBIoLmFnZW50aHViLnNlY3JldHMudjEuRGVsZXRlU2VjcmV0UmVxdWVzdBopLmFnZW50aHViLnNlY3JldHMudjEuRGVsZXRlU2VjcmV0UmVzcG9uc2USdQoSUm90YXRlV29ya3NwYWNlS2V5Ei4uYWdlbnRodWIuc2VjcmV0cy52MS5Sb3RhdGVXb3Jrc3BhY2VLZXlSZXF1ZXN0Gi8uYWdlbnRodWIuc2VjcmV0cy52MS5Sb3RhdGVXb3Jrc3BhY2VLZXlSZXNwb25zZRJaCglSb3RhdGVLZWsSJS5hZ2VudGh1Yi5zZWNyZXRzLnYxLlJvdGF0ZUtla1JlcXVlc3QaJi5hZ2VudGh1Yi5zZWNyZXRzLnYxLlJvdGF0ZUtla1Jlc3BvbnNlEoEBChZEZWxldGVXb3Jrc3BhY2VTZWNyZXRzEjIuYWdlbnRodWIuc2VjcmV0cy52MS5EZWxldGVXb3Jrc3BhY2VTZWNyZXRzUmVxdWVzdBozLmFnZW50aHViLnNlY3JldHMudjEuRGVsZXRlV29ya3NwYWNlU2VjcmV0c1Jlc3BvbnNlEnoKEkdldFdvcmtzcGFjZXNVc2FnZRIuLmFnZW50aHViLnNlY3JldHMudjEuR2V0V29ya3NwYWNlc1VzYWdlUmVxdWVzdBovLmFnZW50aHViLnNlY3JldHMudjEuR2V0V29ya3NwYWNlc1VzYWdlUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_agenthub_common_v1_call, file_agenthub_common_v1_error, file_agenthub_common_v1_quota]);
 
 /**
  * @generated from message agenthub.secrets.v1.GetWorkspacesUsageRequest
@@ -175,6 +179,93 @@ export const GetSecretResponseSchema: GenMessage<GetSecretResponse> = /*@__PURE_
   messageDesc(file_agenthub_secrets_v1_secrets, 6);
 
 /**
+ * @generated from message agenthub.secrets.v1.GetSecretsRequest
+ */
+export type GetSecretsRequest = Message<"agenthub.secrets.v1.GetSecretsRequest"> & {
+  /**
+   * @generated from field: repeated agenthub.secrets.v1.GroupedGetSecret gets = 1;
+   */
+  gets: GroupedGetSecret[];
+};
+
+/**
+ * Describes the message agenthub.secrets.v1.GetSecretsRequest.
+ * Use `create(GetSecretsRequestSchema)` to create a new message.
+ */
+export const GetSecretsRequestSchema: GenMessage<GetSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_secrets_v1_secrets, 7);
+
+/**
+ * @generated from message agenthub.secrets.v1.GroupedGetSecret
+ */
+export type GroupedGetSecret = Message<"agenthub.secrets.v1.GroupedGetSecret"> & {
+  /**
+   * @generated from field: agenthub.secrets.v1.GetSecretRequest request = 1;
+   */
+  request?: GetSecretRequest | undefined;
+
+  /**
+   * @generated from field: agenthub.common.v1.CallSignature signature = 2;
+   */
+  signature?: CallSignature | undefined;
+};
+
+/**
+ * Describes the message agenthub.secrets.v1.GroupedGetSecret.
+ * Use `create(GroupedGetSecretSchema)` to create a new message.
+ */
+export const GroupedGetSecretSchema: GenMessage<GroupedGetSecret> = /*@__PURE__*/
+  messageDesc(file_agenthub_secrets_v1_secrets, 8);
+
+/**
+ * @generated from message agenthub.secrets.v1.GetSecretsResponse
+ */
+export type GetSecretsResponse = Message<"agenthub.secrets.v1.GetSecretsResponse"> & {
+  /**
+   * One per call of the request, in its order.
+   *
+   * @generated from field: repeated agenthub.secrets.v1.GetSecretOutcome outcomes = 1;
+   */
+  outcomes: GetSecretOutcome[];
+};
+
+/**
+ * Describes the message agenthub.secrets.v1.GetSecretsResponse.
+ * Use `create(GetSecretsResponseSchema)` to create a new message.
+ */
+export const GetSecretsResponseSchema: GenMessage<GetSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_secrets_v1_secrets, 9);
+
+/**
+ * @generated from message agenthub.secrets.v1.GetSecretOutcome
+ */
+export type GetSecretOutcome = Message<"agenthub.secrets.v1.GetSecretOutcome"> & {
+  /**
+   * @generated from oneof agenthub.secrets.v1.GetSecretOutcome.outcome
+   */
+  outcome: {
+    /**
+     * @generated from field: agenthub.secrets.v1.GetSecretResponse response = 1;
+     */
+    value: GetSecretResponse;
+    case: "response";
+  } | {
+    /**
+     * @generated from field: agenthub.common.v1.ErrorDetail error = 2;
+     */
+    value: ErrorDetail;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agenthub.secrets.v1.GetSecretOutcome.
+ * Use `create(GetSecretOutcomeSchema)` to create a new message.
+ */
+export const GetSecretOutcomeSchema: GenMessage<GetSecretOutcome> = /*@__PURE__*/
+  messageDesc(file_agenthub_secrets_v1_secrets, 10);
+
+/**
  * @generated from message agenthub.secrets.v1.ListSecretsRequest
  */
 export type ListSecretsRequest = Message<"agenthub.secrets.v1.ListSecretsRequest"> & {
@@ -189,7 +280,7 @@ export type ListSecretsRequest = Message<"agenthub.secrets.v1.ListSecretsRequest
  * Use `create(ListSecretsRequestSchema)` to create a new message.
  */
 export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 7);
+  messageDesc(file_agenthub_secrets_v1_secrets, 11);
 
 /**
  * @generated from message agenthub.secrets.v1.ListSecretsResponse
@@ -208,7 +299,7 @@ export type ListSecretsResponse = Message<"agenthub.secrets.v1.ListSecretsRespon
  * Use `create(ListSecretsResponseSchema)` to create a new message.
  */
 export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 8);
+  messageDesc(file_agenthub_secrets_v1_secrets, 12);
 
 /**
  * @generated from message agenthub.secrets.v1.DeleteSecretRequest
@@ -230,7 +321,7 @@ export type DeleteSecretRequest = Message<"agenthub.secrets.v1.DeleteSecretReque
  * Use `create(DeleteSecretRequestSchema)` to create a new message.
  */
 export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 9);
+  messageDesc(file_agenthub_secrets_v1_secrets, 13);
 
 /**
  * @generated from message agenthub.secrets.v1.DeleteSecretResponse
@@ -252,7 +343,7 @@ export type DeleteSecretResponse = Message<"agenthub.secrets.v1.DeleteSecretResp
  * Use `create(DeleteSecretResponseSchema)` to create a new message.
  */
 export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 10);
+  messageDesc(file_agenthub_secrets_v1_secrets, 14);
 
 /**
  * @generated from message agenthub.secrets.v1.RotateWorkspaceKeyRequest
@@ -269,7 +360,7 @@ export type RotateWorkspaceKeyRequest = Message<"agenthub.secrets.v1.RotateWorks
  * Use `create(RotateWorkspaceKeyRequestSchema)` to create a new message.
  */
 export const RotateWorkspaceKeyRequestSchema: GenMessage<RotateWorkspaceKeyRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 11);
+  messageDesc(file_agenthub_secrets_v1_secrets, 15);
 
 /**
  * @generated from message agenthub.secrets.v1.RotateWorkspaceKeyResponse
@@ -300,7 +391,7 @@ export type RotateWorkspaceKeyResponse = Message<"agenthub.secrets.v1.RotateWork
  * Use `create(RotateWorkspaceKeyResponseSchema)` to create a new message.
  */
 export const RotateWorkspaceKeyResponseSchema: GenMessage<RotateWorkspaceKeyResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 12);
+  messageDesc(file_agenthub_secrets_v1_secrets, 16);
 
 /**
  * @generated from message agenthub.secrets.v1.RotateKekRequest
@@ -313,7 +404,7 @@ export type RotateKekRequest = Message<"agenthub.secrets.v1.RotateKekRequest"> &
  * Use `create(RotateKekRequestSchema)` to create a new message.
  */
 export const RotateKekRequestSchema: GenMessage<RotateKekRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 13);
+  messageDesc(file_agenthub_secrets_v1_secrets, 17);
 
 /**
  * @generated from message agenthub.secrets.v1.RotateKekResponse
@@ -354,7 +445,7 @@ export type RotateKekResponse = Message<"agenthub.secrets.v1.RotateKekResponse">
  * Use `create(RotateKekResponseSchema)` to create a new message.
  */
 export const RotateKekResponseSchema: GenMessage<RotateKekResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 14);
+  messageDesc(file_agenthub_secrets_v1_secrets, 18);
 
 /**
  * @generated from message agenthub.secrets.v1.DeleteWorkspaceSecretsRequest
@@ -371,7 +462,7 @@ export type DeleteWorkspaceSecretsRequest = Message<"agenthub.secrets.v1.DeleteW
  * Use `create(DeleteWorkspaceSecretsRequestSchema)` to create a new message.
  */
 export const DeleteWorkspaceSecretsRequestSchema: GenMessage<DeleteWorkspaceSecretsRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 15);
+  messageDesc(file_agenthub_secrets_v1_secrets, 19);
 
 /**
  * @generated from message agenthub.secrets.v1.DeleteWorkspaceSecretsResponse
@@ -402,7 +493,7 @@ export type DeleteWorkspaceSecretsResponse = Message<"agenthub.secrets.v1.Delete
  * Use `create(DeleteWorkspaceSecretsResponseSchema)` to create a new message.
  */
 export const DeleteWorkspaceSecretsResponseSchema: GenMessage<DeleteWorkspaceSecretsResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_secrets_v1_secrets, 16);
+  messageDesc(file_agenthub_secrets_v1_secrets, 20);
 
 /**
  * Workspace secrets, sealed with envelope encryption: a versioned key-encryption key (KEK)
@@ -436,6 +527,19 @@ export const SecretsService: GenService<{
     methodKind: "unary";
     input: typeof GetSecretRequestSchema;
     output: typeof GetSecretResponseSchema;
+  },
+  /**
+   * Several GetSecret calls in one round trip (a gateway groups the ones that arrive while
+   * earlier calls are on the wire). Each carries its own signature and runs exactly as that
+   * GetSecret call would (principal, deadline, ResolveAccess, errors); a failed call fails alone.
+   * At most 64 calls.
+   *
+   * @generated from rpc agenthub.secrets.v1.SecretsService.GetSecrets
+   */
+  getSecrets: {
+    methodKind: "unary";
+    input: typeof GetSecretsRequestSchema;
+    output: typeof GetSecretsResponseSchema;
   },
   /**
    * Any role. Keys and timestamps only, never values.
