@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { gatewayCallsOf, hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { burstUntilGrouped, hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Workspace secrets end to end: real HTTP into the gateway, gRPC to the secrets service, which
@@ -74,13 +74,9 @@ describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('secrets 
         else expect(reply.body.error).toMatchObject({ code: -32100, message: 'Access denied' });
       });
 
-    const before = await gatewayCallsOf(hub, 'GetSecrets');
-    // Grouping needs gets to arrive while others are on the wire; a few bursts make that sure.
-    for (let round = 0; round < 5 && (round === 0 || (await gatewayCallsOf(hub, 'GetSecrets')) === before); round++) {
-      expectBurst(await burst(), true);
-    }
+    const groups = await burstUntilGrouped(hub, 'GetSecrets', async () => expectBurst(await burst(), true));
     // In-process calls (HUB_TRANSPORT=inproc) have no round trips to share.
-    if (_name !== 'inproc') expect(await gatewayCallsOf(hub, 'GetSecrets')).toBeGreaterThan(before);
+    if (_name !== 'inproc') expect(groups.after).toBeGreaterThan(groups.before);
 
     await ok(owner, 'workspace.members.remove', { workspace_id: workspaceId, agent_id: reader.agent_id });
     expectBurst(await burst(), false);

@@ -1,4 +1,4 @@
-import { gatewayCallsOf, hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { burstUntilGrouped, hubModes, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Issue 14, items 3 and 4, over HTTP on both backends and both JSON-RPC endpoints: a repeated
@@ -131,15 +131,11 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('sends and conversati
   });
 
   describe('sends that travel together', () => {
-    const groupsSent = () => gatewayCallsOf(hub, 'SendMessages');
-
     it('concurrent non-blocking sends from several agents share round trips, and each is answered, owned and refused as its own', async () => {
-      const before = await groupsSent();
       const nobody = { ...bob, agent_id: 'agent_nobody' };
       const refusedAlone = (await send(alice, nobody, { messageId: fresh('alone') })).body.error;
       expect(refusedAlone).toMatchObject({ code: -32101 });
-      // Grouping needs sends to arrive while others are on the wire; a few bursts make that sure.
-      for (let burst = 0; burst < 5 && (await groupsSent()) === before; burst++) {
+      const groups = await burstUntilGrouped(hub, 'SendMessages', async (burst) => {
         const plan = Array.from({ length: 40 }, (_, i) => ({ from: i % 2 ? carol : alice, to: i === 17 ? nobody : i % 3 ? bob : dave, messageId: fresh(`burst${burst}-${i}`) }));
         const replies = await Promise.all(plan.map(({ from, to, messageId }) => send(from, to, { messageId })));
         replies.forEach((reply, i) => {
@@ -155,8 +151,8 @@ describe.each(hubModes().map((m) => [m.name, m] as const))('sends and conversati
           expect((await ok(to, 'GetTask', { id: reply.body.result.id })).id).toBe(reply.body.result.id);
           expect((await call(other, 'GetTask', { id: reply.body.result.id })).body.error).toMatchObject({ code: -32001 });
         }
-      }
-      expect(await groupsSent()).toBeGreaterThan(before);
+      });
+      expect(groups.after).toBeGreaterThan(groups.before);
     });
   });
 });

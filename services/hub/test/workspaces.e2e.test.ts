@@ -1,4 +1,4 @@
-import { gatewayCallsOf, hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import { burstUntilGrouped, hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
 
 /**
  * Workspaces, members and access grants end to end: real HTTP into the gateway, real gRPC to
@@ -149,20 +149,17 @@ describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('workspac
       const workspace = await createWorkspace(owner, 'Shared');
       await addMember(owner, workspace.id, reader, 'read');
       const readers = [owner, reader, outsider];
-      const groupsSent = () => gatewayCallsOf(hub, 'GetWorkspaces');
       const burst = () => Promise.all(Array.from({ length: 48 }, (_, i) => call(readers[i % 3]!, 'workspace.get', { workspace_id: workspace.id })));
 
-      const before = await groupsSent();
-      // Grouping needs gets to arrive while others are on the wire; a few bursts make that sure.
-      for (let round = 0; round < 5 && (round === 0 || (await groupsSent()) === before); round++) {
+      const groups = await burstUntilGrouped(hub, 'GetWorkspaces', async () => {
         (await burst()).forEach((reply, i) => {
           if (i % 3 === 0) expect(reply.body.result).toEqual({ workspace, role: 'admin', member_count: 2 });
           else if (i % 3 === 1) expect(reply.body.result).toEqual({ workspace, role: 'read', member_count: 2 });
           else expect(reply.body.error).toMatchObject(ACCESS_DENIED);
         });
-      }
+      });
       // In-process calls (HUB_TRANSPORT=inproc) have no round trips to share.
-      if (_name !== 'inproc') expect(await groupsSent()).toBeGreaterThan(before);
+      if (_name !== 'inproc') expect(groups.after).toBeGreaterThan(groups.before);
 
       await ok(owner, 'workspace.members.remove', { workspace_id: workspace.id, agent_id: reader.agent_id });
       (await burst()).forEach((reply, i) => {
