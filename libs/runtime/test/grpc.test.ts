@@ -54,6 +54,16 @@ describe('gRPC bridge', () => {
     expect(seen).toEqual({ kind: 'operator' });
   });
 
+  it('carries text of every UTF-8 width both ways, byte for byte, and a lone surrogate as U+FFFD', async () => {
+    const texts = ['ascii', 'é ß ñ', 'ключ 键 キー', '🦀🧪 mixed ✓', 'x'.repeat(70_000) + '😀', `broken ${'\uD800'} pair`];
+    const { client } = await setup({ getAgent: async (req) => ({ agent: { id: req.agentId, name: req.agentId } }) });
+    for (const text of texts) {
+      const { agent } = await client.getAgent({ agentId: text });
+      expect(agent?.name).toBe(text.replace('\uD800', '\uFFFD'));
+      expect(Buffer.byteLength(agent!.name)).toBe(Buffer.byteLength(text));
+    }
+  });
+
   it('reproduces a HubError exactly on the client side', async () => {
     const { client } = await setup({ getAgent: async () => { throw HubError.invalidParams('agent_id', 'must not be empty'); } });
     const err = await failure(client.getAgent({ agentId: '' }));

@@ -7,7 +7,7 @@ import { ConfigError } from '../config.js';
 import { HubError, Reason } from '../errors.js';
 import { deadlineExceeded } from '../abort.js';
 import type { Metrics } from '../metrics.js';
-import { currentTraceparent, injectTraceparent, SpanKind, withSpan } from '../tracing.js';
+import { currentTraceparent, SpanKind, TRACEPARENT, withSpan } from '../tracing.js';
 import { CallGroups, groupShape, type GroupedOutcome } from './groups.js';
 import type { Principal } from './principal.js';
 import type { LocalTransport } from './local.js';
@@ -85,15 +85,24 @@ export function createClient<S extends GenServiceMethods>(
   });
   const client: Record<string, unknown> = { close: () => channel.close() };
 
-  const prepare = (path: string, callOptions: CallOptions = {}) => {
-    const metadata = new grpc.Metadata();
+  const prepare = (callOptions: CallOptions = {}) => {
     const principal = callOptions.principal ?? callOptions.parent?.principal;
     const ownDeadline = Date.now() + (callOptions.timeoutMs ?? options.defaultTimeoutMs);
     const parentDeadline = callOptions.parent?.deadline?.getTime() ?? Infinity;
     const deadline = new Date(Math.min(ownDeadline, parentDeadline));
-    signCall(options.internalKey, metadata, path, principal, deadline);
     const signal = callOptions.signal ?? callOptions.parent?.signal;
-    return { metadata, deadline, signal, principal };
+    // Read now: a call that waits for a group goes out from another call's context.
+    const traceparent = currentTraceparent();
+    return { deadline, signal, principal, traceparent };
+  };
+  // Built only for a call that goes over the network by itself: an in-process call and a call
+  // carried by a group (which signs it in the group's request) have no metadata of their own.
+  const metadataOf = (path: string, principal: Principal | undefined, deadline: Date, traceparent: string | undefined) => {
+    const metadata = new grpc.Metadata();
+    signCall(options.internalKey, metadata, path, principal, deadline);
+    // Not covered by the signature, which is fine: a forged trace context grants nothing.
+    if (traceparent) metadata.set(TRACEPARENT, traceparent);
+    return metadata;
   };
 
   for (const method of service.methods) {
@@ -115,9 +124,7 @@ export function createClient<S extends GenServiceMethods>(
       client[method.localName] = (request: unknown, callOptions?: CallOptions) =>
         withSpan(`${service.typeName}/${method.name}`, spanOptions, () => unary(request, callOptions));
       const unary = (request: unknown, callOptions?: CallOptions) => {
-        const { metadata, deadline, signal, principal } = prepare(def.path, callOptions);
-        // Not covered by the signature, which is fine: a forged trace context grants nothing.
-        injectTraceparent((name, value) => metadata.set(name, value));
+        const { deadline, signal, principal, traceparent } = prepare(callOptions);
         if (signal?.aborted) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The call was cancelled'));
         const started = process.hrtime.bigint();
         const local = options.local?.serverAt(address)?.localHandler(def.path);
@@ -132,7 +139,7 @@ export function createClient<S extends GenServiceMethods>(
             def.requestSerialize,
             def.responseDeserialize,
             create(method.input, request as never),
-            metadata,
+            metadataOf(def.path, principal, deadline, traceparent),
             { deadline },
             (err, response) => {
               signal?.removeEventListener('abort', cancel);
@@ -150,15 +157,14 @@ export function createClient<S extends GenServiceMethods>(
         if (!callOptions?.grouped || !groups) return remote();
         const grouped = () => ({
           request: create(method.input, request as never),
-          signature: signGrouped(options.internalKey, def.path, principal, deadline, currentTraceparent()),
+          signature: signGrouped(options.internalKey, def.path, principal, deadline, traceparent),
         });
         return groups.send(remote, grouped, deadline, signal);
       };
     } else if (method.methodKind === 'server_streaming') {
       client[method.localName] = (request: unknown, callOptions?: CallOptions) => {
-        const { metadata, deadline, signal } = prepare(def.path, callOptions);
-        injectTraceparent((name, value) => metadata.set(name, value));
-        return streamOf(channel, def, create(method.input, request as never), metadata, deadline, signal);
+        const { deadline, signal, principal, traceparent } = prepare(callOptions);
+        return streamOf(channel, def, create(method.input, request as never), metadataOf(def.path, principal, deadline, traceparent), deadline, signal);
       };
     }
   }

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
-import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import { create, fromBinary, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
 import { healthv1 } from '@agenthub/proto';
 import { HubError, Reason } from '../errors.js';
@@ -13,6 +13,7 @@ import type { Principal } from './principal.js';
 import { verifyCall, verifyGrouped, type InternalKey } from './signature.js';
 import { errorDetail, toStatus } from './status.js';
 import { serverCredentials, type GrpcTls } from './tls.js';
+import { encodeMessage } from './wire.js';
 
 /** What a handler knows about the call besides its request. */
 export interface CallContext {
@@ -393,9 +394,9 @@ export function methodDefinition(method: DescMethod): grpc.MethodDefinition<unkn
     path: `/${method.parent.typeName}/${method.name}`,
     requestStream: method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming',
     responseStream: method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming',
-    requestSerialize: (message) => Buffer.from(toBinary(method.input, message as never)),
+    requestSerialize: (message) => encodeMessage(method.input, message as never),
     requestDeserialize: (bytes) => fromBinary(method.input, bytes),
-    responseSerialize: (message) => Buffer.from(toBinary(method.output, message as never)),
+    responseSerialize: (message) => encodeMessage(method.output, message as never),
     responseDeserialize: (bytes) => fromBinary(method.output, bytes),
     originalName: method.localName,
   };
