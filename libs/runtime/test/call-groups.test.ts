@@ -22,11 +22,14 @@ type Messaging = ClientOf<typeof messagingv1.MessagingService>;
 /** A messaging server whose SendMessage records (message id → principal) and answers a task named by the message id. */
 async function serve() {
   const seen = new Map<string, CallContext['principal']>();
+  /** Message ids of the calls the server has begun, before they pass the gate. */
+  const arrived = new Set<string>();
   let gate: Promise<void> = Promise.resolve();
   const metrics = new Metrics();
   const handlers = new Proxy(
     {
       sendMessage: async (request: messagingv1.SendMessageRequest, ctx: CallContext) => {
+        arrived.add(request.message?.messageId ?? '');
         await gate;
         const id = request.message?.messageId ?? '';
         if (id.startsWith('bad')) throw HubError.invalidParams('message.messageId', `${id} is refused`);
@@ -42,7 +45,9 @@ async function serve() {
   const server = new GrpcServer({ log: testLogger(), metrics, internalKey });
   server.add(messagingv1.MessagingService, handlers as never);
   const port = await server.listen('127.0.0.1:0');
-  const client: Messaging = createClient(messagingv1.MessagingService, `127.0.0.1:${port}`, { defaultTimeoutMs: 5000, internalKey });
+  /** A client of its own: its calls wait for no other client's. */
+  const connect = (): Messaging => createClient(messagingv1.MessagingService, `127.0.0.1:${port}`, { defaultTimeoutMs: 5000, internalKey });
+  const client = connect();
   /** Holds every SendMessage until the returned function is called. */
   const hold = () => {
     let open!: () => void;
@@ -57,7 +62,7 @@ async function serve() {
       .filter((value) => (value as { metricName?: string }).metricName?.endsWith('_count') && value.labels.method === method)
       .reduce((sum, value) => sum + value.value, 0);
   };
-  return { server, client, seen, hold, served };
+  return { server, client, connect, seen, arrived, hold, served };
 }
 
 const send = (client: Messaging, id: string, principal: typeof alice | typeof bob, extra: { grouped?: boolean; signal?: AbortSignal } = { grouped: true }) =>
@@ -72,13 +77,16 @@ describe('grouped calls (SendMessages)', () => {
     running.client.close();
     await running.server.shutdown(100);
   });
-  beforeEach(() => running.seen.clear());
+  beforeEach(() => {
+    running.seen.clear();
+    running.arrived.clear();
+  });
 
-  it('sends the calls that come while two are on the wire as one group, each answered and trusted as its own', async () => {
+  it('sends the calls that come while one is on the wire as one group, each answered and trusted as its own', async () => {
     const { client, seen, hold, served } = running;
     const before = await served('SendMessages');
     const open = hold();
-    // The first two go out alone and wait at the gate; the next ten queue behind them.
+    // The first goes out alone and waits at the gate; the next eleven queue behind it.
     const first = [send(client, 'm0', alice), send(client, 'm1', bob)];
     const queued = Array.from({ length: 10 }, (_, i) => send(client, `m${i + 2}`, i % 2 ? bob : alice));
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -87,6 +95,48 @@ describe('grouped calls (SendMessages)', () => {
     expect(answers.map((answer) => answer.task?.id)).toEqual(Array.from({ length: 12 }, (_, i) => `task-m${i}`));
     for (let i = 0; i < 12; i++) expect(seen.get(`m${i}`)).toEqual(i % 2 ? bob : alice);
     expect((await served('SendMessages')) - before).toBe(1);
+  });
+
+  describe('how many calls are on the wire at once', () => {
+    let client: Messaging;
+    beforeEach(() => {
+      client = running.connect();
+    });
+    afterEach(() => client.close());
+    const onTheWire = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+    it('a call that comes while another is on the wire waits for it, then goes out', async () => {
+      const { arrived, hold } = running;
+      const open = hold();
+      const calls = [send(client, 'p0', alice), send(client, 'p1', bob)];
+      await onTheWire();
+      const onTheWireThen = new Set(arrived);
+      open();
+      await Promise.all(calls);
+      expect(onTheWireThen).toEqual(new Set(['p0']));
+      expect(arrived).toEqual(new Set(['p0', 'p1']));
+    });
+
+    it('the calls that come while a group is on the wire wait for it and go out as the next group', async () => {
+      const { seen, arrived, hold, served } = running;
+      const before = await served('SendMessages');
+      const openFirst = hold();
+      const first = send(client, 'g0', alice);
+      const firstGroup = [send(client, 'g1', alice), send(client, 'g2', bob)];
+      await onTheWire();
+      openFirst();
+      // The lone call finishes and the group goes out; it waits at the new gate.
+      const openGroup = hold();
+      await first;
+      const next = [send(client, 'g3', bob), send(client, 'g4', alice)];
+      await onTheWire();
+      const onTheWireThen = new Set(arrived);
+      openGroup();
+      await Promise.all([...firstGroup, ...next]);
+      expect(onTheWireThen).toEqual(new Set(['g0', 'g1', 'g2']));
+      expect((await served('SendMessages')) - before).toBe(2);
+      expect([...seen.keys()].sort()).toEqual(['g0', 'g1', 'g2', 'g3', 'g4']);
+    });
   });
 
   it('fails a refused call of a group alone, with its own reason and field', async () => {

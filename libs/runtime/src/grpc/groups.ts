@@ -8,10 +8,12 @@ import { fromDetail } from './status.js';
 /** Most calls one group carries; a service refuses a larger group. */
 export const MAX_GROUPED_CALLS = 64;
 /**
- * Groups one client has on the wire at once for one method. A call goes out at once (alone) while
- * fewer are; the calls that come meanwhile wait for the first to finish and go out together.
+ * Calls one client has on the wire at once for one method. A call goes out at once (alone) while
+ * none is; the calls that come meanwhile wait for it and go out together.
  */
-export const GROUPS_IN_FLIGHT = 2;
+export const CALLS_IN_FLIGHT = 1;
+/** Full groups (MAX_GROUPED_CALLS) one client has on the wire at once while more wait. */
+const FULL_GROUPS_IN_FLIGHT = 2;
 /**
  * After a service answers that it has no such twin (an older version, during a rolling update),
  * how long its client sends every call alone before trying a group again.
@@ -86,10 +88,12 @@ interface Waiting {
 }
 
 /**
- * Sends a client's calls of one method: at once and alone while fewer than GROUPS_IN_FLIGHT are on
- * the wire, else together with the calls that come meanwhile, in one call of the twin, when one of
- * those finishes. One process's gRPC call costs about as much CPU as a send's own work, on each
- * side; under load a group of n pays it once for n. A lone call waits for nothing.
+ * Sends a client's calls of one method: at once and alone while none is on the wire, else together
+ * with the calls that come meanwhile, in one call of the twin, when the one on the wire finishes
+ * (a second group beside it only when a full one waits). One process's gRPC call costs about as
+ * much CPU as a send's own work, on each side; under load a group of n pays it once for n, and
+ * with one call on the wire each group carries every call that came while the last was out.
+ * Two callers at once pay for it: the second waits for the first's round trip.
  */
 export class CallGroups {
   private readonly waiting: Waiting[] = [];
@@ -107,7 +111,7 @@ export class CallGroups {
 
   /** `alone` sends this very call when it goes out by itself; `call` gives what a group carries of it. */
   send(alone: () => Promise<unknown>, call: () => GroupedCall, deadline: Date, signal: AbortSignal | undefined): Promise<unknown> {
-    if ((this.inFlight < GROUPS_IN_FLIGHT && this.waiting.length === 0) || Date.now() < this.aloneUntil) return this.run(alone);
+    if ((this.inFlight < CALLS_IN_FLIGHT && this.waiting.length === 0) || Date.now() < this.aloneUntil) return this.run(alone);
     if (signal?.aborted) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The call was cancelled'));
     return new Promise((resolve, reject) => {
       const leave = () => {
@@ -132,7 +136,7 @@ export class CallGroups {
   }
 
   private next(): void {
-    while (this.inFlight < GROUPS_IN_FLIGHT && this.waiting.length > 0) {
+    while (this.waiting.length > 0 && (this.inFlight < CALLS_IN_FLIGHT || (this.inFlight < FULL_GROUPS_IN_FLIGHT && this.waiting.length >= MAX_GROUPED_CALLS))) {
       const group = this.waiting.splice(0, MAX_GROUPED_CALLS);
       for (const entry of group) entry.detach();
       void this.run(() => this.flush(group));
