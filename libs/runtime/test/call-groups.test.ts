@@ -137,6 +137,25 @@ describe('grouped calls (SendMessages)', () => {
       expect((await served('SendMessages')) - before).toBe(2);
       expect([...seen.keys()].sort()).toEqual(['g0', 'g1', 'g2', 'g3', 'g4']);
     });
+
+    it(`sends a second group beside the first only when a full one (${MAX_GROUPED_CALLS} calls) waits`, async () => {
+      const { arrived, hold, served } = running;
+      const before = await served('SendMessages');
+      const openFirst = hold();
+      const first = send(client, 'f', alice);
+      const queued = Array.from({ length: 2 * MAX_GROUPED_CALLS + 1 }, (_, i) => send(client, `f${i}`, i % 2 ? bob : alice));
+      await onTheWire();
+      openFirst();
+      const openGroups = hold();
+      await first;
+      await onTheWire();
+      const onTheWireThen = arrived.size;
+      openGroups();
+      await Promise.all(queued);
+      expect(onTheWireThen).toBe(1 + 2 * MAX_GROUPED_CALLS);
+      expect((await served('SendMessages')) - before).toBe(2);
+      expect(arrived.size).toBe(2 + 2 * MAX_GROUPED_CALLS);
+    });
   });
 
   it('fails a refused call of a group alone, with its own reason and field', async () => {
