@@ -1,7 +1,8 @@
 import { Metadata, status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary } from '@bufbuild/protobuf';
 import { commonv1 } from '@agenthub/proto';
 import { HubError, Reason } from '../errors.js';
+import { encodeMessage } from './wire.js';
 
 const DETAIL_KEY = 'agenthub-error-bin';
 
@@ -37,7 +38,7 @@ const bareStatuses: Partial<Record<status, { reason: Reason; message: string }>>
 
 export function toStatus(err: HubError): Partial<StatusObject> {
   const metadata = new Metadata();
-  metadata.set(DETAIL_KEY, Buffer.from(toBinary(commonv1.ErrorDetailSchema, errorDetail(err))));
+  metadata.set(DETAIL_KEY, encodeMessage(commonv1.ErrorDetailSchema, errorDetail(err)));
   return { code: statusOf[err.reason], details: err.message, metadata };
 }
 
