@@ -87,11 +87,11 @@ describe('grouped calls (SendMessages)', () => {
     const before = await served('SendMessages');
     const open = hold();
     // The first goes out alone and waits at the gate; the next eleven queue behind it.
-    const first = [send(client, 'm0', alice), send(client, 'm1', bob)];
-    const queued = Array.from({ length: 10 }, (_, i) => send(client, `m${i + 2}`, i % 2 ? bob : alice));
+    const first = send(client, 'm0', alice);
+    const queued = Array.from({ length: 11 }, (_, i) => send(client, `m${i + 1}`, i % 2 ? alice : bob));
     await new Promise((resolve) => setTimeout(resolve, 50));
     open();
-    const answers = await Promise.all([...first, ...queued]);
+    const answers = await Promise.all([first, ...queued]);
     expect(answers.map((answer) => answer.task?.id)).toEqual(Array.from({ length: 12 }, (_, i) => `task-m${i}`));
     for (let i = 0; i < 12; i++) expect(seen.get(`m${i}`)).toEqual(i % 2 ? bob : alice);
     expect((await served('SendMessages')) - before).toBe(1);
