@@ -82,16 +82,16 @@ describe('grouped calls (SendMessages)', () => {
     running.arrived.clear();
   });
 
-  it('sends the calls that come while one is on the wire as one group, each answered and trusted as its own', async () => {
+  it('sends the calls that come while two are on the wire as one group, each answered and trusted as its own', async () => {
     const { client, seen, hold, served } = running;
     const before = await served('SendMessages');
     const open = hold();
-    // The first goes out alone and waits at the gate; the next eleven queue behind it.
-    const first = send(client, 'm0', alice);
-    const queued = Array.from({ length: 11 }, (_, i) => send(client, `m${i + 1}`, i % 2 ? alice : bob));
+    // The first two go out alone and wait at the gate; the next ten queue behind them.
+    const first = [send(client, 'm0', alice), send(client, 'm1', bob)];
+    const queued = Array.from({ length: 10 }, (_, i) => send(client, `m${i + 2}`, i % 2 ? bob : alice));
     await new Promise((resolve) => setTimeout(resolve, 50));
     open();
-    const answers = await Promise.all([first, ...queued]);
+    const answers = await Promise.all([...first, ...queued]);
     expect(answers.map((answer) => answer.task?.id)).toEqual(Array.from({ length: 12 }, (_, i) => `task-m${i}`));
     for (let i = 0; i < 12; i++) expect(seen.get(`m${i}`)).toEqual(i % 2 ? bob : alice);
     expect((await served('SendMessages')) - before).toBe(1);
@@ -105,56 +105,57 @@ describe('grouped calls (SendMessages)', () => {
     afterEach(() => client.close());
     const onTheWire = () => new Promise((resolve) => setTimeout(resolve, 50));
 
-    it('a call that comes while another is on the wire waits for it, then goes out', async () => {
-      const { arrived, hold } = running;
+    it('two calls that come at once both go out at once, alone; a third waits for one of them, then goes out alone', async () => {
+      const { arrived, hold, served } = running;
+      const before = await served('SendMessages');
       const open = hold();
-      const calls = [send(client, 'p0', alice), send(client, 'p1', bob)];
+      const calls = [send(client, 'p0', alice), send(client, 'p1', bob), send(client, 'p2', alice)];
       await onTheWire();
       const onTheWireThen = new Set(arrived);
       open();
       await Promise.all(calls);
-      expect(onTheWireThen).toEqual(new Set(['p0']));
-      expect(arrived).toEqual(new Set(['p0', 'p1']));
+      expect(onTheWireThen).toEqual(new Set(['p0', 'p1']));
+      expect(arrived).toEqual(new Set(['p0', 'p1', 'p2']));
+      expect((await served('SendMessages')) - before).toBe(0);
     });
 
     it('the calls that come while a group is on the wire wait for it and go out as the next group', async () => {
       const { seen, arrived, hold, served } = running;
       const before = await served('SendMessages');
       const openFirst = hold();
-      const first = send(client, 'g0', alice);
-      const firstGroup = [send(client, 'g1', alice), send(client, 'g2', bob)];
+      const first = [send(client, 'g0', alice), send(client, 'g1', bob)];
+      const firstGroup = [send(client, 'g2', alice), send(client, 'g3', bob)];
       await onTheWire();
       openFirst();
-      // The lone call finishes and the group goes out; it waits at the new gate.
+      // The lone calls finish and the group goes out; it waits at the new gate.
       const openGroup = hold();
-      await first;
-      const next = [send(client, 'g3', bob), send(client, 'g4', alice)];
+      await onTheWire();
+      const next = [send(client, 'g4', bob), send(client, 'g5', alice)];
       await onTheWire();
       const onTheWireThen = new Set(arrived);
       openGroup();
-      await Promise.all([...firstGroup, ...next]);
-      expect(onTheWireThen).toEqual(new Set(['g0', 'g1', 'g2']));
+      await Promise.all([...first, ...firstGroup, ...next]);
+      expect(onTheWireThen).toEqual(new Set(['g0', 'g1', 'g2', 'g3']));
       expect((await served('SendMessages')) - before).toBe(2);
-      expect([...seen.keys()].sort()).toEqual(['g0', 'g1', 'g2', 'g3', 'g4']);
+      expect([...seen.keys()].sort()).toEqual(['g0', 'g1', 'g2', 'g3', 'g4', 'g5']);
     });
 
     it(`sends a second group beside the first only when a full one (${MAX_GROUPED_CALLS} calls) waits`, async () => {
       const { arrived, hold, served } = running;
       const before = await served('SendMessages');
       const openFirst = hold();
-      const first = send(client, 'f', alice);
+      const first = [send(client, 'f', alice), send(client, 'f-', bob)];
       const queued = Array.from({ length: 2 * MAX_GROUPED_CALLS + 1 }, (_, i) => send(client, `f${i}`, i % 2 ? bob : alice));
       await onTheWire();
       openFirst();
       const openGroups = hold();
-      await first;
       await onTheWire();
       const onTheWireThen = arrived.size;
       openGroups();
-      await Promise.all(queued);
-      expect(onTheWireThen).toBe(1 + 2 * MAX_GROUPED_CALLS);
+      await Promise.all([...first, ...queued]);
+      expect(onTheWireThen).toBe(2 + 2 * MAX_GROUPED_CALLS);
       expect((await served('SendMessages')) - before).toBe(2);
-      expect(arrived.size).toBe(2 + 2 * MAX_GROUPED_CALLS);
+      expect(arrived.size).toBe(3 + 2 * MAX_GROUPED_CALLS);
     });
   });
 

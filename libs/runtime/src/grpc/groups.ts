@@ -8,10 +8,10 @@ import { fromDetail } from './status.js';
 /** Most calls one group carries; a service refuses a larger group. */
 export const MAX_GROUPED_CALLS = 64;
 /**
- * Calls one client has on the wire at once for one method. A call goes out at once (alone) while
- * none is; the calls that come meanwhile wait for it and go out together.
+ * Lone calls one client has on the wire at once for one method: two callers at once each go out
+ * at once. Beside a group nothing else goes (but a full group, below).
  */
-export const CALLS_IN_FLIGHT = 1;
+export const LONE_CALLS_IN_FLIGHT = 2;
 /** Full groups (MAX_GROUPED_CALLS) one client has on the wire at once while more wait. */
 const FULL_GROUPS_IN_FLIGHT = 2;
 /**
@@ -88,16 +88,18 @@ interface Waiting {
 }
 
 /**
- * Sends a client's calls of one method: at once and alone while none is on the wire, else together
- * with the calls that come meanwhile, in one call of the twin, when the one on the wire finishes
- * (a second group beside it only when a full one waits). One process's gRPC call costs about as
- * much CPU as a send's own work, on each side; under load a group of n pays it once for n, and
- * with one call on the wire each group carries every call that came while the last was out.
- * Two callers at once pay for it: the second waits for the first's round trip.
+ * Sends a client's calls of one method: at once and alone while no group and fewer than two lone
+ * calls are on the wire, else together with the calls that come meanwhile, in one call of the
+ * twin, when one on the wire finishes (a second group beside a group only when a full one waits).
+ * One process's gRPC call costs about as much CPU as a send's own work, on each side; under load a
+ * group of n pays it once for n, and with one group on the wire each group carries every call that
+ * came while the last was out. Two lone calls at once spare two callers at once (the light load)
+ * the wait for each other's round trip; a third caller makes a group.
  */
 export class CallGroups {
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
+  private groupsInFlight = 0;
   private aloneUntil = 0;
 
   constructor(
@@ -111,7 +113,7 @@ export class CallGroups {
 
   /** `alone` sends this very call when it goes out by itself; `call` gives what a group carries of it. */
   send(alone: () => Promise<unknown>, call: () => GroupedCall, deadline: Date, signal: AbortSignal | undefined): Promise<unknown> {
-    if ((this.inFlight < CALLS_IN_FLIGHT && this.waiting.length === 0) || Date.now() < this.aloneUntil) return this.run(alone);
+    if ((this.waiting.length === 0 && this.mayGo()) || Date.now() < this.aloneUntil) return this.run(alone, false);
     if (signal?.aborted) return Promise.reject(new HubError(Reason.UNAVAILABLE, 'The call was cancelled'));
     return new Promise((resolve, reject) => {
       const leave = () => {
@@ -125,21 +127,28 @@ export class CallGroups {
     });
   }
 
-  private async run(work: () => Promise<unknown>): Promise<unknown> {
+  /** Whether the next call or group may go out now: while no group is on the wire and fewer than two lone calls are. */
+  private mayGo(): boolean {
+    return this.groupsInFlight === 0 && this.inFlight < LONE_CALLS_IN_FLIGHT;
+  }
+
+  private async run(work: () => Promise<unknown>, grouped: boolean): Promise<unknown> {
     this.inFlight += 1;
+    if (grouped) this.groupsInFlight += 1;
     try {
       return await work();
     } finally {
       this.inFlight -= 1;
+      if (grouped) this.groupsInFlight -= 1;
       this.next();
     }
   }
 
   private next(): void {
-    while (this.waiting.length > 0 && (this.inFlight < CALLS_IN_FLIGHT || (this.inFlight < FULL_GROUPS_IN_FLIGHT && this.waiting.length >= MAX_GROUPED_CALLS))) {
+    while (this.waiting.length > 0 && (this.mayGo() || (this.inFlight < FULL_GROUPS_IN_FLIGHT && this.waiting.length >= MAX_GROUPED_CALLS))) {
       const group = this.waiting.splice(0, MAX_GROUPED_CALLS);
       for (const entry of group) entry.detach();
-      void this.run(() => this.flush(group));
+      void this.run(() => this.flush(group), group.length > 1);
     }
   }
 
