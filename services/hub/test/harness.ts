@@ -154,20 +154,20 @@ async function startOn(provisioned: ProvisionedBackend, dataDir: string, env: Re
 }
 
 /** How many calls of `method` (a gRPC method name) the gateway made, from its /metrics. */
-async function gatewayCallsOf(hub: TestHub, method: string): Promise<number> {
-  const text = await (await fetch(`${hub.metricsUrl}/metrics`)).text();
+async function clientCallsOf(metricsUrl: string, method: string): Promise<number> {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
   const counts = text.split('\n').filter((line) => line.startsWith('agenthub_grpc_client_handling_seconds_count') && line.includes(`method="${method}"`));
   return counts.reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
 }
 
 /**
- * Runs `burst` (round 0, 1, …) until the gateway has made a call of `method`, a grouped twin,
- * since before the first round, five rounds at most: grouping needs calls to arrive while others
- * are on the wire, and a few bursts make that sure. Returns the gateway's count of `method`
- * before the first round and after the last.
+ * Runs `burst` (round 0, 1, …) until the process serving `metricsUrl` (the gateway's by default)
+ * has made a call of `method`, a grouped twin, since before the first round, five rounds at most:
+ * grouping needs calls to arrive while others are on the wire, and a few bursts make that sure.
+ * Returns its count of `method` before the first round and after the last.
  */
-export async function burstUntilGrouped(hub: TestHub, method: string, burst: (round: number) => Promise<void>): Promise<{ before: number; after: number }> {
-  const before = await gatewayCallsOf(hub, method);
-  for (let round = 0; round < 5 && (round === 0 || (await gatewayCallsOf(hub, method)) === before); round++) await burst(round);
-  return { before, after: await gatewayCallsOf(hub, method) };
+export async function burstUntilGrouped(hub: TestHub, method: string, burst: (round: number) => Promise<void>, metricsUrl = hub.metricsUrl): Promise<{ before: number; after: number }> {
+  const before = await clientCallsOf(metricsUrl, method);
+  for (let round = 0; round < 5 && (round === 0 || (await clientCallsOf(metricsUrl, method)) === before); round++) await burst(round);
+  return { before, after: await clientCallsOf(metricsUrl, method) };
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { burstUntilGrouped, hubModes, withInproc, startTestHub, type Agent, type RpcReply, type TestHub } from './harness.js';
+import type { SplitStack } from './split-hub.js';
 
 /**
  * Workspace secrets end to end: real HTTP into the gateway, gRPC to the secrets service, which
@@ -62,7 +63,7 @@ describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('secrets 
     return workspace.id;
   }
 
-  it('answers concurrent gets that share round trips (GetSecrets) each for its own caller, and a removed member fails on the very next one', async () => {
+  it('answers concurrent gets that share round trips (GetSecrets, ResolveAccesses) each for its own caller, and a removed member fails on the very next one', async () => {
     const workspaceId = await staffed();
     const value = unique('value');
     await ok(writer, 'workspace.secrets.set', { workspace_id: workspaceId, key: 'SHARED', value });
@@ -75,8 +76,15 @@ describe.each(withInproc(hubModes()).map((m) => [m.name, m] as const))('secrets 
       });
 
     const groups = await burstUntilGrouped(hub, 'GetSecrets', async () => expectBurst(await burst(), true));
+    // The secrets service asks the workspace service for each caller's access the same way (its
+    // metrics are its own process's in split mode).
+    const secretsMetrics = (hub as Partial<SplitStack>).processes?.secrets.opsUrl ?? hub.metricsUrl;
+    const resolves = await burstUntilGrouped(hub, 'ResolveAccesses', async () => expectBurst(await burst(), true), secretsMetrics);
     // In-process calls (HUB_TRANSPORT=inproc) have no round trips to share.
-    if (_name !== 'inproc') expect(groups.after).toBeGreaterThan(groups.before);
+    if (_name !== 'inproc') {
+      expect(groups.after).toBeGreaterThan(groups.before);
+      expect(resolves.after).toBeGreaterThan(resolves.before);
+    }
 
     await ok(owner, 'workspace.members.remove', { workspace_id: workspaceId, agent_id: reader.agent_id });
     expectBurst(await burst(), false);

@@ -54,7 +54,9 @@ export function workspaceGone(err: unknown): boolean {
  */
 export async function resolveAccess(env: SecretsEnv, ctx: CallContext, workspaceId: string): Promise<Access> {
   try {
-    const access = await env.workspace.resolveAccess({ workspaceId }, { parent: ctx });
+    // Grouped: the calls that come while earlier ones are on the wire share one ResolveAccesses
+    // round trip, each signed for its own caller and checked as if it had come alone.
+    const access = await env.workspace.resolveAccess({ workspaceId }, { parent: ctx, grouped: true });
     return { role: access.role, owner: access.owner };
   } catch (err) {
     if (workspaceGone(err)) await purgeDeleted(env, ctx, workspaceId);

@@ -66,6 +66,7 @@ export function createWorkspaceHandlers(deps: {
       callerOf(ctx);
       return { types: MEMORY_TYPES.map(({ type, description }) => ({ type, description })) };
     },
+    resolveAccesses: groupedHandler(),
     resolveAccess: async (request, ctx) => {
       // The operator administers every workspace that exists (the secrets service rotating one
       // for `agenthub secrets rotate-key` learns that an unknown id is NOT_FOUND).

@@ -22,9 +22,10 @@ export const TWIN_MISSING_MS = 60_000;
 
 /**
  * How a unary method's grouped twin is shaped (messaging's SendMessages for SendMessage): a unary
- * method named as the single one plus `s`, whose request's one field lists items of the single
- * request (`request`) and its `common.v1.CallSignature` (`signature`), and whose response's one
- * field lists outcomes with a oneof of the single response and a `common.v1.ErrorDetail`.
+ * method named as the single one in the plural (`s`, or `es` after an `s`), whose request's one
+ * field lists items of the single request (`request`) and its `common.v1.CallSignature`
+ * (`signature`), and whose response's one field lists outcomes with a oneof of the single response
+ * and a `common.v1.ErrorDetail`.
  */
 export interface GroupShape {
   single: DescMethod;
@@ -40,7 +41,7 @@ export interface GroupShape {
 
 /** The grouped twin of `single` in `service`, when the service declares one (see GroupShape). */
 export function groupShape(service: DescService, single: DescMethod): GroupShape | undefined {
-  const twin = service.methods.find((method) => method.name === `${single.name}s`);
+  const twin = service.methods.find((method) => method.name === twinName(single.name));
   if (!twin || single.methodKind !== 'unary' || twin.methodKind !== 'unary') return undefined;
   const calls = onlyListOf(twin.input);
   const outcomes = onlyListOf(twin.output);
@@ -52,6 +53,11 @@ export function groupShape(service: DescService, single: DescMethod): GroupShape
   const errorCase = oneof?.fields.find((field) => field.fieldKind === 'message' && field.message.typeName === commonv1.ErrorDetailSchema.typeName);
   if (request?.localName !== 'request' || signature?.localName !== 'signature' || !oneof || !responseCase || !errorCase) return undefined;
   return { single, twin, calls: calls.field, outcomes: outcomes.field, oneof: oneof.localName, responseCase: responseCase.localName, errorCase: errorCase.localName };
+}
+
+/** The single method's name in the plural: SendMessages, ResolveAccesses. */
+function twinName(single: string): string {
+  return single.endsWith('s') ? `${single}es` : `${single}s`;
 }
 
 function onlyListOf(message: DescMessage): { field: string; message: DescMessage } | undefined {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agenthub/workspace/v1/workspace.proto.
  */
 export const file_agenthub_workspace_v1_workspace: GenFile = /*@__PURE__*/
-  fileDesc("CiVhZ2VudGh1Yi93b3Jrc3BhY2UvdjEvd29ya3NwYWNlLnByb3RvEhVhZ2VudGh1Yi53b3Jrc3BhY2UudjEiZgoJV29ya3NwYWNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSFgoOb3duZXJfYWdlbnRfaWQYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoAyKQAQoGTWVtYmVyEhAKCGFnZW50X2lkGAEgASgJEhIKCmFnZW50X25hbWUYAiABKAkSKQoEcm9sZRgDIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEhAKCGFkZGVkX2F0GAQgASgDEhEKCXRlbmFudF9pZBgFIAEoCRIQCghhZGRlZF9ieRgGIAEoCSJxCg9Xb3Jrc3BhY2VBY2Nlc3MSMwoJd29ya3NwYWNlGAEgASgLMiAuYWdlbnRodWIud29ya3NwYWNlLnYxLldvcmtzcGFjZRIpCgRyb2xlGAIgASgOMhsuYWdlbnRodWIud29ya3NwYWNlLnYxLlJvbGUiOwoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIk4KF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLmFnZW50aHViLndvcmtzcGFjZS52MS5Xb3Jrc3BhY2UiKwoTR2V0V29ya3NwYWNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkijAEKFEdldFdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLmFnZW50aHViLndvcmtzcGFjZS52MS5Xb3Jrc3BhY2USKQoEcm9sZRgCIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEhQKDG1lbWJlcl9jb3VudBgDIAEoBSJQChRHZXRXb3Jrc3BhY2VzUmVxdWVzdBI4CgRnZXRzGAEgAygLMiouYWdlbnRodWIud29ya3NwYWNlLnYxLkdyb3VwZWRHZXRXb3Jrc3BhY2UiiAEKE0dyb3VwZWRHZXRXb3Jrc3BhY2USOwoHcmVxdWVzdBgBIAEoCzIqLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0EjQKCXNpZ25hdHVyZRgCIAEoCzIhLmFnZW50aHViLmNvbW1vbi52MS5DYWxsU2lnbmF0dXJlIlUKFUdldFdvcmtzcGFjZXNSZXNwb25zZRI8CghvdXRjb21lcxgBIAMoCzIqLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VPdXRjb21lIpMBChNHZXRXb3Jrc3BhY2VPdXRjb21lEj8KCHJlc3BvbnNlGAEgASgLMisuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlSAASMAoFZXJyb3IYAiABKAsyHy5hZ2VudGh1Yi5jb21tb24udjEuRXJyb3JEZXRhaWxIAEIJCgdvdXRjb21lIhcKFUxpc3RXb3Jrc3BhY2VzUmVxdWVzdCJUChZMaXN0V29ya3NwYWNlc1Jlc3BvbnNlEjoKCndvcmtzcGFjZXMYASADKAsyJi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuV29ya3NwYWNlQWNjZXNzIi4KFkRlbGV0ZVdvcmtzcGFjZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIi8KF0RlbGV0ZVdvcmtzcGFjZVJlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJlChBBZGRNZW1iZXJSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIpCgRyb2xlGAMgASgOMhsuYWdlbnRodWIud29ya3NwYWNlLnYxLlJvbGUiUwoRQWRkTWVtYmVyUmVzcG9uc2USLQoGbWVtYmVyGAEgASgLMh0uYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbWJlchIPCgdjcmVhdGVkGAIgASgIIj0KE1JlbW92ZU1lbWJlclJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJIj4KFFJlbW92ZU1lbWJlclJlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSIqChJMaXN0TWVtYmVyc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkUKE0xpc3RNZW1iZXJzUmVzcG9uc2USLgoHbWVtYmVycxgBIAMoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1iZXIiMwoOTWVtb3J5VHlwZUluZm8SDAoEdHlwZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSIYChZMaXN0TWVtb3J5VHlwZXNSZXF1ZXN0Ik8KF0xpc3RNZW1vcnlUeXBlc1Jlc3BvbnNlEjQKBXR5cGVzGAEgAygLMiUuYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeVR5cGVJbmZvIj4KFFJlc29sdmVBY2Nlc3NSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSJRChVSZXNvbHZlQWNjZXNzUmVzcG9uc2USKQoEcm9sZRgBIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEg0KBW93bmVyGAIgASgIIrYBCgZNZW1vcnkSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEg8KB2NvbnRlbnQYAyABKAkSDAoEdHlwZRgEIAEoCRIMCgR0YWdzGAUgAygJEhIKCmNyZWF0ZWRfYXQYBiABKAMSEgoKY3JlYXRlZF9ieRgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgDEhIKCnVwZGF0ZWRfYnkYCSABKAkSDQoFc2NvcmUYCiABKAEivQEKDE1lbW9yeUZpbHRlchINCgV0eXBlcxgBIAMoCRIMCgR0YWdzGAIgAygJEjIKCXRhZ19tYXRjaBgDIAEoDjIfLmFnZW50aHViLndvcmtzcGFjZS52MS5UYWdNYXRjaBIaCg1jcmVhdGVkX2FmdGVyGAQgASgDSACIAQESGwoOY3JlYXRlZF9iZWZvcmUYBSABKANIAYgBAUIQCg5fY3JlYXRlZF9hZnRlckIRCg9fY3JlYXRlZF9iZWZvcmUiVwoSU3RvcmVNZW1vcnlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIPCgdjb250ZW50GAIgASgJEgwKBHR5cGUYAyABKAkSDAoEdGFncxgEIAMoCSJoChNTdG9yZU1lbW9yeVJlc3BvbnNlEi0KBm1lbW9yeRgBIAEoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnkSEQoJZHVwbGljYXRlGAIgASgIEg8KB3VwZGF0ZWQYAyABKAgitAEKFFF1ZXJ5TWVtb3JpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRISCgVsaW1pdBgDIAEoBUgAiAEBEhYKCXRocmVzaG9sZBgEIAEoAUgBiAEBEjMKBmZpbHRlchgFIAEoCzIjLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnlGaWx0ZXJCCAoGX2xpbWl0QgwKCl90aHJlc2hvbGQiVwoVUXVlcnlNZW1vcmllc1Jlc3BvbnNlEi8KCG1lbW9yaWVzGAEgAygLMh0uYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeRINCgVtb2RlbBgCIAEoCSIXCgdUYWdMaXN0EgwKBHRhZ3MYASADKAkihwEKE1VwZGF0ZU1lbW9yeVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhQKB2NvbnRlbnQYAyABKAlIAIgBARIsCgR0YWdzGAQgASgLMh4uYWdlbnRodWIud29ya3NwYWNlLnYxLlRhZ0xpc3RCCgoIX2NvbnRlbnQiWQoUVXBkYXRlTWVtb3J5UmVzcG9uc2USLQoGbWVtb3J5GAEgASgLMh0uYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeRISCgpyZWVtYmVkZGVkGAIgASgIItIBChVGb3JnZXRNZW1vcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg0KBXF1ZXJ5GAMgASgJEhIKBWxpbWl0GAQgASgFSACIAQESFgoJdGhyZXNob2xkGAUgASgBSAGIAQESMwoGZmlsdGVyGAYgASgLMiMuYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeUZpbHRlchIPCgdkcnlfcnVuGAcgASgIQggKBl9saW1pdEIMCgpfdGhyZXNob2xkIloKFkZvcmdldE1lbW9yaWVzUmVzcG9uc2USLwoIbWVtb3JpZXMYASADKAsyHS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5Eg8KB2RyeV9ydW4YAiABKAgingEKE0xpc3RNZW1vcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKBWxpbWl0GAIgASgFSACIAQESEwoGb2Zmc2V0GAMgASgFSAGIAQESMwoGZmlsdGVyGAQgASgLMiMuYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeUZpbHRlckIICgZfbGltaXRCCQoHX29mZnNldCJ1ChRMaXN0TWVtb3JpZXNSZXNwb25zZRIvCghtZW1vcmllcxgBIAMoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnkSDQoFdG90YWwYAiABKAUSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFIj4KF1JlZW1iZWRXb3Jrc3BhY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVtb2RlbBgCIAEoCSIqChVHZXRUZW5hbnRVc2FnZVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIkcKClF1b3RhVXNhZ2USDQoFcXVvdGEYASABKAkSDQoFc2NvcGUYAiABKAkSDAoEdXNlZBgDIAEoAxINCgVsaW1pdBgEIAEoAyJKChZHZXRUZW5hbnRVc2FnZVJlc3BvbnNlEjAKBXVzYWdlGAEgAygLMiEuYWdlbnRodWIud29ya3NwYWNlLnYxLlF1b3RhVXNhZ2UikgEKGFJlZW1iZWRXb3Jrc3BhY2VSZXNwb25zZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFbW9kZWwYAiABKAkSEgoKZGltZW5zaW9ucxgDIAEoBRISCgpyZWVtYmVkZGVkGAQgASgFEhYKDmRyb3BwZWRfbW9kZWxzGAUgAygJEhEKCXJlbWFpbmluZxgGIAEoBSpLCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABINCglST0xFX1JFQUQQARIOCgpST0xFX1dSSVRFEAISDgoKUk9MRV9BRE1JThADKksKCFRhZ01hdGNoEhkKFVRBR19NQVRDSF9VTlNQRUNJRklFRBAAEhEKDVRBR19NQVRDSF9BTlkQARIRCg1UQUdfTUFUQ0hfQUxMEAIy6w4KEFdvcmtzcGFjZVNlcnZpY2UScAoPQ3JlYXRlV29ya3NwYWNlEi0uYWdlbnRodWIud29ya3NwYWNlLnYxLkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QaLi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USbAoMR2V0V29ya3NwYWNlEiouYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuR2V0V29ya3NwYWNlUmVzcG9uc2UiA5ACARJvCg1HZXRXb3Jrc3BhY2VzEisuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFdvcmtzcGFjZXNSZXF1ZXN0GiwuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFdvcmtzcGFjZXNSZXNwb25zZSIDkAIBEnIKDkxpc3RXb3Jrc3BhY2VzEiwuYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RXb3Jrc3BhY2VzUmVxdWVzdBotLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0V29ya3NwYWNlc1Jlc3BvbnNlIgOQAgEScAoPRGVsZXRlV29ya3NwYWNlEi0uYWdlbnRodWIud29ya3NwYWNlLnYxLkRlbGV0ZVdvcmtzcGFjZVJlcXVlc3QaLi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuRGVsZXRlV29ya3NwYWNlUmVzcG9uc2USXgoJQWRkTWVtYmVyEicuYWdlbnRodWIud29ya3NwYWNlLnYxLkFkZE1lbWJlclJlcXVlc3QaKC5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuQWRkTWVtYmVyUmVzcG9uc2USZwoMUmVtb3ZlTWVtYmVyEiouYWdlbnRodWIud29ya3NwYWNlLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USaQoLTGlzdE1lbWJlcnMSKS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTGlzdE1lbWJlcnNSZXF1ZXN0GiouYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2UiA5ACARJ1Cg9MaXN0TWVtb3J5VHlwZXMSLS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTGlzdE1lbW9yeVR5cGVzUmVxdWVzdBouLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtb3J5VHlwZXNSZXNwb25zZSIDkAIBEm8KDVJlc29sdmVBY2Nlc3MSKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVzb2x2ZUFjY2Vzc1JlcXVlc3QaLC5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVzb2x2ZUFjY2Vzc1Jlc3BvbnNlIgOQAgESZAoLU3RvcmVNZW1vcnkSKS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuU3RvcmVNZW1vcnlSZXF1ZXN0GiouYWdlbnRodWIud29ya3NwYWNlLnYxLlN0b3JlTWVtb3J5UmVzcG9uc2USbwoNUXVlcnlNZW1vcmllcxIrLmFnZW50aHViLndvcmtzcGFjZS52MS5RdWVyeU1lbW9yaWVzUmVxdWVzdBosLmFnZW50aHViLndvcmtzcGFjZS52MS5RdWVyeU1lbW9yaWVzUmVzcG9uc2UiA5ACARJnCgxVcGRhdGVNZW1vcnkSKi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuVXBkYXRlTWVtb3J5UmVxdWVzdBorLmFnZW50aHViLndvcmtzcGFjZS52MS5VcGRhdGVNZW1vcnlSZXNwb25zZRJtCg5Gb3JnZXRNZW1vcmllcxIsLmFnZW50aHViLndvcmtzcGFjZS52MS5Gb3JnZXRNZW1vcmllc1JlcXVlc3QaLS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuRm9yZ2V0TWVtb3JpZXNSZXNwb25zZRJsCgxMaXN0TWVtb3JpZXMSKi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBorLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtb3JpZXNSZXNwb25zZSIDkAIBEnMKEFJlZW1iZWRXb3Jrc3BhY2USLi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVlbWJlZFdvcmtzcGFjZVJlcXVlc3QaLy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVlbWJlZFdvcmtzcGFjZVJlc3BvbnNlEnIKDkdldFRlbmFudFVzYWdlEiwuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFRlbmFudFVzYWdlUmVxdWVzdBotLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRUZW5hbnRVc2FnZVJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_agenthub_common_v1_call, file_agenthub_common_v1_error]);
+  fileDesc("CiVhZ2VudGh1Yi93b3Jrc3BhY2UvdjEvd29ya3NwYWNlLnByb3RvEhVhZ2VudGh1Yi53b3Jrc3BhY2UudjEiZgoJV29ya3NwYWNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSFgoOb3duZXJfYWdlbnRfaWQYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoAyKQAQoGTWVtYmVyEhAKCGFnZW50X2lkGAEgASgJEhIKCmFnZW50X25hbWUYAiABKAkSKQoEcm9sZRgDIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEhAKCGFkZGVkX2F0GAQgASgDEhEKCXRlbmFudF9pZBgFIAEoCRIQCghhZGRlZF9ieRgGIAEoCSJxCg9Xb3Jrc3BhY2VBY2Nlc3MSMwoJd29ya3NwYWNlGAEgASgLMiAuYWdlbnRodWIud29ya3NwYWNlLnYxLldvcmtzcGFjZRIpCgRyb2xlGAIgASgOMhsuYWdlbnRodWIud29ya3NwYWNlLnYxLlJvbGUiOwoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIk4KF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLmFnZW50aHViLndvcmtzcGFjZS52MS5Xb3Jrc3BhY2UiKwoTR2V0V29ya3NwYWNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkijAEKFEdldFdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLmFnZW50aHViLndvcmtzcGFjZS52MS5Xb3Jrc3BhY2USKQoEcm9sZRgCIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEhQKDG1lbWJlcl9jb3VudBgDIAEoBSJQChRHZXRXb3Jrc3BhY2VzUmVxdWVzdBI4CgRnZXRzGAEgAygLMiouYWdlbnRodWIud29ya3NwYWNlLnYxLkdyb3VwZWRHZXRXb3Jrc3BhY2UiiAEKE0dyb3VwZWRHZXRXb3Jrc3BhY2USOwoHcmVxdWVzdBgBIAEoCzIqLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0EjQKCXNpZ25hdHVyZRgCIAEoCzIhLmFnZW50aHViLmNvbW1vbi52MS5DYWxsU2lnbmF0dXJlIlUKFUdldFdvcmtzcGFjZXNSZXNwb25zZRI8CghvdXRjb21lcxgBIAMoCzIqLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VPdXRjb21lIpMBChNHZXRXb3Jrc3BhY2VPdXRjb21lEj8KCHJlc3BvbnNlGAEgASgLMisuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlSAASMAoFZXJyb3IYAiABKAsyHy5hZ2VudGh1Yi5jb21tb24udjEuRXJyb3JEZXRhaWxIAEIJCgdvdXRjb21lIhcKFUxpc3RXb3Jrc3BhY2VzUmVxdWVzdCJUChZMaXN0V29ya3NwYWNlc1Jlc3BvbnNlEjoKCndvcmtzcGFjZXMYASADKAsyJi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuV29ya3NwYWNlQWNjZXNzIi4KFkRlbGV0ZVdvcmtzcGFjZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIi8KF0RlbGV0ZVdvcmtzcGFjZVJlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJlChBBZGRNZW1iZXJSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIpCgRyb2xlGAMgASgOMhsuYWdlbnRodWIud29ya3NwYWNlLnYxLlJvbGUiUwoRQWRkTWVtYmVyUmVzcG9uc2USLQoGbWVtYmVyGAEgASgLMh0uYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbWJlchIPCgdjcmVhdGVkGAIgASgIIj0KE1JlbW92ZU1lbWJlclJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJIj4KFFJlbW92ZU1lbWJlclJlc3BvbnNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSIqChJMaXN0TWVtYmVyc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkUKE0xpc3RNZW1iZXJzUmVzcG9uc2USLgoHbWVtYmVycxgBIAMoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1iZXIiMwoOTWVtb3J5VHlwZUluZm8SDAoEdHlwZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCSIYChZMaXN0TWVtb3J5VHlwZXNSZXF1ZXN0Ik8KF0xpc3RNZW1vcnlUeXBlc1Jlc3BvbnNlEjQKBXR5cGVzGAEgAygLMiUuYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeVR5cGVJbmZvIj4KFFJlc29sdmVBY2Nlc3NSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSJRChVSZXNvbHZlQWNjZXNzUmVzcG9uc2USKQoEcm9sZRgBIAEoDjIbLmFnZW50aHViLndvcmtzcGFjZS52MS5Sb2xlEg0KBW93bmVyGAIgASgIIlcKFlJlc29sdmVBY2Nlc3Nlc1JlcXVlc3QSPQoIcmVzb2x2ZXMYASADKAsyKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuR3JvdXBlZFJlc29sdmVBY2Nlc3MiigEKFEdyb3VwZWRSZXNvbHZlQWNjZXNzEjwKB3JlcXVlc3QYASABKAsyKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVzb2x2ZUFjY2Vzc1JlcXVlc3QSNAoJc2lnbmF0dXJlGAIgASgLMiEuYWdlbnRodWIuY29tbW9uLnYxLkNhbGxTaWduYXR1cmUiWAoXUmVzb2x2ZUFjY2Vzc2VzUmVzcG9uc2USPQoIb3V0Y29tZXMYASADKAsyKy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVzb2x2ZUFjY2Vzc091dGNvbWUilQEKFFJlc29sdmVBY2Nlc3NPdXRjb21lEkAKCHJlc3BvbnNlGAEgASgLMiwuYWdlbnRodWIud29ya3NwYWNlLnYxLlJlc29sdmVBY2Nlc3NSZXNwb25zZUgAEjAKBWVycm9yGAIgASgLMh8uYWdlbnRodWIuY29tbW9uLnYxLkVycm9yRGV0YWlsSABCCQoHb3V0Y29tZSK2AQoGTWVtb3J5EgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgdjb250ZW50GAMgASgJEgwKBHR5cGUYBCABKAkSDAoEdGFncxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgDEhIKCmNyZWF0ZWRfYnkYByABKAkSEgoKdXBkYXRlZF9hdBgIIAEoAxISCgp1cGRhdGVkX2J5GAkgASgJEg0KBXNjb3JlGAogASgBIr0BCgxNZW1vcnlGaWx0ZXISDQoFdHlwZXMYASADKAkSDAoEdGFncxgCIAMoCRIyCgl0YWdfbWF0Y2gYAyABKA4yHy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuVGFnTWF0Y2gSGgoNY3JlYXRlZF9hZnRlchgEIAEoA0gAiAEBEhsKDmNyZWF0ZWRfYmVmb3JlGAUgASgDSAGIAQFCEAoOX2NyZWF0ZWRfYWZ0ZXJCEQoPX2NyZWF0ZWRfYmVmb3JlIlcKElN0b3JlTWVtb3J5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDwoHY29udGVudBgCIAEoCRIMCgR0eXBlGAMgASgJEgwKBHRhZ3MYBCADKAkiaAoTU3RvcmVNZW1vcnlSZXNwb25zZRItCgZtZW1vcnkYASABKAsyHS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5EhEKCWR1cGxpY2F0ZRgCIAEoCBIPCgd1cGRhdGVkGAMgASgIIrQBChRRdWVyeU1lbW9yaWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARIWCgl0aHJlc2hvbGQYBCABKAFIAYgBARIzCgZmaWx0ZXIYBSABKAsyIy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5RmlsdGVyQggKBl9saW1pdEIMCgpfdGhyZXNob2xkIlcKFVF1ZXJ5TWVtb3JpZXNSZXNwb25zZRIvCghtZW1vcmllcxgBIAMoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnkSDQoFbW9kZWwYAiABKAkiFwoHVGFnTGlzdBIMCgR0YWdzGAEgAygJIocBChNVcGRhdGVNZW1vcnlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIUCgdjb250ZW50GAMgASgJSACIAQESLAoEdGFncxgEIAEoCzIeLmFnZW50aHViLndvcmtzcGFjZS52MS5UYWdMaXN0QgoKCF9jb250ZW50IlkKFFVwZGF0ZU1lbW9yeVJlc3BvbnNlEi0KBm1lbW9yeRgBIAEoCzIdLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnkSEgoKcmVlbWJlZGRlZBgCIAEoCCLSAQoVRm9yZ2V0TWVtb3JpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRINCgVxdWVyeRgDIAEoCRISCgVsaW1pdBgEIAEoBUgAiAEBEhYKCXRocmVzaG9sZBgFIAEoAUgBiAEBEjMKBmZpbHRlchgGIAEoCzIjLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnlGaWx0ZXISDwoHZHJ5X3J1bhgHIAEoCEIICgZfbGltaXRCDAoKX3RocmVzaG9sZCJaChZGb3JnZXRNZW1vcmllc1Jlc3BvbnNlEi8KCG1lbW9yaWVzGAEgAygLMh0uYWdlbnRodWIud29ya3NwYWNlLnYxLk1lbW9yeRIPCgdkcnlfcnVuGAIgASgIIp4BChNMaXN0TWVtb3JpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBm9mZnNldBgDIAEoBUgBiAEBEjMKBmZpbHRlchgEIAEoCzIjLmFnZW50aHViLndvcmtzcGFjZS52MS5NZW1vcnlGaWx0ZXJCCAoGX2xpbWl0QgkKB19vZmZzZXQidQoUTGlzdE1lbW9yaWVzUmVzcG9uc2USLwoIbWVtb3JpZXMYASADKAsyHS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTWVtb3J5Eg0KBXRvdGFsGAIgASgFEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBSI+ChdSZWVtYmVkV29ya3NwYWNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFbW9kZWwYAiABKAkiKgoVR2V0VGVuYW50VXNhZ2VSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJHCgpRdW90YVVzYWdlEg0KBXF1b3RhGAEgASgJEg0KBXNjb3BlGAIgASgJEgwKBHVzZWQYAyABKAMSDQoFbGltaXQYBCABKAMiSgoWR2V0VGVuYW50VXNhZ2VSZXNwb25zZRIwCgV1c2FnZRgBIAMoCzIhLmFnZW50aHViLndvcmtzcGFjZS52MS5RdW90YVVzYWdlIpIBChhSZWVtYmVkV29ya3NwYWNlUmVzcG9uc2USFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhIKCmRpbWVuc2lvbnMYAyABKAUSEgoKcmVlbWJlZGRlZBgEIAEoBRIWCg5kcm9wcGVkX21vZGVscxgFIAMoCRIRCglyZW1haW5pbmcYBiABKAUqSwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDQoJUk9MRV9SRUFEEAESDgoKUk9MRV9XUklURRACEg4KClJPTEVfQURNSU4QAypLCghUYWdNYXRjaBIZChVUQUdfTUFUQ0hfVU5TUEVDSUZJRUQQABIRCg1UQUdfTUFUQ0hfQU5ZEAESEQoNVEFHX01BVENIX0FMTBACMuIPChBXb3Jrc3BhY2VTZXJ2aWNlEnAKD0NyZWF0ZVdvcmtzcGFjZRItLmFnZW50aHViLndvcmtzcGFjZS52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLkNyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEmwKDEdldFdvcmtzcGFjZRIqLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0GisuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlIgOQAgESbwoNR2V0V29ya3NwYWNlcxIrLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VzUmVxdWVzdBosLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRXb3Jrc3BhY2VzUmVzcG9uc2UiA5ACARJyCg5MaXN0V29ya3NwYWNlcxIsLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0V29ya3NwYWNlc1JlcXVlc3QaLS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTGlzdFdvcmtzcGFjZXNSZXNwb25zZSIDkAIBEnAKD0RlbGV0ZVdvcmtzcGFjZRItLmFnZW50aHViLndvcmtzcGFjZS52MS5EZWxldGVXb3Jrc3BhY2VSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLkRlbGV0ZVdvcmtzcGFjZVJlc3BvbnNlEl4KCUFkZE1lbWJlchInLmFnZW50aHViLndvcmtzcGFjZS52MS5BZGRNZW1iZXJSZXF1ZXN0GiguYWdlbnRodWIud29ya3NwYWNlLnYxLkFkZE1lbWJlclJlc3BvbnNlEmcKDFJlbW92ZU1lbWJlchIqLmFnZW50aHViLndvcmtzcGFjZS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0GisuYWdlbnRodWIud29ya3NwYWNlLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEmkKC0xpc3RNZW1iZXJzEikuYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBoqLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlIgOQAgESdQoPTGlzdE1lbW9yeVR5cGVzEi0uYWdlbnRodWIud29ya3NwYWNlLnYxLkxpc3RNZW1vcnlUeXBlc1JlcXVlc3QaLi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTGlzdE1lbW9yeVR5cGVzUmVzcG9uc2UiA5ACARJvCg1SZXNvbHZlQWNjZXNzEisuYWdlbnRodWIud29ya3NwYWNlLnYxLlJlc29sdmVBY2Nlc3NSZXF1ZXN0GiwuYWdlbnRodWIud29ya3NwYWNlLnYxLlJlc29sdmVBY2Nlc3NSZXNwb25zZSIDkAIBEnUKD1Jlc29sdmVBY2Nlc3NlcxItLmFnZW50aHViLndvcmtzcGFjZS52MS5SZXNvbHZlQWNjZXNzZXNSZXF1ZXN0Gi4uYWdlbnRodWIud29ya3NwYWNlLnYxLlJlc29sdmVBY2Nlc3Nlc1Jlc3BvbnNlIgOQAgESZAoLU3RvcmVNZW1vcnkSKS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuU3RvcmVNZW1vcnlSZXF1ZXN0GiouYWdlbnRodWIud29ya3NwYWNlLnYxLlN0b3JlTWVtb3J5UmVzcG9uc2USbwoNUXVlcnlNZW1vcmllcxIrLmFnZW50aHViLndvcmtzcGFjZS52MS5RdWVyeU1lbW9yaWVzUmVxdWVzdBosLmFnZW50aHViLndvcmtzcGFjZS52MS5RdWVyeU1lbW9yaWVzUmVzcG9uc2UiA5ACARJnCgxVcGRhdGVNZW1vcnkSKi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuVXBkYXRlTWVtb3J5UmVxdWVzdBorLmFnZW50aHViLndvcmtzcGFjZS52MS5VcGRhdGVNZW1vcnlSZXNwb25zZRJtCg5Gb3JnZXRNZW1vcmllcxIsLmFnZW50aHViLndvcmtzcGFjZS52MS5Gb3JnZXRNZW1vcmllc1JlcXVlc3QaLS5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuRm9yZ2V0TWVtb3JpZXNSZXNwb25zZRJsCgxMaXN0TWVtb3JpZXMSKi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuTGlzdE1lbW9yaWVzUmVxdWVzdBorLmFnZW50aHViLndvcmtzcGFjZS52MS5MaXN0TWVtb3JpZXNSZXNwb25zZSIDkAIBEnMKEFJlZW1iZWRXb3Jrc3BhY2USLi5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVlbWJlZFdvcmtzcGFjZVJlcXVlc3QaLy5hZ2VudGh1Yi53b3Jrc3BhY2UudjEuUmVlbWJlZFdvcmtzcGFjZVJlc3BvbnNlEnIKDkdldFRlbmFudFVzYWdlEiwuYWdlbnRodWIud29ya3NwYWNlLnYxLkdldFRlbmFudFVzYWdlUmVxdWVzdBotLmFnZW50aHViLndvcmtzcGFjZS52MS5HZXRUZW5hbnRVc2FnZVJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_agenthub_common_v1_call, file_agenthub_common_v1_error]);
 
 /**
  * @generated from message agenthub.workspace.v1.Workspace
@@ -583,6 +583,93 @@ export const ResolveAccessResponseSchema: GenMessage<ResolveAccessResponse> = /*
   messageDesc(file_agenthub_workspace_v1_workspace, 25);
 
 /**
+ * @generated from message agenthub.workspace.v1.ResolveAccessesRequest
+ */
+export type ResolveAccessesRequest = Message<"agenthub.workspace.v1.ResolveAccessesRequest"> & {
+  /**
+   * @generated from field: repeated agenthub.workspace.v1.GroupedResolveAccess resolves = 1;
+   */
+  resolves: GroupedResolveAccess[];
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ResolveAccessesRequest.
+ * Use `create(ResolveAccessesRequestSchema)` to create a new message.
+ */
+export const ResolveAccessesRequestSchema: GenMessage<ResolveAccessesRequest> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 26);
+
+/**
+ * @generated from message agenthub.workspace.v1.GroupedResolveAccess
+ */
+export type GroupedResolveAccess = Message<"agenthub.workspace.v1.GroupedResolveAccess"> & {
+  /**
+   * @generated from field: agenthub.workspace.v1.ResolveAccessRequest request = 1;
+   */
+  request?: ResolveAccessRequest | undefined;
+
+  /**
+   * @generated from field: agenthub.common.v1.CallSignature signature = 2;
+   */
+  signature?: CallSignature | undefined;
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.GroupedResolveAccess.
+ * Use `create(GroupedResolveAccessSchema)` to create a new message.
+ */
+export const GroupedResolveAccessSchema: GenMessage<GroupedResolveAccess> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 27);
+
+/**
+ * @generated from message agenthub.workspace.v1.ResolveAccessesResponse
+ */
+export type ResolveAccessesResponse = Message<"agenthub.workspace.v1.ResolveAccessesResponse"> & {
+  /**
+   * One per call of the request, in its order.
+   *
+   * @generated from field: repeated agenthub.workspace.v1.ResolveAccessOutcome outcomes = 1;
+   */
+  outcomes: ResolveAccessOutcome[];
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ResolveAccessesResponse.
+ * Use `create(ResolveAccessesResponseSchema)` to create a new message.
+ */
+export const ResolveAccessesResponseSchema: GenMessage<ResolveAccessesResponse> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 28);
+
+/**
+ * @generated from message agenthub.workspace.v1.ResolveAccessOutcome
+ */
+export type ResolveAccessOutcome = Message<"agenthub.workspace.v1.ResolveAccessOutcome"> & {
+  /**
+   * @generated from oneof agenthub.workspace.v1.ResolveAccessOutcome.outcome
+   */
+  outcome: {
+    /**
+     * @generated from field: agenthub.workspace.v1.ResolveAccessResponse response = 1;
+     */
+    value: ResolveAccessResponse;
+    case: "response";
+  } | {
+    /**
+     * @generated from field: agenthub.common.v1.ErrorDetail error = 2;
+     */
+    value: ErrorDetail;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message agenthub.workspace.v1.ResolveAccessOutcome.
+ * Use `create(ResolveAccessOutcomeSchema)` to create a new message.
+ */
+export const ResolveAccessOutcomeSchema: GenMessage<ResolveAccessOutcome> = /*@__PURE__*/
+  messageDesc(file_agenthub_workspace_v1_workspace, 29);
+
+/**
  * @generated from message agenthub.workspace.v1.Memory
  */
 export type Memory = Message<"agenthub.workspace.v1.Memory"> & {
@@ -648,7 +735,7 @@ export type Memory = Message<"agenthub.workspace.v1.Memory"> & {
  * Use `create(MemorySchema)` to create a new message.
  */
 export const MemorySchema: GenMessage<Memory> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 26);
+  messageDesc(file_agenthub_workspace_v1_workspace, 30);
 
 /**
  * Narrows a query, a listing or a forget-by-query; every part given must hold.
@@ -693,7 +780,7 @@ export type MemoryFilter = Message<"agenthub.workspace.v1.MemoryFilter"> & {
  * Use `create(MemoryFilterSchema)` to create a new message.
  */
 export const MemoryFilterSchema: GenMessage<MemoryFilter> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 27);
+  messageDesc(file_agenthub_workspace_v1_workspace, 31);
 
 /**
  * @generated from message agenthub.workspace.v1.StoreMemoryRequest
@@ -725,7 +812,7 @@ export type StoreMemoryRequest = Message<"agenthub.workspace.v1.StoreMemoryReque
  * Use `create(StoreMemoryRequestSchema)` to create a new message.
  */
 export const StoreMemoryRequestSchema: GenMessage<StoreMemoryRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 28);
+  messageDesc(file_agenthub_workspace_v1_workspace, 32);
 
 /**
  * @generated from message agenthub.workspace.v1.StoreMemoryResponse
@@ -758,7 +845,7 @@ export type StoreMemoryResponse = Message<"agenthub.workspace.v1.StoreMemoryResp
  * Use `create(StoreMemoryResponseSchema)` to create a new message.
  */
 export const StoreMemoryResponseSchema: GenMessage<StoreMemoryResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 29);
+  messageDesc(file_agenthub_workspace_v1_workspace, 33);
 
 /**
  * @generated from message agenthub.workspace.v1.QueryMemoriesRequest
@@ -795,7 +882,7 @@ export type QueryMemoriesRequest = Message<"agenthub.workspace.v1.QueryMemoriesR
  * Use `create(QueryMemoriesRequestSchema)` to create a new message.
  */
 export const QueryMemoriesRequestSchema: GenMessage<QueryMemoriesRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 30);
+  messageDesc(file_agenthub_workspace_v1_workspace, 34);
 
 /**
  * @generated from message agenthub.workspace.v1.QueryMemoriesResponse
@@ -819,7 +906,7 @@ export type QueryMemoriesResponse = Message<"agenthub.workspace.v1.QueryMemories
  * Use `create(QueryMemoriesResponseSchema)` to create a new message.
  */
 export const QueryMemoriesResponseSchema: GenMessage<QueryMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 31);
+  messageDesc(file_agenthub_workspace_v1_workspace, 35);
 
 /**
  * @generated from message agenthub.workspace.v1.TagList
@@ -836,7 +923,7 @@ export type TagList = Message<"agenthub.workspace.v1.TagList"> & {
  * Use `create(TagListSchema)` to create a new message.
  */
 export const TagListSchema: GenMessage<TagList> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 32);
+  messageDesc(file_agenthub_workspace_v1_workspace, 36);
 
 /**
  * @generated from message agenthub.workspace.v1.UpdateMemoryRequest
@@ -870,7 +957,7 @@ export type UpdateMemoryRequest = Message<"agenthub.workspace.v1.UpdateMemoryReq
  * Use `create(UpdateMemoryRequestSchema)` to create a new message.
  */
 export const UpdateMemoryRequestSchema: GenMessage<UpdateMemoryRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 33);
+  messageDesc(file_agenthub_workspace_v1_workspace, 37);
 
 /**
  * @generated from message agenthub.workspace.v1.UpdateMemoryResponse
@@ -894,7 +981,7 @@ export type UpdateMemoryResponse = Message<"agenthub.workspace.v1.UpdateMemoryRe
  * Use `create(UpdateMemoryResponseSchema)` to create a new message.
  */
 export const UpdateMemoryResponseSchema: GenMessage<UpdateMemoryResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 34);
+  messageDesc(file_agenthub_workspace_v1_workspace, 38);
 
 /**
  * @generated from message agenthub.workspace.v1.ForgetMemoriesRequest
@@ -945,7 +1032,7 @@ export type ForgetMemoriesRequest = Message<"agenthub.workspace.v1.ForgetMemorie
  * Use `create(ForgetMemoriesRequestSchema)` to create a new message.
  */
 export const ForgetMemoriesRequestSchema: GenMessage<ForgetMemoriesRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 35);
+  messageDesc(file_agenthub_workspace_v1_workspace, 39);
 
 /**
  * @generated from message agenthub.workspace.v1.ForgetMemoriesResponse
@@ -969,7 +1056,7 @@ export type ForgetMemoriesResponse = Message<"agenthub.workspace.v1.ForgetMemori
  * Use `create(ForgetMemoriesResponseSchema)` to create a new message.
  */
 export const ForgetMemoriesResponseSchema: GenMessage<ForgetMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 36);
+  messageDesc(file_agenthub_workspace_v1_workspace, 40);
 
 /**
  * @generated from message agenthub.workspace.v1.ListMemoriesRequest
@@ -1001,7 +1088,7 @@ export type ListMemoriesRequest = Message<"agenthub.workspace.v1.ListMemoriesReq
  * Use `create(ListMemoriesRequestSchema)` to create a new message.
  */
 export const ListMemoriesRequestSchema: GenMessage<ListMemoriesRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 37);
+  messageDesc(file_agenthub_workspace_v1_workspace, 41);
 
 /**
  * @generated from message agenthub.workspace.v1.ListMemoriesResponse
@@ -1035,7 +1122,7 @@ export type ListMemoriesResponse = Message<"agenthub.workspace.v1.ListMemoriesRe
  * Use `create(ListMemoriesResponseSchema)` to create a new message.
  */
 export const ListMemoriesResponseSchema: GenMessage<ListMemoriesResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 38);
+  messageDesc(file_agenthub_workspace_v1_workspace, 42);
 
 /**
  * @generated from message agenthub.workspace.v1.ReembedWorkspaceRequest
@@ -1059,7 +1146,7 @@ export type ReembedWorkspaceRequest = Message<"agenthub.workspace.v1.ReembedWork
  * Use `create(ReembedWorkspaceRequestSchema)` to create a new message.
  */
 export const ReembedWorkspaceRequestSchema: GenMessage<ReembedWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 39);
+  messageDesc(file_agenthub_workspace_v1_workspace, 43);
 
 /**
  * @generated from message agenthub.workspace.v1.GetTenantUsageRequest
@@ -1076,7 +1163,7 @@ export type GetTenantUsageRequest = Message<"agenthub.workspace.v1.GetTenantUsag
  * Use `create(GetTenantUsageRequestSchema)` to create a new message.
  */
 export const GetTenantUsageRequestSchema: GenMessage<GetTenantUsageRequest> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 40);
+  messageDesc(file_agenthub_workspace_v1_workspace, 44);
 
 /**
  * One quota's use: `quota` names it (`workspaces_per_tenant`, `memories_per_workspace`, …),
@@ -1111,7 +1198,7 @@ export type QuotaUsage = Message<"agenthub.workspace.v1.QuotaUsage"> & {
  * Use `create(QuotaUsageSchema)` to create a new message.
  */
 export const QuotaUsageSchema: GenMessage<QuotaUsage> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 41);
+  messageDesc(file_agenthub_workspace_v1_workspace, 45);
 
 /**
  * @generated from message agenthub.workspace.v1.GetTenantUsageResponse
@@ -1128,7 +1215,7 @@ export type GetTenantUsageResponse = Message<"agenthub.workspace.v1.GetTenantUsa
  * Use `create(GetTenantUsageResponseSchema)` to create a new message.
  */
 export const GetTenantUsageResponseSchema: GenMessage<GetTenantUsageResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 42);
+  messageDesc(file_agenthub_workspace_v1_workspace, 46);
 
 /**
  * @generated from message agenthub.workspace.v1.ReembedWorkspaceResponse
@@ -1177,7 +1264,7 @@ export type ReembedWorkspaceResponse = Message<"agenthub.workspace.v1.ReembedWor
  * Use `create(ReembedWorkspaceResponseSchema)` to create a new message.
  */
 export const ReembedWorkspaceResponseSchema: GenMessage<ReembedWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_agenthub_workspace_v1_workspace, 43);
+  messageDesc(file_agenthub_workspace_v1_workspace, 47);
 
 /**
  * @generated from enum agenthub.workspace.v1.Role
@@ -1349,6 +1436,19 @@ export const WorkspaceService: GenService<{
     methodKind: "unary";
     input: typeof ResolveAccessRequestSchema;
     output: typeof ResolveAccessResponseSchema;
+  },
+  /**
+   * Several ResolveAccess calls in one round trip (the secrets service groups the ones that
+   * arrive while earlier calls are on the wire). Each carries its own signature and runs exactly
+   * as that ResolveAccess call would (principal, deadline, checks, errors); a failed call fails
+   * alone. At most 64 calls.
+   *
+   * @generated from rpc agenthub.workspace.v1.WorkspaceService.ResolveAccesses
+   */
+  resolveAccesses: {
+    methodKind: "unary";
+    input: typeof ResolveAccessesRequestSchema;
+    output: typeof ResolveAccessesResponseSchema;
   },
   /**
    * Write role. Same content as an existing memory of the workspace returns that memory with
