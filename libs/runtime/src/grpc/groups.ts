@@ -11,7 +11,7 @@ export const MAX_GROUPED_CALLS = 64;
  * Lone calls one client has on the wire at once for one method: two callers at once each go out
  * at once. Beside a group nothing else goes (but a full group, below).
  */
-export const LONE_CALLS_IN_FLIGHT = 2;
+const LONE_CALLS_IN_FLIGHT = 2;
 /** Full groups (MAX_GROUPED_CALLS) one client has on the wire at once while more wait. */
 const FULL_GROUPS_IN_FLIGHT = 2;
 /**
