@@ -103,14 +103,24 @@ describe('grouped calls (SendMessages)', () => {
       client = running.connect();
     });
     afterEach(() => client.close());
-    const onTheWire = () => new Promise((resolve) => setTimeout(resolve, 50));
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    /**
+     * Waits until `count` calls have reached the service (at most 2 s: a loaded machine may take
+     * long to encode and send two full groups), then 50 ms more, so a call that went out when it
+     * should have waited has arrived too.
+     */
+    const onTheWire = async (count: number) => {
+      const until = Date.now() + 2_000;
+      while (running.arrived.size < count && Date.now() < until) await pause(10);
+      await pause(50);
+    };
 
     it('two calls that come at once both go out at once, alone; a third waits for one of them, then goes out alone', async () => {
       const { arrived, hold, served } = running;
       const before = await served('SendMessages');
       const open = hold();
       const calls = [send(client, 'p0', alice), send(client, 'p1', bob), send(client, 'p2', alice)];
-      await onTheWire();
+      await onTheWire(2);
       const onTheWireThen = new Set(arrived);
       open();
       await Promise.all(calls);
@@ -125,13 +135,13 @@ describe('grouped calls (SendMessages)', () => {
       const openFirst = hold();
       const first = [send(client, 'g0', alice), send(client, 'g1', bob)];
       const firstGroup = [send(client, 'g2', alice), send(client, 'g3', bob)];
-      await onTheWire();
+      await onTheWire(2);
       openFirst();
       // The lone calls finish and the group goes out; it waits at the new gate.
       const openGroup = hold();
-      await onTheWire();
+      await onTheWire(4);
       const next = [send(client, 'g4', bob), send(client, 'g5', alice)];
-      await onTheWire();
+      await onTheWire(4);
       const onTheWireThen = new Set(arrived);
       openGroup();
       await Promise.all([...first, ...firstGroup, ...next]);
@@ -146,10 +156,10 @@ describe('grouped calls (SendMessages)', () => {
       const openFirst = hold();
       const first = [send(client, 'f', alice), send(client, 'f-', bob)];
       const queued = Array.from({ length: 2 * MAX_GROUPED_CALLS + 1 }, (_, i) => send(client, `f${i}`, i % 2 ? bob : alice));
-      await onTheWire();
+      await onTheWire(2);
       openFirst();
       const openGroups = hold();
-      await onTheWire();
+      await onTheWire(2 + 2 * MAX_GROUPED_CALLS);
       const onTheWireThen = arrived.size;
       openGroups();
       await Promise.all([...first, ...queued]);
