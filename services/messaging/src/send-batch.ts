@@ -30,9 +30,12 @@ export const TASK_INSERT_COLUMNS =
   'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, message_count, artifact_count, bytes, created_at, updated_at, version';
 
 /**
- * Group commit for new tasks: sends that arrive while `maxInFlight` statements are running wait
- * and are written together, up to `maxBatch` per statement, in one round trip and one commit
- * (what lets a durable queue keep up with in-memory servers). Alone, a send is written at once.
+ * Group commit for new tasks: sends that arrive in one turn of the event loop, or while
+ * `maxInFlight` statements are running, are written together, up to `maxBatch` per statement, in
+ * one round trip and one commit (what lets a durable queue keep up with in-memory servers). A
+ * group of sends from the gateway (SendMessages) reaches the batcher in one turn: written at once,
+ * its first sends would take a statement each and leave the rest to wait for one of them. Alone, a
+ * send is written at the end of the turn it came in.
  * Each caller's promise settles after its own rows are committed, with whether they were (false:
  * its sender was at its quota); when a batch fails, its sends are retried one by one, so one bad
  * send does not fail the others.
@@ -40,6 +43,7 @@ export const TASK_INSERT_COLUMNS =
 export class TaskInsertBatcher {
   private readonly queue: Pending[] = [];
   private inFlight = 0;
+  private pumpScheduled = false;
 
   constructor(
     private readonly db: Queryable,
@@ -50,6 +54,15 @@ export class TaskInsertBatcher {
   insert(rows: NewTaskRows): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
       this.queue.push({ rows, resolve, reject });
+      this.pumpAfterThisTurn();
+    });
+  }
+
+  private pumpAfterThisTurn(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
       this.pump();
     });
   }

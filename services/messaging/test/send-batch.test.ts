@@ -1,11 +1,26 @@
 import { messagingv1 } from '@agenthub/proto';
-import { isUniqueViolation, OUTBOX_CHANNEL } from '@agenthub/runtime';
+import { isUniqueViolation, OUTBOX_CHANNEL, type Queryable } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
 import { TaskInsertBatcher, type NewTaskRows } from '../src/send-batch.js';
 import { serializeItems } from '../src/task-items.js';
 import { startStack, type Stack } from './harness.js';
 
 /** Sends are written in groups (group commit); each must still be its own durable, isolated send. */
+
+/** The rows of a new task `id` in context `contextId`, as the task store hands them to the batcher. */
+function taskRows(id: string, contextId: string): NewTaskRows {
+  const first = { role: 'ROLE_USER', messageId: `msg_${id}`, parts: [{ text: 'hello' }] };
+  const items = serializeItems('message', [first]);
+  return {
+    task: {
+      id, contextId, senderAgentId: 'agt_s', senderTenantId: 'acme', recipientAgentId: 'agt_r', state: 'submitted',
+      messages: [first], artifacts: [], messageCount: 1, artifactCount: 0, bytes: items[0]!.bytes, createdAt: 1, updatedAt: 1, version: 1,
+    },
+    items,
+    event: { topic: 'test', partitionKey: id, type: 'messaging.task.created', data: {} },
+    delivery: { id: `dlv_${id}`, message: {}, expiresAt: 2, recipientTenantId: 'acme' },
+  };
+}
 
 const text = (t: string) => ({ content: { case: 'text' as const, value: { text: t } } });
 
@@ -86,19 +101,28 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
     }
   });
 
-  it('fails only the send whose rows cannot be written when it shares a statement with others', async () => {
-    const first = { role: 'ROLE_USER', messageId: 'msg_batch', parts: [{ text: 'hello' }] };
-    const items = serializeItems('message', [first]);
-    const base = {
-      contextId: 'ctx_batch', senderAgentId: 'agt_s', senderTenantId: 'acme', recipientAgentId: 'agt_r', state: 'submitted' as const,
-      messages: [first], artifacts: [], messageCount: 1, artifactCount: 0, bytes: items[0]!.bytes, createdAt: 1, updatedAt: 1, version: 1,
+  it('writes the sends that reach it in one turn in one statement, though no statement is running', async () => {
+    const statements: string[] = [];
+    const counting: Queryable = {
+      query: (sql, params, signal) => {
+        statements.push(sql);
+        return stack.db.query(sql, params, signal);
+      },
+      exec: (sql) => stack.db.exec(sql),
+      notify: (channel, payload) => stack.db.notify(channel, payload),
     };
-    const rows = (id: string): NewTaskRows => ({
-      task: { ...base, id },
-      items,
-      event: { topic: 'test', partitionKey: id, type: 'messaging.task.created', data: {} },
-      delivery: { id: `dlv_${id}`, message: {}, expiresAt: 2, recipientTenantId: 'acme' },
-    });
+    // As a group from the gateway arrives: its sends one after another, with nothing running.
+    const batcher = new TaskInsertBatcher(counting, 64, 2);
+    const ids = Array.from({ length: 5 }, (_, i) => `task_turn_${i}`);
+    const accepted = await Promise.all(ids.map((id) => batcher.insert(taskRows(id, 'ctx_turn'))));
+    expect(accepted).toEqual([true, true, true, true, true]);
+    expect(statements).toHaveLength(1);
+    const { rows: found } = await stack.db.query<{ id: string }>("SELECT id FROM tasks WHERE context_id = 'ctx_turn' ORDER BY id");
+    expect(found.map((r) => r.id)).toEqual(ids);
+  });
+
+  it('fails only the send whose rows cannot be written when it shares a statement with others', async () => {
+    const rows = (id: string) => taskRows(id, 'ctx_batch');
     const batcher = new TaskInsertBatcher(stack.db, 64, 1);
     await batcher.insert(rows('task_batch_dup'));
     // One statement in flight at a time: the three below queue behind the first and go together.
