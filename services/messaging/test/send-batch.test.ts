@@ -125,7 +125,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
     const rows = (id: string) => taskRows(id, 'ctx_batch');
     const batcher = new TaskInsertBatcher(stack.db, 64, 1);
     await batcher.insert(rows('task_batch_dup'));
-    // One statement in flight at a time: the three below queue behind the first and go together.
+    // The four below reach the batcher in one turn and share one statement, which the duplicate fails.
     const results = await Promise.allSettled([
       batcher.insert(rows('task_batch_a')),
       batcher.insert(rows('task_batch_b')),
