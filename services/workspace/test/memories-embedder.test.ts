@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, egressPolicy, HubError, Reason } from '@agenthub/runtime';
@@ -96,7 +96,8 @@ async function startProvider(handler: (body: any, req: IncomingMessage) => { sta
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     requests.push({ body, authorization: req.headers.authorization, path: req.url ?? '' });
     const reply = handler(body, req);
-    if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    // A caller that gave up closes the response: its delay ends there, so no timer outlives the test.
+    if (reply.delayMs && !(await answerAfter(res, reply.delayMs))) return;
     res.writeHead(reply.status ?? 200, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify(reply.body ?? {}));
   });
@@ -107,6 +108,17 @@ async function startProvider(handler: (body: any, req: IncomingMessage) => { sta
     requests,
     stop: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
+}
+
+/** Waits `ms` to answer: true then, or false as soon as the caller closes the response. */
+function answerAfter(res: ServerResponse, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(true), ms);
+    res.once('close', () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
 }
 
 /** The providers here listen on loopback, which the egress guard refuses unless allowed. */
