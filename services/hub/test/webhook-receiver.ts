@@ -148,8 +148,12 @@ export class WebhookReceiver {
         res.statusCode = status;
         res.end(status === 204 ? undefined : '{}');
       };
-      if (delayMs > 0) setTimeout(answer, delayMs);
-      else answer();
+      if (delayMs > 0) {
+        // A sender that gave up, or the receiver going down, closes the response: the held answer
+        // is dropped with it, so no timer outlives the test (it would hold jest's worker open).
+        const timer = setTimeout(answer, delayMs);
+        res.once('close', () => clearTimeout(timer));
+      } else answer();
     });
   }
 }
