@@ -81,7 +81,10 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
       expect(ms).toBeLessThan(2_000);
       // The handler's statement failed too (it was cancelled, not left running) ...
       expect(await eventually(async () => handlerFailed !== undefined, 2_000)).toBe(true);
-      expect((handlerFailed as HubError).reason).toBe(Reason.DEADLINE_EXCEEDED);
+      // ... by whichever came first: the server's deadline, or the client's cancel at its own
+      // deadline (earlier than the server's by the time the request took to be read, which a
+      // loaded machine stretches; a server cannot tell that cancel from a caller leaving).
+      expect([Reason.DEADLINE_EXCEEDED, Reason.UNAVAILABLE]).toContain((handlerFailed as HubError).reason);
       // ... and no backend still sleeps on its behalf.
       expect(await eventually(async () => (await running(marker)) === 0, 2_000)).toBe(true);
       // The pool is whole: the next statement runs.
@@ -105,7 +108,8 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
     const { err, ms } = await failure(transaction);
     expect(err.reason).toBe(Reason.UNAVAILABLE);
     expect(ms).toBeLessThan(2_000);
-    expect(await running(marker)).toBe(0);
+    // The cancel is asked for when the caller leaves; the backend stops at its next interrupt check.
+    expect(await eventually(async () => (await running(marker)) === 0, 2_000)).toBe(true);
     expect((await db.query('SELECT 1 FROM marks WHERE id = $1', [marker])).rows).toEqual([]);
   });
 
