@@ -43,7 +43,6 @@ export const TASK_INSERT_COLUMNS =
 export class TaskInsertBatcher {
   private readonly queue: Pending[] = [];
   private inFlight = 0;
-  private pumpScheduled = false;
 
   constructor(
     private readonly db: Queryable,
@@ -53,17 +52,10 @@ export class TaskInsertBatcher {
 
   insert(rows: NewTaskRows): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
+      // A send waiting already has a pump coming: the one this turn ends with, or the one a
+      // running statement starts when it commits.
+      if (this.queue.length === 0) setImmediate(() => this.pump());
       this.queue.push({ rows, resolve, reject });
-      this.pumpAfterThisTurn();
-    });
-  }
-
-  private pumpAfterThisTurn(): void {
-    if (this.pumpScheduled) return;
-    this.pumpScheduled = true;
-    setImmediate(() => {
-      this.pumpScheduled = false;
-      this.pump();
     });
   }
 
