@@ -210,6 +210,8 @@ export { forgedCall, forgeSignature, methodPaths, type ForgedCall, type ForgedPr
 /** A throwaway CA and certificates (openssl CLI) for mutual TLS tests, with one from a foreign CA the hub must refuse. */
 export { makeTestCertificates, type TestCertificates } from './certificates.js';
 
+/** A fake server's slow answer, dropped when its caller gives up first. */
+export { answerAfter } from './answers.js';
 /** A free loopback port outside the ephemeral range, so a test can restart a process on it. */
 export { freePort } from './ports.js';
 /** A seeded random source for generated inputs (property and fuzz tests): the same seed, the same inputs. */

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { answerAfter } from '@agenthub/testing';
 
 /**
  * A real HTTP webhook receiver for the end-to-end tests: it listens on 127.0.0.1, records every
@@ -148,12 +149,8 @@ export class WebhookReceiver {
         res.statusCode = status;
         res.end(status === 204 ? undefined : '{}');
       };
-      if (delayMs > 0) {
-        // A sender that gave up, or the receiver going down, closes the response: the held answer
-        // is dropped with it, so no timer outlives the test (it would hold jest's worker open).
-        const timer = setTimeout(answer, delayMs);
-        res.once('close', () => clearTimeout(timer));
-      } else answer();
+      if (delayMs > 0) answerAfter(res, delayMs, answer);
+      else answer();
     });
   }
 }

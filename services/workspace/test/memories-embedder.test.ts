@@ -1,8 +1,8 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, egressPolicy, HubError, Reason } from '@agenthub/runtime';
-import { backends } from '@agenthub/testing';
+import { answerAfter, backends } from '@agenthub/testing';
 import { createEmbedder, defaultEmbeddingThreads, embeddingsEndpoint, OpenAiEmbedder, UseLiteEmbedder, USE_LITE_MODEL_ID } from '../src/index.js';
 import { HashEmbedder, startMemoryStack } from './memories-stack.js';
 
@@ -96,10 +96,12 @@ async function startProvider(handler: (body: any, req: IncomingMessage) => { sta
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     requests.push({ body, authorization: req.headers.authorization, path: req.url ?? '' });
     const reply = handler(body, req);
-    // A caller that gave up closes the response: its delay ends there, so no timer outlives the test.
-    if (reply.delayMs && !(await answerAfter(res, reply.delayMs))) return;
-    res.writeHead(reply.status ?? 200, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify(reply.body ?? {}));
+    const answer = () => {
+      res.writeHead(reply.status ?? 200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(reply.body ?? {}));
+    };
+    if (reply.delayMs) answerAfter(res, reply.delayMs, answer);
+    else answer();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -108,17 +110,6 @@ async function startProvider(handler: (body: any, req: IncomingMessage) => { sta
     requests,
     stop: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
-}
-
-/** Waits `ms` to answer: true then, or false as soon as the caller closes the response. */
-function answerAfter(res: ServerResponse, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(true), ms);
-    res.once('close', () => {
-      clearTimeout(timer);
-      resolve(false);
-    });
-  });
 }
 
 /** The providers here listen on loopback, which the egress guard refuses unless allowed. */
