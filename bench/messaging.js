@@ -5,8 +5,9 @@
 //      call, one CTE inserting task, delivery and outbox row) and an `@a2a-js/sdk` server with its
 //      in-memory task store (bench/a2a.js direct-server), both under the same autocannon load;
 //   2. SendMessage, non-blocking, to an agent that is not connected (each send stores a task, its
-//      first event and a durable delivery): sends/s, p50, p99; for each of the three, the CPU per
-//      send of its processes and of PostgreSQL and Redis (from /proc);
+//      first event and a durable delivery): sends/s, p50, p99; then the same sends each with a new
+//      messageId, as every A2A 1.0 client sends (each also reserves its idempotency key); for each,
+//      the CPU per send of its processes and of PostgreSQL and Redis (from /proc);
 //   3. SendMessage with blocking: true to a connected echo agent (on the SSE inbox,
 //      x-hub/inbox.stream, completing each task with its message as an artifact): the round trip
 //      one at a time (p50, p99) and with BENCH_BLOCKING_CONCURRENCY senders (throughput).
@@ -77,6 +78,7 @@ async function measure(label, url, headers, body, opts) {
           connections: opts.connections,
           duration: seconds,
           timeout: 10,
+          idReplacement: body.includes('[<id>]'),
           verifyBody: (text) => text.startsWith('{"jsonrpc":"2.0","id":1,"result":'),
         },
         (err, result) => (err ? fail(err) : ok(result)),
@@ -232,12 +234,16 @@ async function run(cleanups) {
   const queue = await agent('offline recipient');
   const echoer = await agent('echo agent');
 
-  const sendBody = JSON.stringify({
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'SendMessage',
-    params: { message: { role: 'user', parts: [{ kind: 'text', text: 'benchmark message' }] }, configuration: { agentId: queue.agentId } },
-  });
+  const sendBodyWith = (message) =>
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { ...message, role: 'user', parts: [{ kind: 'text', text: 'benchmark message' }] }, configuration: { agentId: queue.agentId } },
+    });
+  const sendBody = sendBodyWith({});
+  // autocannon puts a new id in place of [<id>] in every request.
+  const keyedBody = sendBodyWith({ messageId: '[<id>]' });
   const doSends = opts.only !== 'blocking';
   const doBlocking = opts.only !== 'sends';
   const floorProcess = !doSends ? undefined : await startNodeProcess(cleanups, ROOT, [join(HERE, 'floor.js')], { FLOOR_SHAPE: 'send', FLOOR_PG_URL: env.DATABASE_URL, FLOOR_KEYS: JSON.stringify({ [sender.apiKey]: sender.agentId }) }, /FLOOR listening on (\S+)/);
@@ -250,6 +256,7 @@ async function run(cleanups) {
     ['durable-send floor', floorProcess.match[1], { authorization: `Bearer ${sender.apiKey}` }, sendBody, floorProcess.pid],
     ['SendMessage non-blocking', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, sendBody, hub.pid],
     ['@a2a-js/sdk server (in memory)', `${sdkProcess.match[1]}/a2a`, { 'a2a-version': '1.0' }, sdkBody, sdkProcess.pid],
+    ['SendMessage non-blocking, with messageId', `${hub.url}/a2a`, { authorization: `Bearer ${sender.apiKey}` }, keyedBody, hub.pid],
   ];
   const dbName = new URL(env.DATABASE_URL).pathname.slice(1);
   const slices = targets.map(() => []);
@@ -259,7 +266,7 @@ async function run(cleanups) {
       slices[i].push(await measure(label, url, headers, body, { ...opts, pid, dbName, warmup: round === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds }));
     }
   }
-  const [floor, sends, sdk] = doSends ? slices.map(combine) : [];
+  const [floor, sends, sdk, keyed] = doSends ? slices.map(combine) : [];
   if (opts.profile && doSends) log(`  profile window of the non-blocking sends (all rounds, with the floor and SDK slices between): --from ${sendsFrom} --to ${Math.round(performance.now() - hub.startedAt)}`);
 
   let single;
@@ -308,7 +315,7 @@ async function run(cleanups) {
     if (opts.profile) log(`  profile window of the blocking round trips: --from ${blockingFrom} --to ${Math.round(performance.now() - hub.startedAt)}`);
   }
 
-  const valid = (!doSends || (floor.valid && sdk.valid && sends.valid)) && (!doBlocking || (single.valid && concurrent.valid && echoFailures === 0));
+  const valid = (!doSends || (floor.valid && sdk.valid && sends.valid && keyed.valid)) && (!doBlocking || (single.valid && concurrent.valid && echoFailures === 0));
   const verdict = (ok) => (ok ? 'PASS' : 'BELOW TARGET');
   log('');
   const sendRatio = doSends ? sends.perSec / floor.perSec : undefined;
@@ -317,6 +324,8 @@ async function run(cleanups) {
     log(`@a2a-js/sdk server (memory)   ${fmt(sdk.perSec)} sends/s, p50 ${sdk.p50} ms (slices ${sdk.slices.join(', ')}); ${cpuText(sdk)}`);
     log(`SendMessage non-blocking      ${fmt(sends.perSec)} sends/s, p50 ${sends.p50} ms (slices ${sends.slices.join(', ')}); ${cpuText(sends)}`);
     log(`                              ${sendRatio.toFixed(3)} of the floor (target ≥ ${TARGET_SEND_RATIO}) ${verdict(sendRatio >= TARGET_SEND_RATIO)}; ${(sends.perSec / sdk.perSec).toFixed(3)} of the SDK server (stretch ≥ 1) ${verdict(sends.perSec >= sdk.perSec)}`);
+    log(`  with messageId              ${fmt(keyed.perSec)} sends/s, p50 ${keyed.p50} ms (slices ${keyed.slices.join(', ')}); ${cpuText(keyed)}`);
+    log(`                              ${(keyed.perSec / floor.perSec).toFixed(3)} of the floor, ${(keyed.perSec / sends.perSec).toFixed(3)} of the sends without one`);
   }
   if (doBlocking) {
     log(`blocking round trip (single)  p50 ${single.p50} ms, p99 ${single.p99} ms   target p50 < ${TARGET_BLOCKING_P50_MS} ms   ${verdict(single.p50 < TARGET_BLOCKING_P50_MS)}   CPU/round trip: hub ${single.hubCpuMs} ms, PostgreSQL ${single.pgCpuMs} ms`);
@@ -333,6 +342,7 @@ async function run(cleanups) {
     sdk,
     nonBlocking: sends,
     nonBlockingRatio: round(sendRatio, 3),
+    nonBlockingWithMessageId: keyed,
     blockingSingle: single,
     blockingConcurrent: concurrent,
     targets: { sendRatio: TARGET_SEND_RATIO, blockingP50Ms: TARGET_BLOCKING_P50_MS },

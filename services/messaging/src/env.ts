@@ -95,18 +95,19 @@ export function messagingEnv(deps: {
   // path (send → inbox, update → waiting sender) skip two hops through the Kv.
   const kv = new LocalFirstKv(deps.kv);
   const deliveries = new DeliveryStore(deps.db);
+  const limits = { ...DEFAULT_LIMITS, ...deps.limits };
   return {
     tasks: new TaskStore(deps.db),
     deliveries,
     pushes: new PushStore(deps.db),
-    sendKeys: new SendKeyStore(deps.db),
+    sendKeys: new SendKeyStore(deps.db, limits.idempotencyWindowMs),
     inboxRoom: new InboxRoom(deliveries),
     identity: deps.identity,
     recipients: new Recipients(deps.identity),
     kv,
     wakes: new InboxWakes(kv, inboxChannel),
     settled: new SettledHandoff(),
-    limits: { ...DEFAULT_LIMITS, ...deps.limits },
+    limits,
     overrides: new QuotaOverrides(async (tenantId, signal) => (await deps.identity.getTenantLimits({ tenantId }, { principal: { kind: 'operator' }, signal })).limits?.quotas ?? {}),
     now: deps.now ?? Date.now,
   };

@@ -1,4 +1,5 @@
 import { OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, type Queryable } from '@agenthub/runtime';
+import { GroupCommit } from './group-commit.js';
 import type { NewDelivery, TaskRecord } from './task-store.js';
 import type { SerializedItem } from './task-items.js';
 
@@ -20,68 +21,23 @@ export interface NewTaskRows {
   quota?: number;
 }
 
-interface Pending {
-  rows: NewTaskRows;
-  resolve: (accepted: boolean) => void;
-  reject: (err: unknown) => void;
-}
-
 export const TASK_INSERT_COLUMNS =
   'id, context_id, sender_agent_id, sender_tenant_id, recipient_agent_id, state, message_count, artifact_count, bytes, created_at, updated_at, version';
 
 /**
- * Group commit for new tasks: sends that arrive in one turn of the event loop, or while
- * `maxInFlight` statements are running, are written together, up to `maxBatch` per statement, in
- * one round trip and one commit (what lets a durable queue keep up with in-memory servers). A
- * group of sends from the gateway (SendMessages) reaches the batcher in one turn: written at once,
- * its first sends would take a statement each and leave the rest to wait for one of them. Alone, a
- * send is written at the end of the turn it came in.
- * Each caller's promise settles after its own rows are committed, with whether they were (false:
- * its sender was at its quota); when a batch fails, its sends are retried one by one, so one bad
- * send does not fail the others.
+ * New tasks, written in groups (group-commit.ts). Each send's answer is whether its rows were
+ * written (false: its sender was at its quota).
  */
-export class TaskInsertBatcher {
-  private readonly queue: Pending[] = [];
-  private inFlight = 0;
-
-  constructor(
-    private readonly db: Queryable,
-    private readonly maxBatch = 64,
-    private readonly maxInFlight = 2,
-  ) {}
-
-  insert(rows: NewTaskRows): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
-      // A send waiting already has a pump coming: the one this turn ends with, or the one a
-      // running statement starts when it commits.
-      if (this.queue.length === 0) setImmediate(() => this.pump());
-      this.queue.push({ rows, resolve, reject });
-    });
-  }
-
-  private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      this.inFlight += 1;
-      void this.write(batch).finally(() => {
-        this.inFlight -= 1;
-        this.pump();
-      });
-    }
-  }
-
-  private async write(batch: Pending[]): Promise<void> {
-    try {
-      const accepted = await insertTasks(this.db, batch.map((p) => p.rows));
-      for (const p of batch) p.resolve(accepted.has(p.rows.task.id));
-    } catch (err) {
-      const [only] = batch;
-      if (batch.length === 1 && only) {
-        only.reject(err);
-        return;
-      }
-      await Promise.all(batch.map((p) => insertTasks(this.db, [p.rows]).then((accepted) => p.resolve(accepted.has(p.rows.task.id)), p.reject)));
-    }
+export class TaskInsertBatcher extends GroupCommit<NewTaskRows, boolean> {
+  constructor(db: Queryable, maxBatch?: number, maxInFlight?: number) {
+    super(
+      async (all) => {
+        const accepted = await insertTasks(db, all);
+        return all.map((rows) => accepted.has(rows.task.id));
+      },
+      maxBatch,
+      maxInFlight,
+    );
   }
 }
 

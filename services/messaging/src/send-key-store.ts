@@ -1,4 +1,5 @@
-import type { Db } from '@agenthub/runtime';
+import { throwIfAborted, type Queryable } from '@agenthub/runtime';
+import { GroupCommit } from './group-commit.js';
 
 /** A send already made with this (sender, messageId). */
 export interface SendKey {
@@ -7,27 +8,57 @@ export interface SendKey {
   createdAt: number;
 }
 
+/** A send's claim on its (sender, messageId) key. */
+interface Reservation {
+  sender: string;
+  messageId: string;
+  key: SendKey;
+}
+
 /** The SQL of idempotent sends and of context ownership (migration 005). */
 export class SendKeyStore {
-  constructor(private readonly db: Db) {}
+  /** Reservations of concurrent sends share a statement, as their tasks do (group-commit.ts). */
+  private readonly reservations: GroupCommit<Reservation, boolean>;
+
+  /** `windowMs`: how long a key stays the first send's (MESSAGING_IDEMPOTENCY_WINDOW_MS). */
+  constructor(
+    private readonly db: Queryable,
+    private readonly windowMs: number,
+  ) {
+    this.reservations = new GroupCommit((all) => this.reserveAll(all));
+  }
 
   /**
-   * Records the send unless one with the same key was made since `cutoff` (an older one is
+   * Records the send unless one with the same key was made within the window (an older one is
    * replaced: the window has passed). Returns undefined when this send now owns the key, or the
    * earlier send.
    */
-  async reserve(signal: AbortSignal, sender: string, messageId: string, key: SendKey, cutoff: number): Promise<SendKey | undefined> {
-    const { rows } = await this.db.query<{ task_id: string; body_hash: string; created_at: number | string; mine: boolean }>(
-      `INSERT INTO send_keys (sender_agent_id, message_id, task_id, body_hash, created_at) VALUES ($1, $2, $3, $4, $5)
+  async reserve(signal: AbortSignal, sender: string, messageId: string, key: SendKey): Promise<SendKey | undefined> {
+    // The statement is shared with other sends, so no one caller's signal cancels it.
+    throwIfAborted(signal);
+    if (await this.reservations.write({ sender, messageId, key })) return undefined;
+    return this.get(signal, sender, messageId);
+  }
+
+  /**
+   * Whether each reservation now owns its key. Two of one key in one statement fail it ("cannot
+   * affect row a second time"), and the group then goes one by one, where the first wins.
+   */
+  private async reserveAll(all: Reservation[]): Promise<boolean[]> {
+    const params: unknown[] = [];
+    const p = (value: unknown) => `$${params.push(value)}`;
+    const values = all.map(({ sender, messageId, key }) => `(${p(sender)}, ${p(messageId)}, ${p(key.taskId)}, ${p(key.bodyHash)}, ${p(key.createdAt)}::bigint)`);
+    const { rows } = await this.db.query<{ sender_agent_id: string; message_id: string; task_id: string }>(
+      `INSERT INTO send_keys (sender_agent_id, message_id, task_id, body_hash, created_at) VALUES ${values.join(', ')}
        ON CONFLICT (sender_agent_id, message_id) DO UPDATE
          SET task_id = EXCLUDED.task_id, body_hash = EXCLUDED.body_hash, created_at = EXCLUDED.created_at
-         WHERE send_keys.created_at < $6
-       RETURNING task_id, body_hash, created_at, (task_id = $3) AS mine`,
-      [sender, messageId, key.taskId, key.bodyHash, key.createdAt, cutoff],
-      signal,
+         WHERE send_keys.created_at < EXCLUDED.created_at - ${p(this.windowMs)}::bigint
+       RETURNING sender_agent_id, message_id, task_id`,
+      params,
     );
-    if (rows[0]?.mine) return undefined;
-    return this.get(signal, sender, messageId);
+    // Keyed by all three: sends of one task (follow-ups) share a task id, not a key.
+    const owned = new Set(rows.map((r) => JSON.stringify([r.sender_agent_id, r.message_id, r.task_id])));
+    return all.map(({ sender, messageId, key }) => owned.has(JSON.stringify([sender, messageId, key.taskId])));
   }
 
   async get(signal: AbortSignal, sender: string, messageId: string): Promise<SendKey | undefined> {

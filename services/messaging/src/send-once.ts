@@ -49,7 +49,7 @@ export async function sendMessageOnce(env: MessagingEnv, ctx: CallContext, calle
   for (;;) {
     const now = env.now();
     const taskId = request.taskId || newId('task');
-    const earlier = await keys.reserve(ctx.signal, caller.agentId, messageId, { taskId, bodyHash: hash, createdAt: now }, now - env.limits.idempotencyWindowMs);
+    const earlier = await keys.reserve(ctx.signal, caller.agentId, messageId, { taskId, bodyHash: hash, createdAt: now });
     if (!earlier) {
       try {
         return await sendMessage(env, ctx, caller, request, taskId);

@@ -203,7 +203,7 @@ export class TaskStore {
     const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null, quota: maxInFlight };
     // The grouped insert is shared with other sends, so no one caller's signal cancels it.
     throwIfAborted(signal);
-    return (await this.newTasks.insert(rows)) ? created : undefined;
+    return (await this.newTasks.write(rows)) ? created : undefined;
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {

@@ -1,6 +1,6 @@
 import { startIdentity } from '@agenthub/identity';
 import { identityv1, messagingv1 } from '@agenthub/proto';
-import { createClient, type CallOptions, type Client, type Db, type Kv, type RunningService } from '@agenthub/runtime';
+import { createClient, type CallOptions, type Client, type Db, type Kv, type Queryable, type RunningService } from '@agenthub/runtime';
 import { TestStackBackends, testLogger, type Backend, type TestServiceDeps } from '@agenthub/testing';
 import { messagingEnv, startMessaging, type MessagingEnv, type MessagingLimits } from '../src/index.js';
 
@@ -46,6 +46,18 @@ export interface Stack {
 }
 
 export const operator: CallOptions = { principal: { kind: 'operator' } };
+
+/** `db`, pushing the SQL of every statement it runs to `statements`. */
+export function counting(db: Queryable, statements: string[]): Queryable {
+  return {
+    query: (sql, params, signal) => {
+      statements.push(sql);
+      return db.query(sql, params, signal);
+    },
+    exec: (sql) => db.exec(sql),
+    notify: (channel, payload) => db.notify(channel, payload),
+  };
+}
 
 export async function startStack(
   backend: Backend,

@@ -1,9 +1,9 @@
 import { messagingv1 } from '@agenthub/proto';
-import { isUniqueViolation, OUTBOX_CHANNEL, type Queryable } from '@agenthub/runtime';
+import { isUniqueViolation, OUTBOX_CHANNEL } from '@agenthub/runtime';
 import { backends } from '@agenthub/testing';
 import { TaskInsertBatcher, type NewTaskRows } from '../src/send-batch.js';
 import { serializeItems } from '../src/task-items.js';
-import { startStack, type Stack } from './harness.js';
+import { counting, startStack, type Stack } from './harness.js';
 
 /** Sends are written in groups (group commit); each must still be its own durable, isolated send. */
 
@@ -103,18 +103,10 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
 
   it('writes the sends that reach it in one turn in one statement, though no statement is running', async () => {
     const statements: string[] = [];
-    const counting: Queryable = {
-      query: (sql, params, signal) => {
-        statements.push(sql);
-        return stack.db.query(sql, params, signal);
-      },
-      exec: (sql) => stack.db.exec(sql),
-      notify: (channel, payload) => stack.db.notify(channel, payload),
-    };
     // As a group from the gateway arrives: its sends one after another, with nothing running.
-    const batcher = new TaskInsertBatcher(counting, 64, 2);
+    const batcher = new TaskInsertBatcher(counting(stack.db, statements), 64, 2);
     const ids = Array.from({ length: 5 }, (_, i) => `task_turn_${i}`);
-    const accepted = await Promise.all(ids.map((id) => batcher.insert(taskRows(id, 'ctx_turn'))));
+    const accepted = await Promise.all(ids.map((id) => batcher.write(taskRows(id, 'ctx_turn'))));
     expect(accepted).toEqual([true, true, true, true, true]);
     expect(statements).toHaveLength(1);
     const { rows: found } = await stack.db.query<{ id: string }>("SELECT id FROM tasks WHERE context_id = 'ctx_turn' ORDER BY id");
@@ -124,13 +116,13 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
   it('fails only the send whose rows cannot be written when it shares a statement with others', async () => {
     const rows = (id: string) => taskRows(id, 'ctx_batch');
     const batcher = new TaskInsertBatcher(stack.db, 64, 1);
-    await batcher.insert(rows('task_batch_dup'));
+    await batcher.write(rows('task_batch_dup'));
     // The four below reach the batcher in one turn and share one statement, which the duplicate fails.
     const results = await Promise.allSettled([
-      batcher.insert(rows('task_batch_a')),
-      batcher.insert(rows('task_batch_b')),
-      batcher.insert(rows('task_batch_dup')),
-      batcher.insert(rows('task_batch_c')),
+      batcher.write(rows('task_batch_a')),
+      batcher.write(rows('task_batch_b')),
+      batcher.write(rows('task_batch_dup')),
+      batcher.write(rows('task_batch_c')),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     expect(isUniqueViolation((results[2] as PromiseRejectedResult).reason)).toBe(true);
