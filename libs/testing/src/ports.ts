@@ -21,15 +21,22 @@ const handedOut = new Set<number>();
  * it fails now and then on a busy machine; one outside that range stays free.
  */
 export async function freePort(): Promise<number> {
-  // A file's ports are long closed once it has used half its slice; start the record afresh.
-  if (handedOut.size > SLICE_SIZE / 2) handedOut.clear();
+  // Once a file has used half its slice, its oldest ports are long closed: forget the older half
+  // (not all: the ports of a stack still starting must stay taken).
+  if (handedOut.size > SLICE_SIZE / 2) {
+    for (const old of handedOut) {
+      if (handedOut.size <= SLICE_SIZE / 4) break;
+      handedOut.delete(old);
+    }
+  }
   for (;;) {
     const port = FIRST + slice * SLICE_SIZE + Math.floor(Math.random() * SLICE_SIZE);
     if (handedOut.has(port)) continue;
-    if (await canListen(port)) {
-      handedOut.add(port);
-      return port;
-    }
+    // Recorded before the check, so that a concurrent call (a split stack asks for its ports all
+    // at once) cannot pick the same one while this one is checking it. A port in use stays
+    // recorded: nobody is to be handed it.
+    handedOut.add(port);
+    if (await canListen(port)) return port;
   }
 }
 

@@ -10,4 +10,9 @@ describe('freePort', () => {
       expect(port).toBeLessThan(32_768);
     }
   });
+
+  it('hands distinct ports to concurrent callers, as a split stack asks for its sixteen', async () => {
+    const ports = await Promise.all(Array.from({ length: 400 }, () => freePort()));
+    expect(ports.length - new Set(ports).size).toBe(0);
+  });
 });
