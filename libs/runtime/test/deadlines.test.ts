@@ -3,6 +3,7 @@ import pg from 'pg';
 import { identityv1 } from '@agenthub/proto';
 import { createClient, GrpcServer, HubError, InternalKey, Metrics, PostgresDb, Reason, type Db } from '@agenthub/runtime';
 import { backends, testLogger, type ProvisionedBackend } from '@agenthub/testing';
+import { eventually } from './bus-conformance.js';
 
 /**
  * A statement outlives no caller: a gRPC call's deadline reaches the PostgreSQL statement its
@@ -19,16 +20,6 @@ async function failure(work: Promise<unknown>): Promise<{ err: HubError; ms: num
     return { err: err as HubError, ms: performance.now() - started };
   }
   throw new Error('expected the call to fail');
-}
-
-/** Polls `check` until it holds, for at most `ms`. */
-async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > until) return false;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 (real ? describe : describe.skip)(`deadlines reach PostgreSQL${real ? '' : ' (skipped: no PostgreSQL reachable)'}`, () => {
@@ -80,13 +71,13 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
       expect(err.reason).toBe(Reason.DEADLINE_EXCEEDED);
       expect(ms).toBeLessThan(2_000);
       // The handler's statement failed too (it was cancelled, not left running) ...
-      expect(await eventually(async () => handlerFailed !== undefined, 2_000)).toBe(true);
+      await eventually(async () => handlerFailed !== undefined, 'the handler heard why its call ended', 2_000);
       // ... by whichever came first: the server's deadline, or the client's cancel at its own
       // deadline (earlier than the server's by the time the request took to be read, which a
       // loaded machine stretches; a server cannot tell that cancel from a caller leaving).
       expect([Reason.DEADLINE_EXCEEDED, Reason.UNAVAILABLE]).toContain((handlerFailed as HubError).reason);
       // ... and no backend still sleeps on its behalf.
-      expect(await eventually(async () => (await running(marker)) === 0, 2_000)).toBe(true);
+      await eventually(async () => (await running(marker)) === 0, 'no statement of the call is running', 2_000);
       // The pool is whole: the next statement runs.
       expect((await db.query<{ one: number }>('SELECT 1 AS one', [], AbortSignal.timeout(2_000))).rows).toEqual([{ one: 1 }]);
     } finally {
@@ -103,13 +94,13 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
       await tx.query('INSERT INTO marks (id) VALUES ($1)', [marker]);
       await tx.query(`SELECT pg_sleep(30) AS ${marker}`);
     }, caller.signal);
-    expect(await eventually(async () => (await running(marker)) === 1, 2_000)).toBe(true);
+    await eventually(async () => (await running(marker)) === 1, 'the statement is running', 2_000);
     caller.abort();
     const { err, ms } = await failure(transaction);
     expect(err.reason).toBe(Reason.UNAVAILABLE);
     expect(ms).toBeLessThan(2_000);
     // The cancel is asked for when the caller leaves; the backend stops at its next interrupt check.
-    expect(await eventually(async () => (await running(marker)) === 0, 2_000)).toBe(true);
+    await eventually(async () => (await running(marker)) === 0, 'no statement of the call is running', 2_000);
     expect((await db.query('SELECT 1 FROM marks WHERE id = $1', [marker])).rows).toEqual([]);
   });
 
@@ -134,13 +125,13 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
       const marker = `together_${randomBytes(6).toString('hex')}`;
       const callers = Array.from({ length: 4 }, () => new AbortController());
       const statements = callers.map((caller) => failure(db.query(`SELECT pg_sleep(30) AS ${marker}`, [], caller.signal)));
-      expect(await eventually(async () => (await running(marker)) === 4, 2_000)).toBe(true);
+      await eventually(async () => (await running(marker)) === 4, 'the four statements are running', 2_000);
       for (const caller of callers) caller.abort();
       for (const { err, ms } of await Promise.all(statements)) {
         expect(err.reason).toBe(Reason.UNAVAILABLE);
         expect(ms).toBeLessThan(2_000);
       }
-      expect(await eventually(async () => (await running(marker)) === 0, 2_000)).toBe(true);
+      await eventually(async () => (await running(marker)) === 0, 'no statement of the call is running', 2_000);
       expect(most).toBe(1);
     } finally {
       pg.Client.prototype.query = query;
