@@ -97,7 +97,7 @@ export function messagingEnv(deps: {
   const deliveries = new DeliveryStore(deps.db);
   const limits = { ...DEFAULT_LIMITS, ...deps.limits };
   return {
-    tasks: new TaskStore(deps.db),
+    tasks: new TaskStore(deps.db, limits.idempotencyWindowMs),
     deliveries,
     pushes: new PushStore(deps.db),
     sendKeys: new SendKeyStore(deps.db, limits.idempotencyWindowMs),

@@ -15,6 +15,19 @@ interface Reservation {
   key: SendKey;
 }
 
+/**
+ * The statement (or CTE) that claims keys for `rows` (sender_agent_id, message_id, task_id,
+ * body_hash, created_at): a key becomes the new send's unless a send within the window
+ * (`windowParam`, ms) holds it. Returns the keys claimed; two rows of one key fail it ("cannot
+ * affect row a second time").
+ */
+export const claimKeys = (rows: string, windowParam: string) =>
+  `INSERT INTO send_keys (sender_agent_id, message_id, task_id, body_hash, created_at) ${rows}
+   ON CONFLICT (sender_agent_id, message_id) DO UPDATE
+     SET task_id = EXCLUDED.task_id, body_hash = EXCLUDED.body_hash, created_at = EXCLUDED.created_at
+     WHERE send_keys.created_at < EXCLUDED.created_at - ${windowParam}::bigint
+   RETURNING sender_agent_id, message_id, task_id`;
+
 /** The SQL of idempotent sends and of context ownership (migration 005). */
 export class SendKeyStore {
   /** Reservations of concurrent sends share a statement, as their tasks do (group-commit.ts). */
@@ -31,7 +44,8 @@ export class SendKeyStore {
   /**
    * Records the send unless one with the same key was made within the window (an older one is
    * replaced: the window has passed). Returns undefined when this send now owns the key, or the
-   * earlier send.
+   * earlier send. For a follow-up, which writes into a task that exists; a new task claims its key
+   * in the statement that writes it (send-batch.ts).
    */
   async reserve(signal: AbortSignal, sender: string, messageId: string, key: SendKey): Promise<SendKey | undefined> {
     // The statement is shared with other sends, so no one caller's signal cancels it.
@@ -49,11 +63,7 @@ export class SendKeyStore {
     const p = (value: unknown) => `$${params.push(value)}`;
     const values = all.map(({ sender, messageId, key }) => `(${p(sender)}, ${p(messageId)}, ${p(key.taskId)}, ${p(key.bodyHash)}, ${p(key.createdAt)}::bigint)`);
     const { rows } = await this.db.query<{ sender_agent_id: string; message_id: string; task_id: string }>(
-      `INSERT INTO send_keys (sender_agent_id, message_id, task_id, body_hash, created_at) VALUES ${values.join(', ')}
-       ON CONFLICT (sender_agent_id, message_id) DO UPDATE
-         SET task_id = EXCLUDED.task_id, body_hash = EXCLUDED.body_hash, created_at = EXCLUDED.created_at
-         WHERE send_keys.created_at < EXCLUDED.created_at - ${p(this.windowMs)}::bigint
-       RETURNING sender_agent_id, message_id, task_id`,
+      claimKeys(`VALUES ${values.join(', ')}`, p(this.windowMs)),
       params,
     );
     // Keyed by all three: sends of one task (follow-ups) share a task id, not a key.

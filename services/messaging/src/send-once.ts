@@ -6,6 +6,7 @@ import { detachedSignal, HubError, newId, Reason, waitSignal, type CallContext, 
 import { FINAL } from '@agenthub/tasks';
 import type { MessagingEnv } from './env.js';
 import { listenForSettled, waitForSettled } from './lifecycle.js';
+import type { SendKey } from './send-key-store.js';
 import { sendMessage, taskView } from './tasks.js';
 
 /**
@@ -43,36 +44,64 @@ export async function sendMessageOnce(env: MessagingEnv, ctx: CallContext, calle
   const messageId = request.message?.messageId;
   if (!messageId) return sendMessage(env, ctx, caller, request);
 
-  const keys = env.sendKeys;
   const hash = bodyHash(request);
   const giveUpAt = Date.now() + IN_FLIGHT_WAIT_MS;
   for (;;) {
-    const now = env.now();
-    const taskId = request.taskId || newId('task');
-    const earlier = await keys.reserve(ctx.signal, caller.agentId, messageId, { taskId, bodyHash: hash, createdAt: now });
-    if (!earlier) {
-      try {
-        return await sendMessage(env, ctx, caller, request, taskId);
-      } catch (err) {
-        // A send that got as far as writing its message (then e.g. lost its blocking wait) keeps the key.
-        const detached = detachedSignal();
-        const written = await env.tasks.getTask(detached, taskId);
-        if (!written?.messages.some((m) => (m as { messageId?: string }).messageId === messageId)) {
-          await keys.release(detached, caller.agentId, messageId, taskId);
-        }
-        throw err;
-      }
-    }
-    if (earlier.bodyHash !== hash) {
-      throw HubError.invalidParams('message.messageId', 'was already used by this sender for a different message; use a new messageId');
-    }
-    const task = await env.tasks.getTask(ctx.signal, earlier.taskId);
-    if (task) {
-      if (request.blocking && !FINAL.has(task.state)) await waitForSettled(env, ctx.signal, task.id, env.limits.blockingMs, listenForSettled(env, task.id, waitSignal(ctx)));
-      return { task: taskView((await env.tasks.getTask(ctx.signal, task.id)) ?? task, request.historyLength) };
-    }
+    const answer = request.taskId ? await followUpOnce(env, ctx, caller, request, messageId, hash) : await newTaskOnce(env, ctx, caller, request, messageId, hash);
+    if (answer) return answer;
     // The first send is still writing its task, or failed and is giving its key back.
     if (Date.now() > giveUpAt) throw new HubError(Reason.UNAVAILABLE, 'The first send with this messageId has not finished; try again');
     await sleep(IN_FLIGHT_POLL_MS);
   }
+}
+
+/**
+ * A new task claims its key in the statement that writes it (send-batch.ts), so a key held by a
+ * new task always has its task. Undefined: the key's holder was not found; try again.
+ */
+async function newTaskOnce(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest, messageId: string, hash: string) {
+  const taskId = newId('task');
+  let sent: Awaited<ReturnType<typeof sendMessage>>;
+  try {
+    sent = await sendMessage(env, ctx, caller, request, { id: taskId, key: { messageId, bodyHash: hash } });
+  } catch (err) {
+    // A repeat of a send that was made is that send, even when something would refuse it now
+    // (a full inbox, a revoked grant): the send it repeats was accepted.
+    const earlier = await env.sendKeys.get(ctx.signal, caller.agentId, messageId).catch(() => undefined);
+    if (!earlier || earlier.taskId === taskId) throw err;
+    return asEarlier(env, ctx, request, earlier, hash);
+  }
+  if (sent !== 'key-taken') return sent;
+  const earlier = await env.sendKeys.get(ctx.signal, caller.agentId, messageId);
+  return earlier && asEarlier(env, ctx, request, earlier, hash);
+}
+
+/** A follow-up reserves its key before it writes its message into the task. */
+async function followUpOnce(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest, messageId: string, hash: string) {
+  const keys = env.sendKeys;
+  const taskId = request.taskId;
+  const earlier = await keys.reserve(ctx.signal, caller.agentId, messageId, { taskId, bodyHash: hash, createdAt: env.now() });
+  if (earlier) return asEarlier(env, ctx, request, earlier, hash);
+  try {
+    return await sendMessage(env, ctx, caller, request);
+  } catch (err) {
+    // A send that got as far as writing its message (then e.g. lost its blocking wait) keeps the key.
+    const detached = detachedSignal();
+    const written = await env.tasks.getTask(detached, taskId);
+    if (!written?.messages.some((m) => (m as { messageId?: string }).messageId === messageId)) {
+      await keys.release(detached, caller.agentId, messageId, taskId);
+    }
+    throw err;
+  }
+}
+
+/** The answer to a repeat: the earlier send's task (settled first, if the repeat blocks); undefined while that task is not there. */
+async function asEarlier(env: MessagingEnv, ctx: CallContext, request: messagingv1.SendMessageRequest, earlier: SendKey, hash: string) {
+  if (earlier.bodyHash !== hash) {
+    throw HubError.invalidParams('message.messageId', 'was already used by this sender for a different message; use a new messageId');
+  }
+  const task = await env.tasks.getTask(ctx.signal, earlier.taskId);
+  if (!task) return undefined;
+  if (request.blocking && !FINAL.has(task.state)) await waitForSettled(env, ctx.signal, task.id, env.limits.blockingMs, listenForSettled(env, task.id, waitSignal(ctx)));
+  return { task: taskView((await env.tasks.getTask(ctx.signal, task.id)) ?? task, request.historyLength) };
 }

@@ -1,6 +1,6 @@
 import { appendEvent, currentTraceparent, OUTBOX_CHANNEL, OUTBOX_INSERT_COLUMNS, outboxValues, throwIfAborted, type Db, type Queryable } from '@agenthub/runtime';
 import type { StateWord } from '@agenthub/tasks';
-import { TaskInsertBatcher } from './send-batch.js';
+import { TaskInsertBatcher, type InsertOutcome, type NewTaskRows } from './send-batch.js';
 import { appendItems, growthOf, heldIds, heldIdsOf, loadItems, serializeItems, type HeldIds, type ItemKind, type ItemSelection, type SerializedItem, type TaskGrowth } from './task-items.js';
 
 /** Topic of task events, keyed by task id so each task's transitions stay in order. */
@@ -145,8 +145,12 @@ export interface NewDelivery {
 export class TaskStore {
   private readonly newTasks: TaskInsertBatcher;
 
-  constructor(private readonly db: Db) {
-    this.newTasks = new TaskInsertBatcher(db);
+  /** `keyWindowMs`: how long a send's key stays its own (MESSAGING_IDEMPOTENCY_WINDOW_MS). */
+  constructor(
+    private readonly db: Db,
+    keyWindowMs: number,
+  ) {
+    this.newTasks = new TaskInsertBatcher(db, keyWindowMs);
   }
 
   /** Tasks each agent of `agentIds` sent that are still submitted or working, for those with any. */
@@ -192,18 +196,33 @@ export class TaskStore {
    * and, unless undefined, its delivery; `check` may refuse it before anything is written.
    * The rows go in one statement, grouped with concurrent sends (send-batch.ts): one round trip
    * and at most one commit per send, on the send's hot path. Returns the task with its counts and
-   * bytes, or undefined, and nothing written, when its sender already has `maxInFlight` tasks
-   * submitted or working (counted in that statement, so concurrent sends cannot pass it together).
+   * bytes, or why nothing was written: its sender already has `maxInFlight` tasks submitted or
+   * working (counted in that statement, so concurrent sends cannot pass it together), or an
+   * earlier send holds `key`.
    */
-  async createTask(signal: AbortSignal, task: TaskRecord, delivery: NewDelivery | undefined, check?: GrowthCheck, maxInFlight = Infinity): Promise<TaskRecord | undefined> {
+  async createTask(
+    signal: AbortSignal,
+    task: TaskRecord,
+    delivery: NewDelivery | undefined,
+    options: { check?: GrowthCheck; maxInFlight?: number; key?: NewTaskRows['key'] } = {},
+  ): Promise<{ created: TaskRecord; refused?: never } | { created?: never; refused: Exclude<InsertOutcome, 'written'> }> {
     const items = [...serializeItems('message', task.messages), ...serializeItems('artifact', task.artifacts)];
     const growth = growthOf(items);
-    check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
+    options.check?.({ ...task, messages: [], artifacts: [], messageCount: 0, artifactCount: 0, bytes: 0 }, growth);
     const created = { ...task, messageCount: growth.messages, artifactCount: growth.artifacts, bytes: growth.bytes, version: 1 };
-    const rows = { task: created, items, event: transitionEventOf(created, undefined), delivery, traceparent: currentTraceparent() ?? null, quota: maxInFlight };
+    const rows: NewTaskRows = {
+      task: created,
+      items,
+      event: transitionEventOf(created, undefined),
+      delivery,
+      traceparent: currentTraceparent() ?? null,
+      quota: options.maxInFlight,
+      key: options.key,
+    };
     // The grouped insert is shared with other sends, so no one caller's signal cancels it.
     throwIfAborted(signal);
-    return (await this.newTasks.write(rows)) ? created : undefined;
+    const outcome = await this.newTasks.write(rows);
+    return outcome === 'written' ? { created } : { refused: outcome };
   }
 
   private async insertDelivery(tx: Queryable, task: TaskRecord, delivery: NewDelivery) {

@@ -7,6 +7,7 @@ import type { Listener } from './wake.js';
 import { acceptsAny, FINAL, stateOfWord, UPDATABLE, UPDATE_TARGETS, wordOf } from '@agenthub/tasks';
 import type { GrowthCheck, NewDelivery, TaskRecord } from './task-store.js';
 import type { ItemSelection } from './task-items.js';
+import type { NewTaskRows } from './send-batch.js';
 
 const { TaskState } = messagingv1;
 type TaskState = messagingv1.TaskState;
@@ -130,7 +131,26 @@ async function isOnline(env: MessagingEnv, signal: AbortSignal, agentId: string)
 }
 
 /** `newTaskId` is the id a new task gets (send-once.ts reserves it with the message's key). */
-export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest, newTaskId = newId('task')) {
+/**
+ * A send. A new task may come with its idempotency key (`key`, send-once.ts): it is claimed with
+ * the task's rows, and when an earlier send holds it nothing is written and the answer is
+ * 'key-taken'.
+ */
+export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: Caller, request: messagingv1.SendMessageRequest): Promise<{ task: messagingv1.Task }>;
+export async function sendMessage(
+  env: MessagingEnv,
+  ctx: CallContext,
+  caller: Caller,
+  request: messagingv1.SendMessageRequest,
+  newTask: { id: string; key: NewTaskRows['key'] },
+): Promise<{ task: messagingv1.Task } | 'key-taken'>;
+export async function sendMessage(
+  env: MessagingEnv,
+  ctx: CallContext,
+  caller: Caller,
+  request: messagingv1.SendMessageRequest,
+  newTask: { id?: string; key?: NewTaskRows['key'] } = {},
+): Promise<{ task: messagingv1.Task } | 'key-taken'> {
   const message = request.message;
   if (!message) throw HubError.invalidParams('message', 'is required');
   validateParts(message.parts, 'message.parts', env.limits.maxParts);
@@ -189,7 +209,7 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     }
     const now = env.now();
     const offlineNoQueue = ttl === 0 && !(await isOnline(env, ctx.signal, agent.id));
-    const taskId = newTaskId;
+    const taskId = newTask.id ?? newId('task');
     task = {
       id: taskId,
       contextId: request.contextId || newId('ctx'),
@@ -216,19 +236,20 @@ export async function sendMessage(env: MessagingEnv, ctx: CallContext, caller: C
     // Nothing between here and the try below can fail and leave the subscription open.
     if (request.blocking && !offlineNoQueue) subscribed = await listenForSettled(env, taskId, waitSignal(ctx));
     const max = env.limits.maxTasksInFlightPerSender;
-    let created: TaskRecord | undefined;
+    let inserted: Awaited<ReturnType<typeof env.tasks.createTask>>;
     try {
       if (delivery) await requireInboxRoom(env, ctx, agent);
-      created = await env.tasks.createTask(ctx.signal, task, delivery, taskGrowthCheck(env.limits), max);
+      inserted = await env.tasks.createTask(ctx.signal, task, delivery, { check: taskGrowthCheck(env.limits), maxInFlight: max, key: newTask.key });
     } catch (err) {
       void subscribed?.close();
       throw err;
     }
-    if (!created) {
+    if (!inserted.created) {
       void subscribed?.close();
+      if (inserted.refused === 'key-taken') return 'key-taken';
       throw HubError.quotaExceeded('tasks_in_flight_per_sender', `Quota exceeded: an agent may have at most ${max} tasks submitted or working; wait for some to finish`);
     }
-    task = created;
+    task = inserted.created;
   }
   // Not awaited: the delivery is committed, and a recipient that misses the wake claims it on its
   // next poll; the sender need not wait for the publish (coalesced per recipient, wake.ts).

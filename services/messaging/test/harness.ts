@@ -47,16 +47,20 @@ export interface Stack {
 
 export const operator: CallOptions = { principal: { kind: 'operator' } };
 
-/** `db`, pushing the SQL of every statement it runs to `statements`. */
-export function counting(db: Queryable, statements: string[]): Queryable {
-  return {
-    query: (sql, params, signal) => {
-      statements.push(sql);
-      return db.query(sql, params, signal);
+/** `db`, pushing the SQL of every statement it runs by `query` (outside transactions) to `statements`. */
+export function counting<T extends Queryable>(db: T, statements: string[]): T {
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === 'query') {
+        return (...[sql, params, signal]: Parameters<Queryable['query']>) => {
+          statements.push(sql);
+          return target.query(sql, params, signal);
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
     },
-    exec: (sql) => db.exec(sql),
-    notify: (channel, payload) => db.notify(channel, payload),
-  };
+  });
 }
 
 export async function startStack(

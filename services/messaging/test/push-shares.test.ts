@@ -51,7 +51,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('push slot shares on 
         newTaskRecord({ id: newId('task'), contextId: newId('ctx'), senderAgentId: 'agent_sender', senderTenantId: tenantId, recipientAgentId: agentId, state: 'submitted', messages: [message] }),
         { id: newId('dlv'), message, expiresAt: Date.now() + 60_000, recipientTenantId: tenantId },
       );
-      ids.push(task!.id);
+      ids.push(task.created!.id);
     }
     return ids;
   }

@@ -22,6 +22,9 @@ function taskRows(id: string, contextId: string): NewTaskRows {
   };
 }
 
+/** How long a send's key stays its own. */
+const WINDOW_MS = 60_000;
+
 const text = (t: string) => ({ content: { case: 'text' as const, value: { text: t } } });
 
 describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts (%s)', (_name, backend) => {
@@ -104,10 +107,10 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
   it('writes the sends that reach it in one turn in one statement, though no statement is running', async () => {
     const statements: string[] = [];
     // As a group from the gateway arrives: its sends one after another, with nothing running.
-    const batcher = new TaskInsertBatcher(counting(stack.db, statements), 64, 2);
+    const batcher = new TaskInsertBatcher(counting(stack.db, statements), WINDOW_MS, 64, 2);
     const ids = Array.from({ length: 5 }, (_, i) => `task_turn_${i}`);
     const accepted = await Promise.all(ids.map((id) => batcher.write(taskRows(id, 'ctx_turn'))));
-    expect(accepted).toEqual([true, true, true, true, true]);
+    expect(accepted).toEqual(['written', 'written', 'written', 'written', 'written']);
     expect(statements).toHaveLength(1);
     const { rows: found } = await stack.db.query<{ id: string }>("SELECT id FROM tasks WHERE context_id = 'ctx_turn' ORDER BY id");
     expect(found.map((r) => r.id)).toEqual(ids);
@@ -115,7 +118,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
 
   it('fails only the send whose rows cannot be written when it shares a statement with others', async () => {
     const rows = (id: string) => taskRows(id, 'ctx_batch');
-    const batcher = new TaskInsertBatcher(stack.db, 64, 1);
+    const batcher = new TaskInsertBatcher(stack.db, WINDOW_MS, 64, 1);
     await batcher.write(rows('task_batch_dup'));
     // The four below reach the batcher in one turn and share one statement, which the duplicate fails.
     const results = await Promise.allSettled([
@@ -133,5 +136,31 @@ describe.each(backends().map((b) => [b.name, b] as const))('grouped task inserts
       "SELECT i.task_id FROM task_items i JOIN tasks t ON t.id = i.task_id WHERE t.context_id = 'ctx_batch' ORDER BY i.task_id",
     );
     expect(kept.map((r) => r.task_id)).toEqual(['task_batch_a', 'task_batch_b', 'task_batch_c', 'task_batch_dup']);
+  });
+
+  it('writes a keyed task only with its key, in its statement: a key an earlier send holds writes nothing, and a refused task keeps no key', async () => {
+    const statements: string[] = [];
+    const batcher = new TaskInsertBatcher(counting(stack.db, statements), WINDOW_MS, 64, 1);
+    const keyed = (id: string, messageId: string, quota?: number): NewTaskRows => ({ ...taskRows(id, 'ctx_keys'), key: { messageId, bodyHash: `hash_${id}` }, quota });
+    expect(await batcher.write(keyed('task_key_first', 'msg_held'))).toBe('written');
+    statements.length = 0;
+    const outcomes = await Promise.all([
+      batcher.write(keyed('task_key_a', 'msg_a')),
+      batcher.write(keyed('task_key_again', 'msg_held')),
+      batcher.write(taskRows('task_key_unkeyed', 'ctx_keys')),
+    ]);
+    expect(outcomes).toEqual(['written', 'key-taken', 'written']);
+    expect(statements).toHaveLength(1);
+    // The first task's own sender is agt_s with the tasks above in flight: a quota of 1 refuses it.
+    expect(await batcher.write(keyed('task_key_refused', 'msg_refused', 1))).toBe('over-quota');
+    const { rows: found } = await stack.db.query<{ id: string }>("SELECT id FROM tasks WHERE context_id = 'ctx_keys' ORDER BY id");
+    expect(found.map((r) => r.id)).toEqual(['task_key_a', 'task_key_first', 'task_key_unkeyed']);
+    const { rows: held } = await stack.db.query<{ message_id: string; task_id: string }>(
+      "SELECT message_id, task_id FROM send_keys WHERE sender_agent_id = 'agt_s' AND message_id IN ('msg_held', 'msg_a', 'msg_refused') ORDER BY message_id",
+    );
+    expect(held.map((r) => [r.message_id, r.task_id])).toEqual([
+      ['msg_a', 'task_key_a'],
+      ['msg_held', 'task_key_first'],
+    ]);
   });
 });

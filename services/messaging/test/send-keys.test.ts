@@ -1,8 +1,16 @@
-import { backends } from '@agenthub/testing';
+import { create } from '@bufbuild/protobuf';
+import { messagingv1 } from '@agenthub/proto';
+import { MemoryKv, type CallContext } from '@agenthub/runtime';
+import { backends, testLogger } from '@agenthub/testing';
+import { messagingEnv } from '../src/env.js';
 import { SendKeyStore, type SendKey } from '../src/send-key-store.js';
-import { counting, startStack, type Stack } from './harness.js';
+import { sendMessageOnce } from '../src/send-once.js';
+import { counting, startStack, type Stack, type TestAgent } from './harness.js';
 
-/** A repeated messageId is the same send: each send reserves its key first, grouped with the others of its turn. */
+/**
+ * A repeated messageId is the same send. A new task claims its key in the statement that writes
+ * it; a follow-up reserves its key first. Either way the keys of one turn share a statement.
+ */
 
 const WINDOW_MS = 60_000;
 const never = new AbortController().signal;
@@ -67,5 +75,38 @@ describe.each(backends().map((b) => [b.name, b] as const))('send keys (%s)', (_n
     const gone = AbortSignal.abort();
     await expect(keys.reserve(gone, 'agt_gone', 'msg_gone', key('task_gone'))).rejects.toThrow();
     expect(await keys.get(never, 'agt_gone', 'msg_gone')).toBeUndefined();
+  });
+
+  describe('sends of new tasks', () => {
+    const ctx = (agent: TestAgent): CallContext => ({ principal: agent.as.principal, deadline: undefined, signal: new AbortController().signal, log: testLogger() });
+    const caller = (agent: TestAgent) => ({ agentId: agent.id, tenantId: agent.tenantId });
+    const send = (recipient: TestAgent, messageId: string, text = 'hello') =>
+      create(messagingv1.SendMessageRequestSchema, { recipientAgentId: recipient.id, message: { role: 'user', messageId, parts: [{ content: { case: 'text', value: { text } } }] } });
+
+    it('claim their keys in the statement that writes their tasks', async () => {
+      const env = messagingEnv({ db: counting(stack.db, statements), kv: new MemoryKv(), identity: stack.identity });
+      const sender = await stack.agent('acme', 'keyed-sender');
+      const recipient = await stack.agent('acme', 'keyed-recipient');
+      statements.length = 0;
+      const sent = await Promise.all([1, 2, 3, 4, 5].map((n) => sendMessageOnce(env, ctx(sender), caller(sender), send(recipient, `msg_new_${n}`))));
+      // Before, each group of keys took a statement and a commit of its own ahead of its tasks'.
+      const keyed = statements.filter((sql) => sql.includes('send_keys'));
+      expect(keyed.length).toBeGreaterThan(0);
+      expect(keyed.filter((sql) => !sql.includes('INSERT INTO tasks'))).toEqual([]);
+      for (const [i, { task }] of sent.entries()) expect((await keys.get(never, sender.id, `msg_new_${i + 1}`))?.taskId).toBe(task!.id);
+    });
+
+    it('answer a repeat with the first task even when the send itself would now be refused', async () => {
+      const env = messagingEnv({ db: stack.db, kv: new MemoryKv(), identity: stack.identity, limits: { maxTasksInFlightPerSender: 1 } });
+      const sender = await stack.agent('acme', 'repeat-sender');
+      const recipient = await stack.agent('acme', 'repeat-recipient');
+      const { task: first } = await sendMessageOnce(env, ctx(sender), caller(sender), send(recipient, 'msg_repeat'));
+      // The first task is in flight, so the sender is at its quota: a new send is refused, a repeat is not.
+      await expect(sendMessageOnce(env, ctx(sender), caller(sender), send(recipient, 'msg_other'))).rejects.toMatchObject({ field: 'tasks_in_flight_per_sender' });
+      const { task: again } = await sendMessageOnce(env, ctx(sender), caller(sender), send(recipient, 'msg_repeat'));
+      expect(again!.id).toBe(first!.id);
+      await expect(sendMessageOnce(env, ctx(sender), caller(sender), send(recipient, 'msg_repeat', 'changed'))).rejects.toMatchObject({ field: 'message.messageId' });
+      expect(await keys.get(never, sender.id, 'msg_other')).toBeUndefined();
+    });
   });
 });

@@ -129,7 +129,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('concurrent transitio
     await stack.env.tasks.transition(new AbortController().signal, task!.id, () => ({ next: { state: 'working', updatedAt: Date.now() }, append: { artifacts: [artifact('first')] } }));
     const { db, counts } = counting(stack.db);
     const seen: HeldIds[] = [];
-    const moved = await new TaskStore(db).transition(
+    const moved = await new TaskStore(db, 60_000).transition(
       new AbortController().signal,
       task!.id,
       (_t, held) => {
@@ -154,7 +154,7 @@ describe.each(backends().map((b) => [b.name, b] as const))('concurrent transitio
       await stack.env.tasks.transition(new AbortController().signal, task!.id, () => ({ next: { state: 'working', updatedAt: Date.now() }, append: { artifacts: [artifact('answer')] } }));
     });
     const seen: string[][] = [];
-    await new TaskStore(db).transition(
+    await new TaskStore(db, 60_000).transition(
       new AbortController().signal,
       task!.id,
       (_t, held) => {
