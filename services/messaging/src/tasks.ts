@@ -130,7 +130,6 @@ async function isOnline(env: MessagingEnv, signal: AbortSignal, agentId: string)
   return (await env.kv.get(onlineKey(agentId), signal)) !== undefined;
 }
 
-/** `newTaskId` is the id a new task gets (send-once.ts reserves it with the message's key). */
 /**
  * A send. A new task may come with its idempotency key (`key`, send-once.ts): it is claimed with
  * the task's rows, and when an earlier send holds it nothing is written and the answer is
