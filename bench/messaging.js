@@ -38,7 +38,7 @@ import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backendTicks, cpuDuring, envNumber, fmt, freshHubSettings, log, ownProcessTicks, parseHubEnv, percentile, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND } from './lib.js';
+import { backendTicks, cpuDuring, drainHub, envNumber, fmt, freshHubSettings, log, ownProcessTicks, parseHubEnv, percentile, processTicks, round, rpc, runBench, startHubProcess, startNodeProcess, startStreamingEchoAgent, ticksSince, TICKS_PER_SECOND } from './lib.js';
 
 const require = createRequire(import.meta.url);
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -264,6 +264,8 @@ async function run(cleanups) {
   for (let round = 0; round < opts.rounds; round += 1) {
     for (const [i, [label, url, headers, body, pid]] of targets.entries()) {
       slices[i].push(await measure(label, url, headers, body, { ...opts, pid, dbName, warmup: round === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds }));
+      const left = await drainHub(env.DATABASE_URL);
+      log(`[${label}] left behind: ${left.outbox} outbox events, ${left.log} event log messages; handled in ${left.seconds} s`);
     }
   }
   const [floor, sends, sdk, keyed] = doSends ? slices.map(combine) : [];
