@@ -616,43 +616,34 @@ export async function startStreamingEchoAgent(hubUrl, apiKey, concurrency) {
 }
 
 /**
- * Work the hub has accepted but not finished in the database at `databaseUrl`: outbox events not
- * yet on the embedded event log, and messages of that log a consumer group has not handled yet.
- * (The floor's own outbox, in that database too, has no `published_at`: nothing publishes it.)
+ * Waits until the hub whose database is at `databaseUrl` has no work it accepted but has not
+ * finished: outbox events not yet on the embedded event log, and messages of that log a consumer
+ * group has not handled yet. So what it left behind from one measurement is not paid by the next.
+ * Resolves with what there was at first and how long it took.
  */
-export async function hubBacklog(databaseUrl) {
+export async function drainHub(databaseUrl, { timeoutMs = 300_000, pollMs = 200 } = {}) {
   const pg = (await import('pg')).default;
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 3000 });
   await client.connect();
   try {
-    const { rows: outboxes } = await client.query(`SELECT table_schema AS schema FROM information_schema.columns WHERE table_name = 'outbox' AND column_name = 'published_at'`);
-    let outbox = 0;
-    for (const { schema } of outboxes) {
-      const { rows } = await client.query(`SELECT count(*)::int AS n FROM "${schema}".outbox WHERE published_at IS NULL`);
-      outbox += rows[0].n;
+    // The floor's own outbox, in that database too, has no `published_at`: nothing publishes it.
+    const { rows: relayed } = await client.query(`SELECT table_schema AS schema FROM information_schema.columns WHERE table_name = 'outbox' AND column_name = 'published_at'`);
+    const unpublished = relayed.map(({ schema }) => `(SELECT count(*) FROM "${schema}".outbox WHERE published_at IS NULL)`).join(' + ') || '0';
+    const backlog = async () => {
+      const { rows: [counts] } = await client.query(
+        `SELECT (${unpublished})::int AS outbox,
+                (SELECT coalesce(sum((SELECT count(*) FROM bus.messages m WHERE m.topic = o.topic AND m."offset" > o.committed)), 0) FROM bus.group_offsets o)::int AS log`,
+      );
+      return counts;
+    };
+    const started = performance.now();
+    const first = await backlog();
+    for (let now = first; now.outbox + now.log > 0; now = await backlog()) {
+      if (performance.now() - started > timeoutMs) throw new Error(`the hub still had ${now.outbox} outbox events and ${now.log} log messages to handle after ${timeoutMs / 1000} s`);
+      await new Promise((ok) => setTimeout(ok, pollMs));
     }
-    const { rows: [{ n: log }] } = await client.query(
-      `SELECT coalesce(sum((SELECT count(*) FROM bus.messages m WHERE m.topic = o.topic AND m."offset" > o.committed)), 0)::int AS n
-         FROM bus.group_offsets o`,
-    );
-    return { outbox, log };
+    return { ...first, seconds: round((performance.now() - started) / 1000, 1) };
   } finally {
     await client.end();
   }
-}
-
-/**
- * Waits until the hub has no backlog (hubBacklog), so that what it left behind from one
- * measurement is not paid by the next; resolves with what there was and how long it took.
- */
-export async function drainHub(databaseUrl, { timeoutMs = 300_000, pollMs = 200 } = {}) {
-  const started = performance.now();
-  const first = await hubBacklog(databaseUrl);
-  let now = first;
-  while (now.outbox + now.log > 0) {
-    if (performance.now() - started > timeoutMs) throw new Error(`the hub still had ${now.outbox} outbox events and ${now.log} log messages to handle after ${timeoutMs / 1000} s`);
-    await new Promise((ok) => setTimeout(ok, pollMs));
-    now = await hubBacklog(databaseUrl);
-  }
-  return { ...first, seconds: round((performance.now() - started) / 1000, 1) };
 }

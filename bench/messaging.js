@@ -264,8 +264,10 @@ async function run(cleanups) {
   for (let round = 0; round < opts.rounds; round += 1) {
     for (const [i, [label, url, headers, body, pid]] of targets.entries()) {
       slices[i].push(await measure(label, url, headers, body, { ...opts, pid, dbName, warmup: round === 0 ? opts.warmup : 0, duration: opts.duration / opts.rounds }));
-      const left = await drainHub(env.DATABASE_URL);
-      log(`[${label}] left behind: ${left.outbox} outbox events, ${left.log} event log messages; handled in ${left.seconds} s`);
+      if (pid === hub.pid) {
+        const left = await drainHub(env.DATABASE_URL);
+        log(`[${label}] left behind: ${left.outbox} outbox events, ${left.log} event log messages; handled in ${left.seconds} s`);
+      }
     }
   }
   const [floor, sends, sdk, keyed] = doSends ? slices.map(combine) : [];
